@@ -1,0 +1,38 @@
+//! nowait: a static file server and caching reverse proxy for Linux that reads
+//! nginx's configuration language and whose event loops never wait on a disk.
+//!
+//! The crate's parts, in the order a request meets them:
+//!
+//! - [`cli`]: the nginx-style command line (`-c -p -e -g -t -T -s -v -V`).
+//! - [`config`]: configuration text → syntax tree (file:line on every node) →
+//!   validated, typed, merged configuration. One declarative directive table.
+//! - [`process`]: pid file, signals, daemonizing, privilege drop.
+//! - [`server`]: listening sockets (one per worker under `reuseport`), the
+//!   worker event loops and the HTTP/1.1 connection state machine.
+//! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
+//!   ranges, conditionals, response heads, error pages.
+//! - [`io`]: the never-blocking file layer and the named thread pools.
+//! - [`log`]: error and access logs, written off the event loops.
+//! - [`metrics`]: loop blocked time, latency histograms, pool counters.
+//! - [`sys`]: every raw system call, behind safe wrappers. The only module
+//!   allowed `unsafe`.
+//!
+//! The protocol engine and the I/O layer are internal: the library exists so
+//! that unit tests, benchmarks and fuzz targets can reach them, not as an API.
+
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod io;
+pub mod log;
+pub mod metrics;
+pub mod process;
+pub mod server;
+pub mod sys;
+
+/// The name printed in `Server` headers, error pages and log lines.
+pub const NAME: &str = "nowait";
+/// The version printed by `-v` and in `Server` headers.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
