@@ -1,6 +1,210 @@
-//! cli
+//! The command line: nginx's flags (`-c -p -e -g -t -T -q -s -v -V -h`) and
+//! nowait's long options for the embedded configuration. Decides what to do
+//! and hands over to [`crate::config`] and [`crate::process`]; owns no
+//! serving logic.
+
+pub mod args;
+pub mod signal;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, ConfError, LoadOptions};
+
+pub use args::{Args, SignalName};
+
+/// The prefix when `-p` is not given (nginx's `--prefix`), overridable at
+/// build time with `NOWAIT_PREFIX`.
+pub const DEFAULT_PREFIX: &str = match option_env!("NOWAIT_PREFIX") {
+    Some(p) => p,
+    None => "/usr/local/nowait/",
+};
+
+/// The configuration file when `-c` is not given, relative to the prefix.
+pub const DEFAULT_CONF: &str = "conf/nowait.conf";
+
+/// Prints a message as nginx does before its logs are open: `nowait: …`.
+pub fn say(msg: &str) {
+    eprintln!("{}: {msg}", crate::NAME);
+}
+
+/// Prints configuration messages as `nowait: [emerg] … in FILE:LINE`.
+pub fn report(diags: &[ConfError]) {
+    for d in diags {
+        say(&format!("[{}] {d}", d.level.as_str()));
+    }
+}
+
+fn usage() -> String {
+    format!(
+        "Usage: {n} [-?hvVtTq] [-s signal] [-p prefix]\n\
+         \x20            [-e filename] [-c filename] [-g directives]\n\
+         \x20            [--root dir] [--listen address:port] [--directives]\n\n\
+         Options:\n\
+         \x20 -?,-h         : this help\n\
+         \x20 -v            : show version and exit\n\
+         \x20 -V            : show version and build facts then exit\n\
+         \x20 -t            : test configuration and exit\n\
+         \x20 -T            : test configuration, dump it and exit\n\
+         \x20 -q            : suppress non-error messages during configuration testing\n\
+         \x20 -s signal     : send signal to a running server: stop, quit, reopen, reload\n\
+         \x20 -p prefix     : set prefix path (default: {prefix})\n\
+         \x20 -e filename   : set error log file (default: stderr)\n\
+         \x20 -c filename   : set configuration file (default: {conf})\n\
+         \x20 -g directives : set global directives out of configuration file\n\
+         \x20 --root dir    : with no configuration file, serve this directory (default: the current one)\n\
+         \x20 --listen addr : with no configuration file, listen here (default: {listen})\n\
+         \x20 --directives  : print the reference of supported directives (Markdown)\n",
+        n = crate::NAME,
+        prefix = DEFAULT_PREFIX,
+        conf = DEFAULT_CONF,
+        listen = config::embedded::DEFAULT_LISTEN,
+    )
+}
+
+fn version_facts() -> String {
+    format!(
+        "built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
+         prefix: {prefix}\n\
+         conf-path: {prefix}{conf}\n\
+         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n",
+        arch = std::env::consts::ARCH,
+        profile = if cfg!(debug_assertions) { "debug" } else { "release" },
+        prefix = DEFAULT_PREFIX,
+        conf = DEFAULT_CONF,
+    )
+}
+
+/// Makes `p` absolute against `base`.
+fn absolute(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
+}
+
+/// What the command line resolved to: where things are and what to load.
+pub struct Invocation {
+    /// The parsed flags.
+    pub args: Args,
+    /// What to load.
+    pub load: LoadOptions,
+}
+
+fn invocation(args: Args) -> Result<Invocation, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
+    let mut prefix = absolute(&cwd, args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)));
+    if !prefix.as_os_str().to_string_lossy().ends_with('/') {
+        prefix.as_mut_os_string().push("/");
+    }
+    let conf_file = match &args.conf {
+        Some(c) => Some(absolute(&prefix, c)),
+        None => {
+            let default = prefix.join(DEFAULT_CONF);
+            default.exists().then_some(default)
+        }
+    };
+    if conf_file.is_some() && (args.root.is_some() || args.listen.is_some()) {
+        return Err("[emerg] \"--root\" and \"--listen\" apply only when no configuration file is used".into());
+    }
+    let embedded_root = absolute(&cwd, args.root.as_deref().unwrap_or(Path::new(".")));
+    let embedded_root = embedded_root.canonicalize().unwrap_or(embedded_root);
+    Ok(Invocation {
+        load: LoadOptions {
+            prefix,
+            conf_file,
+            globals: args.globals.clone(),
+            embedded_root,
+            embedded_listen: args.listen.clone().unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
+        },
+        args,
+    })
+}
+
+fn conf_name(load: &LoadOptions) -> String {
+    match &load.conf_file {
+        Some(p) => p.display().to_string(),
+        None => "(embedded)".to_string(),
+    }
+}
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
-    0
+    let args = match args::parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            say(&e);
+            return 1;
+        }
+    };
+    if args.version || args.help {
+        eprintln!("{} version: {}/{}", crate::NAME, crate::NAME, crate::VERSION);
+        if args.version_full {
+            eprint!("{}", version_facts());
+        }
+        if args.help {
+            eprint!("{}", usage());
+        }
+        return 0;
+    }
+    if args.directives {
+        print!("{}", config::table::reference_markdown());
+        return 0;
+    }
+    let inv = match invocation(args) {
+        Ok(i) => i,
+        Err(e) => {
+            say(&e);
+            return 1;
+        }
+    };
+    if inv.args.signal.is_some() && inv.load.conf_file.is_none() {
+        say(&format!(
+            "[error] no configuration file at \"{}\": \"-s\" needs one to find the pid file",
+            inv.load.prefix.join(DEFAULT_CONF).display()
+        ));
+        return 1;
+    }
+    let loaded = config::load(&inv.load);
+    if inv.args.test {
+        return test(&inv, loaded);
+    }
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(diags) => {
+            report(&diags);
+            return 1;
+        }
+    };
+    report(&loaded.warnings);
+    if let Some(sig) = inv.args.signal {
+        return signal::send(&loaded.config, sig);
+    }
+    if inv.load.conf_file.is_none() {
+        say(&format!(
+            "[notice] no configuration file at \"{}\": serving \"{}\" on http://{}/ with the embedded configuration",
+            inv.load.prefix.join(DEFAULT_CONF).display(),
+            inv.load.embedded_root.display(),
+            inv.load.embedded_listen
+        ));
+    }
+    crate::process::run(loaded.config, inv)
+}
+
+fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32 {
+    let name = conf_name(&inv.load);
+    match loaded {
+        Ok(l) => {
+            report(&l.warnings);
+            if !inv.args.quiet {
+                say(&format!("the configuration file {name} syntax is ok"));
+                say(&format!("configuration file {name} test is successful"));
+            }
+            if inv.args.dump {
+                print!("{}", config::dump(&l.config));
+            }
+            0
+        }
+        Err(diags) => {
+            report(&diags);
+            say(&format!("configuration file {name} test failed"));
+            1
+        }
+    }
 }

@@ -5,3 +5,4 @@
 //! callers can log which call failed on which path.
 
 #![allow(unsafe_code)]
+pub mod ids;

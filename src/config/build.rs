@@ -1,0 +1,242 @@
+//! Syntax tree → typed configuration: walks the tree against the directive
+//! table, applies each directive to its scope, then merges levels and checks
+//! cross-references. Every error is collected; none stops the walk.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::error::{ConfError, Diagnostics};
+use super::model::{EventsConf, HttpConf, Location, MainConf, Server, Upstream};
+use super::source::Loc;
+use super::syntax::Directive;
+use super::table::{self, Contexts, Status};
+use super::template::Template;
+
+/// Main-context values as written, before defaults (so duplicates show).
+#[derive(Debug, Default)]
+pub struct MainSet {
+    /// `worker_processes`.
+    pub worker_processes: Option<super::model::WorkerProcesses>,
+    /// `user`.
+    pub user: Option<(String, Option<String>)>,
+    /// Where `user` was set.
+    pub user_loc: Option<Loc>,
+    /// `daemon`.
+    pub daemon: Option<bool>,
+    /// `pid`.
+    pub pid: Option<PathBuf>,
+    /// `error_log`.
+    pub error_logs: Vec<super::model::ErrorLogConf>,
+    /// `thread_pool`.
+    pub thread_pools: Vec<super::model::ThreadPoolConf>,
+    /// `events`.
+    pub events: Option<EventsConf>,
+    /// The events block's own duplicates tracker.
+    pub events_set: EventsSet,
+    /// `http`.
+    pub http: Option<HttpConf>,
+}
+
+/// Which events directives were written (for "is duplicate").
+#[derive(Debug, Default)]
+pub struct EventsSet {
+    /// `worker_connections` seen.
+    pub worker_connections: bool,
+    /// `accept_mutex` seen.
+    pub accept_mutex: bool,
+    /// `multi_accept` seen.
+    pub multi_accept: bool,
+    /// `use` seen.
+    pub use_method: bool,
+}
+
+/// The block a directive appears in, with the value being built for it.
+pub enum Scope<'a> {
+    /// The main context.
+    Main(&'a mut MainSet),
+    /// `events { }`.
+    Events(&'a mut EventsConf, &'a mut EventsSet),
+    /// `http { }`.
+    Http(&'a mut HttpConf),
+    /// `server { }`.
+    Server(&'a mut Server),
+    /// `location { }`.
+    Location(&'a mut Location),
+    /// `upstream { }`.
+    Upstream(&'a mut Upstream),
+}
+
+impl Scope<'_> {
+    /// This scope's context bit.
+    pub fn context(&self) -> Contexts {
+        match self {
+            Scope::Main(_) => table::MAIN,
+            Scope::Events(..) => table::EVENTS,
+            Scope::Http(_) => table::HTTP,
+            Scope::Server(_) => table::SERVER,
+            Scope::Location(_) => table::LOCATION,
+            Scope::Upstream(_) => table::UPSTREAM,
+        }
+    }
+
+    /// The inherited settings of an http, server or location scope.
+    pub fn loc_set(&mut self) -> Option<&mut super::inherit::LocSet> {
+        match self {
+            Scope::Http(h) => Some(&mut h.set),
+            Scope::Server(s) => Some(&mut s.set),
+            Scope::Location(l) => Some(&mut l.set),
+            _ => None,
+        }
+    }
+
+    /// The server-wide settings of an http or server scope.
+    pub fn srv_set(&mut self) -> Option<&mut super::inherit::SrvSet> {
+        match self {
+            Scope::Http(h) => Some(&mut h.srv_set),
+            Scope::Server(s) => Some(&mut s.srv_set),
+            _ => None,
+        }
+    }
+}
+
+/// The state of one load: where paths resolve and what was found.
+pub struct Builder {
+    /// Relative paths (root, logs, pid) resolve against this.
+    pub prefix: PathBuf,
+    /// Every message so far.
+    pub diags: Diagnostics,
+    /// Directives that are parsed but not implemented yet.
+    pub not_implemented: Vec<(String, Loc)>,
+    /// Variables used anywhere, checked once all are defined.
+    pub var_uses: Vec<(String, Loc)>,
+    /// Variables defined by the configuration (`split_clients`).
+    pub defined_vars: HashSet<String>,
+    /// `aio threads=…` uses, checked against the declared pools.
+    pub pool_uses: Vec<(Template, Loc)>,
+    /// `access_log … FORMAT` uses, checked against `log_format`.
+    pub log_format_uses: Vec<(String, Loc)>,
+}
+
+impl Builder {
+    /// A builder resolving relative paths against `prefix`.
+    pub fn new(prefix: PathBuf) -> Builder {
+        Builder {
+            prefix,
+            diags: Diagnostics::default(),
+            not_implemented: Vec::new(),
+            var_uses: Vec::new(),
+            defined_vars: HashSet::new(),
+            pool_uses: Vec::new(),
+            log_format_uses: Vec::new(),
+        }
+    }
+
+    /// Records an error at `loc`.
+    pub fn error(&mut self, message: impl Into<String>, loc: &Loc) {
+        self.diags.push(ConfError::emerg(message, Some(loc.clone())));
+    }
+
+    /// Records a warning at `loc`.
+    pub fn warn(&mut self, message: impl Into<String>, loc: &Loc) {
+        self.diags.push(ConfError::warn(message, Some(loc.clone())));
+    }
+
+    /// Resolves a path against the prefix, as nginx's `ngx_conf_full_name`.
+    pub fn full_path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() { p.to_path_buf() } else { self.prefix.join(p) }
+    }
+
+    /// Parses a template argument and remembers its variables for checking.
+    pub fn template(&mut self, s: &str, loc: &Loc) -> Result<Template, String> {
+        let t = Template::parse(s)?;
+        for v in t.vars() {
+            self.var_uses.push((v.to_string(), loc.clone()));
+        }
+        Ok(t)
+    }
+
+    /// Applies every directive of `body` to `scope`.
+    pub fn walk(&mut self, scope: &mut Scope<'_>, body: &[Directive]) {
+        for d in body {
+            self.apply(scope, d);
+        }
+    }
+
+    fn apply(&mut self, scope: &mut Scope<'_>, d: &Directive) {
+        let ctx = scope.context();
+        let mut specs = table::lookup(&d.name).peekable();
+        if specs.peek().is_none() {
+            self.error(format!("unknown directive \"{}\"", d.name), &d.loc);
+            return;
+        }
+        let Some(spec) = specs.find(|s| s.contexts & ctx != 0) else {
+            self.error(format!("\"{}\" directive is not allowed here", d.name), &d.loc);
+            return;
+        };
+        if spec.block && d.block.is_none() {
+            self.error(format!("directive \"{}\" has no opening \"{{\"", d.name), &d.loc);
+            return;
+        }
+        if !spec.block && d.block.is_some() {
+            self.error(format!("directive \"{}\" is not terminated by \";\"", d.name), &d.loc);
+            return;
+        }
+        if !spec.args.accepts(d.args.len()) {
+            self.error(
+                format!("invalid number of arguments in \"{}\" directive", d.name),
+                &d.loc,
+            );
+            return;
+        }
+        if spec.status == Status::NotYet && ctx != table::UPSTREAM {
+            self.not_implemented.push((d.name.clone(), d.loc.clone()));
+        }
+        if let Err(msg) = (spec.set)(self, scope, d) {
+            self.error(msg, &d.loc);
+        }
+    }
+}
+
+/// nginx's "is duplicate" check for a value slot.
+pub fn set_once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("\"{name}\" directive is duplicate"));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// `invalid value "V" in "NAME" directive`.
+pub fn invalid(d: &Directive, value: &str) -> String {
+    format!("invalid value \"{value}\" in \"{}\" directive", d.name)
+}
+
+/// Sets an on/off directive once.
+pub fn set_flag(slot: &mut Option<bool>, d: &Directive) -> Result<(), String> {
+    let v = super::value::flag(d.arg(0)).ok_or_else(|| {
+        format!("{}, it must be \"on\" or \"off\"", invalid(d, d.arg(0)))
+    })?;
+    set_once(slot, v, &d.name)
+}
+
+/// The main-context conf of a finished load.
+pub fn finish_main(set: MainSet, prefix: &Path) -> MainConf {
+    use super::model::{ErrorLogConf, LogLevel, LogTarget, WorkerProcesses};
+    MainConf {
+        worker_processes: set.worker_processes.unwrap_or(WorkerProcesses::Count(1)),
+        user: Some(set.user.unwrap_or_else(|| ("nobody".to_string(), None))),
+        user_loc: set.user_loc,
+        daemon: set.daemon.unwrap_or(true),
+        pid: Some(set.pid.unwrap_or_else(|| prefix.join("logs/nowait.pid"))),
+        error_logs: if set.error_logs.is_empty() {
+            vec![ErrorLogConf {
+                target: LogTarget::File(prefix.join("logs/error.log")),
+                level: LogLevel::Error,
+            }]
+        } else {
+            set.error_logs
+        },
+        thread_pools: set.thread_pools,
+    }
+}

@@ -1,0 +1,87 @@
+//! Configuration errors and warnings, formatted in nginx's words.
+
+use std::fmt;
+
+use super::source::Loc;
+
+/// The severity of a configuration message, as nginx names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// A suspicious but usable configuration (`[warn]`).
+    Warn,
+    /// A configuration that cannot be used (`[emerg]`).
+    Emerg,
+}
+
+impl Level {
+    /// nginx's bracketed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Warn => "warn",
+            Level::Emerg => "emerg",
+        }
+    }
+}
+
+/// One message about the configuration: what is wrong and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfError {
+    /// `[emerg]` stops the server from starting; `[warn]` does not.
+    pub level: Level,
+    /// The message without location, e.g. `unknown directive "x"`.
+    pub message: String,
+    /// Where it was found; `None` for problems outside any file.
+    pub loc: Option<Loc>,
+}
+
+impl ConfError {
+    /// An error that stops start-up.
+    pub fn emerg(message: impl Into<String>, loc: Option<Loc>) -> ConfError {
+        ConfError {
+            level: Level::Emerg,
+            message: message.into(),
+            loc,
+        }
+    }
+
+    /// A warning.
+    pub fn warn(message: impl Into<String>, loc: Option<Loc>) -> ConfError {
+        ConfError {
+            level: Level::Warn,
+            message: message.into(),
+            loc,
+        }
+    }
+}
+
+impl fmt::Display for ConfError {
+    /// `unknown directive "x" in /etc/nowait/nowait.conf:3`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(loc) = &self.loc {
+            write!(f, " in {loc}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfError {}
+
+/// Every message a load produced, errors and warnings alike, in order.
+#[derive(Debug, Default)]
+pub struct Diagnostics {
+    /// The messages in the order they were found.
+    pub items: Vec<ConfError>,
+}
+
+impl Diagnostics {
+    /// Records a message.
+    pub fn push(&mut self, e: ConfError) {
+        self.items.push(e);
+    }
+
+    /// Whether any message is an error.
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(|e| e.level == Level::Emerg)
+    }
+}

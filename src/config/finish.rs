@@ -1,0 +1,162 @@
+//! The second half of a load: merge every level with its parent, apply the
+//! defaults that depend on the prefix, and check what refers to what
+//! (thread pools, log formats, variables, listen sockets).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::Path;
+
+use super::build::Builder;
+use super::inherit::{LocConf, SrvConf};
+use super::model::{
+    AccessLogs, Aio, HttpConf, Listen, Location, LogTarget, MainConf, Root, ThreadPoolConf,
+    DEFAULT_BACKLOG, DEFAULT_POOL,
+};
+use super::template::{is_builtin, Part, Template};
+
+/// Merges and checks; errors go to the builder's diagnostics.
+pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>) {
+    check_variables(b);
+    check_pools(b, main, http.as_deref());
+    if let Some(h) = http {
+        check_log_formats(b, h);
+        merge_http(b, h);
+        check_listens(b, h);
+    }
+}
+
+fn check_variables(b: &mut Builder) {
+    let uses = std::mem::take(&mut b.var_uses);
+    let mut reported = HashSet::new();
+    for (name, loc) in uses {
+        if !is_builtin(&name) && !b.defined_vars.contains(&name) && reported.insert((name.clone(), loc.clone().line)) {
+            b.error(format!("unknown \"{name}\" variable"), &loc);
+        }
+    }
+}
+
+/// The values a template can take when its variables are all defined by
+/// `split_clients` with fixed values; `None` when it depends on the request.
+fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>> {
+    let mut out = vec![String::new()];
+    for part in &t.parts {
+        match part {
+            Part::Literal(s) => out.iter_mut().for_each(|o| o.push_str(s)),
+            Part::Var(v) => {
+                let sc = http?.split_clients.iter().find(|s| &s.var == v)?;
+                let vals: Vec<&str> = sc.parts.iter().map(|(_, v)| v.as_str()).collect();
+                out = out
+                    .iter()
+                    .flat_map(|o| vals.iter().map(move |v| format!("{o}{v}")))
+                    .collect();
+            }
+        }
+    }
+    Some(out)
+}
+
+fn check_pools(b: &mut Builder, main: &mut MainConf, http: Option<&HttpConf>) {
+    let uses = std::mem::take(&mut b.pool_uses);
+    for (t, loc) in uses {
+        let Some(names) = possible_values(&t, http) else {
+            continue; // chosen per request; an unknown name is a 500 then
+        };
+        for name in names {
+            if main.thread_pools.iter().any(|p| p.name == name) {
+                continue;
+            }
+            if name == DEFAULT_POOL.0 {
+                main.thread_pools.push(ThreadPoolConf {
+                    name,
+                    threads: DEFAULT_POOL.1,
+                    max_queue: DEFAULT_POOL.2,
+                    loc: None,
+                });
+                continue;
+            }
+            b.error(format!("unknown thread pool \"{name}\""), &loc);
+        }
+    }
+}
+
+fn check_log_formats(b: &mut Builder, h: &HttpConf) {
+    let uses = std::mem::take(&mut b.log_format_uses);
+    for (name, loc) in uses {
+        if !h.log_formats.contains_key(&name) {
+            b.error(format!("unknown log format \"{name}\""), &loc);
+        }
+    }
+}
+
+/// Makes the prefix-relative defaults (`html`, `logs/access.log`) absolute.
+fn absolute_defaults(prefix: &Path) -> LocConf {
+    let mut d = LocConf::default();
+    if let Root::Root(t) = &d.root {
+        d.root = Root::Root(Template::literal(&prefix.join(&t.source).to_string_lossy()));
+    }
+    if let AccessLogs::Logs(logs) = &mut d.access_log {
+        for l in logs {
+            if let LogTarget::File(p) = &l.target {
+                l.target = LogTarget::File(prefix.join(p));
+            }
+        }
+    }
+    d
+}
+
+fn merge_http(b: &mut Builder, h: &mut HttpConf) {
+    h.conf = h.set.resolve(&absolute_defaults(&b.prefix));
+    let srv_http = h.srv_set.resolve(&SrvConf::default());
+    let default_port = if crate::sys::ids::effective_uid() == 0 { 80 } else { 8000 };
+    for s in &mut h.servers {
+        s.conf = s.set.resolve(&h.conf);
+        s.srv = s.srv_set.resolve(&srv_http);
+        if s.listens.is_empty() {
+            s.listens.push(Listen {
+                addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
+                default_server: false,
+                reuseport: false,
+                backlog: DEFAULT_BACKLOG,
+                backlog_set: false,
+                rcvbuf: None,
+                sndbuf: None,
+                bind: false,
+                loc: s.loc.clone().unwrap_or_else(|| super::source::Loc {
+                    origin: super::source::Origin::Embedded,
+                    line: 0,
+                }),
+            });
+        }
+        merge_locations(&mut s.locations, &s.conf);
+    }
+}
+
+fn merge_locations(list: &mut [Location], parent: &LocConf) {
+    for l in list {
+        l.conf = l.set.resolve(parent);
+        if let Aio::Threads(_) = &l.conf.aio {
+            // Pools were checked where `aio` was written; nothing to add here.
+        }
+        let conf = l.conf.clone();
+        merge_locations(&mut l.locations, &conf);
+    }
+}
+
+fn check_listens(b: &mut Builder, h: &HttpConf) {
+    let mut options: HashMap<SocketAddr, bool> = HashMap::new();
+    let mut defaults: HashSet<SocketAddr> = HashSet::new();
+    for s in &h.servers {
+        for l in &s.listens {
+            let had_options = options.entry(l.addr).or_insert(false);
+            if l.has_options() {
+                if *had_options {
+                    b.error(format!("duplicate listen options for {}", l.addr), &l.loc);
+                }
+                *had_options = true;
+            }
+            if l.default_server && !defaults.insert(l.addr) {
+                b.error(format!("a duplicate default server for {}", l.addr), &l.loc);
+            }
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! The validated, typed configuration: what the rest of nowait reads.
+//!
+//! Built by [`super::load`] from the syntax tree; every value here has been
+//! checked, every default applied (see [`super::inherit`]), and every
+//! cross-reference (thread pools, log formats, variables) resolved.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::inherit::{LocConf, LocSet, SrvConf, SrvSet};
+use super::source::{Loc, SourceFile};
+use super::template::Template;
+
+/// The whole configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The main context.
+    pub main: MainConf,
+    /// The `events` block.
+    pub events: EventsConf,
+    /// The `http` block, if any.
+    pub http: Option<HttpConf>,
+    /// Directives that parse and validate but whose behaviour comes with a
+    /// later release: starting with any of them fails (`-t` accepts them).
+    pub not_implemented: Vec<(String, Loc)>,
+    /// The prefix (`-p`): relative paths resolve against it.
+    pub prefix: PathBuf,
+    /// The main configuration file, if one was read.
+    pub conf_file: Option<PathBuf>,
+    /// Every file read, for `-T`.
+    pub files: Vec<SourceFile>,
+}
+
+/// `worker_processes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerProcesses {
+    /// One per available core.
+    Auto,
+    /// A fixed number.
+    Count(usize),
+}
+
+/// The main context's settings.
+#[derive(Clone, Debug)]
+pub struct MainConf {
+    /// `worker_processes` (default 1).
+    pub worker_processes: WorkerProcesses,
+    /// `user USER [GROUP]` (default `nobody`); `None` when the embedded
+    /// configuration keeps the invoking user.
+    pub user: Option<(String, Option<String>)>,
+    /// Where `user` was set, for error messages.
+    pub user_loc: Option<Loc>,
+    /// `daemon` (default on).
+    pub daemon: bool,
+    /// `pid` (default `logs/nowait.pid`); `None` writes no pid file.
+    pub pid: Option<PathBuf>,
+    /// `error_log` destinations (default `logs/error.log error`).
+    pub error_logs: Vec<ErrorLogConf>,
+    /// `thread_pool`, in order of appearance, plus `default` when `aio
+    /// threads` names no pool and none called `default` was declared.
+    pub thread_pools: Vec<ThreadPoolConf>,
+}
+
+/// Where an error log goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogTarget {
+    /// A file, by absolute path.
+    File(PathBuf),
+    /// Standard error.
+    Stderr,
+}
+
+/// One `error_log`.
+#[derive(Clone, Debug)]
+pub struct ErrorLogConf {
+    /// The destination.
+    pub target: LogTarget,
+    /// The lowest level written.
+    pub level: LogLevel,
+}
+
+/// Error log levels, lowest first (nginx's order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warn`.
+    Warn,
+    /// `error` (the default threshold).
+    Error,
+    /// `crit`.
+    Crit,
+    /// `alert`.
+    Alert,
+    /// `emerg`.
+    Emerg,
+}
+
+impl LogLevel {
+    /// All levels with their nginx names.
+    pub const ALL: [(&'static str, LogLevel); 8] = [
+        ("debug", LogLevel::Debug),
+        ("info", LogLevel::Info),
+        ("notice", LogLevel::Notice),
+        ("warn", LogLevel::Warn),
+        ("error", LogLevel::Error),
+        ("crit", LogLevel::Crit),
+        ("alert", LogLevel::Alert),
+        ("emerg", LogLevel::Emerg),
+    ];
+
+    /// The level named `s`.
+    pub fn parse(s: &str) -> Option<LogLevel> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, l)| *l)
+    }
+
+    /// nginx's name of the level.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, l)| *l == self).map_or("error", |(n, _)| n)
+    }
+}
+
+/// `thread_pool NAME threads=N [max_queue=M]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadPoolConf {
+    /// The pool's name.
+    pub name: String,
+    /// How many threads run tasks.
+    pub threads: usize,
+    /// How many tasks may wait; 0 = none wait.
+    pub max_queue: usize,
+    /// Where it was declared (`None` for the implicit `default`).
+    pub loc: Option<Loc>,
+}
+
+/// nginx's implicit pool: `thread_pool default threads=32 max_queue=65536`.
+pub const DEFAULT_POOL: (&str, usize, usize) = ("default", 32, 65536);
+
+/// The `events` block.
+#[derive(Clone, Debug)]
+pub struct EventsConf {
+    /// `worker_connections` (default 512).
+    pub worker_connections: usize,
+    /// `accept_mutex` (default off, as in nginx 1.11.3+).
+    pub accept_mutex: bool,
+    /// `multi_accept` (default off).
+    pub multi_accept: bool,
+}
+
+impl Default for EventsConf {
+    fn default() -> Self {
+        EventsConf {
+            worker_connections: 512,
+            accept_mutex: false,
+            multi_accept: false,
+        }
+    }
+}
+
+/// The `http` block.
+#[derive(Clone, Debug, Default)]
+pub struct HttpConf {
+    /// What the http block itself set of the inherited settings.
+    pub set: LocSet,
+    /// The same, resolved against the defaults.
+    pub conf: LocConf,
+    /// Server-wide settings set at http level.
+    pub srv_set: SrvSet,
+    /// The virtual servers, in order.
+    pub servers: Vec<Server>,
+    /// `log_format` by name (`combined` is predefined).
+    pub log_formats: HashMap<String, LogFormat>,
+    /// `upstream` blocks.
+    pub upstreams: Vec<Upstream>,
+    /// `split_clients` blocks.
+    pub split_clients: Vec<SplitClients>,
+    /// `proxy_cache_path` declarations.
+    pub cache_paths: Vec<CachePath>,
+}
+
+/// A `server` block.
+#[derive(Clone, Debug, Default)]
+pub struct Server {
+    /// `listen` (default `*:80` as root, `*:8000` otherwise, as nginx).
+    pub listens: Vec<Listen>,
+    /// `server_name` entries (default `""`).
+    pub names: Vec<String>,
+    /// Inherited settings this block set.
+    pub set: LocSet,
+    /// Resolved inherited settings at server level.
+    pub conf: LocConf,
+    /// Server-wide settings this block set.
+    pub srv_set: SrvSet,
+    /// Resolved server-wide settings.
+    pub srv: SrvConf,
+    /// `return` at server level (answers before any location).
+    pub ret: Option<Return>,
+    /// The locations, in order of appearance.
+    pub locations: Vec<Location>,
+    /// Where the block starts.
+    pub loc: Option<Loc>,
+}
+
+/// One `listen`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listen {
+    /// Address and port.
+    pub addr: SocketAddr,
+    /// `default_server`.
+    pub default_server: bool,
+    /// `reuseport`: one socket per worker.
+    pub reuseport: bool,
+    /// `backlog=N` (default 511, nginx's on Linux).
+    pub backlog: i32,
+    /// Whether `backlog=` was written (an option that makes two listens conflict).
+    pub backlog_set: bool,
+    /// `rcvbuf=size`.
+    pub rcvbuf: Option<usize>,
+    /// `sndbuf=size`.
+    pub sndbuf: Option<usize>,
+    /// `bind`.
+    pub bind: bool,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// The default `backlog=` on Linux (NGX_LISTEN_BACKLOG).
+pub const DEFAULT_BACKLOG: i32 = 511;
+
+impl Listen {
+    /// Whether any socket option was written (nginx allows them once per address).
+    pub fn has_options(&self) -> bool {
+        self.reuseport || self.backlog_set || self.rcvbuf.is_some() || self.sndbuf.is_some() || self.bind
+    }
+}
+
+/// How a location matches a URI, in nginx's precedence order.
+#[derive(Clone, Debug)]
+pub enum LocationMatch {
+    /// `location = /uri`.
+    Exact(String),
+    /// `location ^~ /prefix`: a prefix match that stops the regex search.
+    PrefixNoRegex(String),
+    /// `location /prefix`.
+    Prefix(String),
+    /// `location ~ re` (`case_insensitive` false) or `~* re` (true).
+    Regex {
+        /// The expression as written.
+        source: String,
+        /// The compiled expression.
+        re: regex::Regex,
+        /// `~*`.
+        case_insensitive: bool,
+    },
+    /// `location @name`: only for internal redirects (`error_page`).
+    Named(String),
+}
+
+impl LocationMatch {
+    /// The location as nginx names it in messages (`"/x"`).
+    pub fn describe(&self) -> String {
+        match self {
+            LocationMatch::Exact(s) => format!("= {s}"),
+            LocationMatch::PrefixNoRegex(s) => format!("^~ {s}"),
+            LocationMatch::Prefix(s) => s.clone(),
+            LocationMatch::Regex { source, case_insensitive, .. } => {
+                format!("{} {source}", if *case_insensitive { "~*" } else { "~" })
+            }
+            LocationMatch::Named(s) => s.clone(),
+        }
+    }
+}
+
+/// A `location` block.
+#[derive(Clone, Debug)]
+pub struct Location {
+    /// How it matches.
+    pub matcher: LocationMatch,
+    /// Inherited settings this block set.
+    pub set: LocSet,
+    /// Resolved settings in force inside it.
+    pub conf: LocConf,
+    /// `return`.
+    pub ret: Option<Return>,
+    /// `proxy_pass` (parsed; served by the caching-proxy issue).
+    pub proxy_pass: Option<Template>,
+    /// Nested locations.
+    pub locations: Vec<Location>,
+    /// Where the block starts.
+    pub loc: Loc,
+}
+
+/// `root` or `alias`.
+#[derive(Clone, Debug)]
+pub enum Root {
+    /// `root`: the URI is appended to it.
+    Root(Template),
+    /// `alias`: replaces the location's prefix.
+    Alias(Template),
+}
+
+/// `types { … }`: extension → MIME type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Types {
+    /// Lower-case extension → type.
+    pub by_ext: HashMap<String, String>,
+}
+
+impl Types {
+    /// nginx's types when no `types` block is in force.
+    pub fn builtin() -> Types {
+        let mut by_ext = HashMap::new();
+        by_ext.insert("html".into(), "text/html".into());
+        by_ext.insert("gif".into(), "image/gif".into());
+        by_ext.insert("jpg".into(), "image/jpeg".into());
+        Types { by_ext }
+    }
+}
+
+/// `access_log`.
+#[derive(Clone, Debug)]
+pub enum AccessLogs {
+    /// `access_log off`.
+    Off,
+    /// One or more logs.
+    Logs(Vec<AccessLog>),
+}
+
+impl AccessLogs {
+    /// nginx's default: `logs/access.log combined` (made absolute by the loader).
+    pub fn default_log() -> AccessLogs {
+        AccessLogs::Logs(vec![AccessLog {
+            target: LogTarget::File(PathBuf::from("logs/access.log")),
+            format: "combined".into(),
+        }])
+    }
+}
+
+/// One access log destination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessLog {
+    /// Where lines go.
+    pub target: LogTarget,
+    /// The `log_format` name.
+    pub format: String,
+}
+
+/// `log_format NAME string…`.
+#[derive(Clone, Debug)]
+pub struct LogFormat {
+    /// The name.
+    pub name: String,
+    /// The concatenated format.
+    pub template: Template,
+}
+
+/// The predefined `combined` format.
+pub const COMBINED_FORMAT: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+
+/// `aio`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Aio {
+    /// `aio off`: file operations on the event loop, as nginx does by default.
+    Off,
+    /// `aio threads[=pool]`: the pool's name, possibly with variables.
+    Threads(Template),
+}
+
+/// `error_page code… [=[response]] uri`.
+#[derive(Clone, Debug)]
+pub struct ErrorPage {
+    /// The statuses it applies to.
+    pub codes: Vec<u16>,
+    /// `=code` (`Some(Some(c))`), `=` (`Some(None)`: the target's status), or none.
+    pub overwrite: Option<Option<u16>>,
+    /// The URI (or `@name`, or an absolute URL for a redirect).
+    pub uri: Template,
+}
+
+/// `add_header name value [always]`.
+#[derive(Clone, Debug)]
+pub struct AddHeader {
+    /// Header name.
+    pub name: String,
+    /// Header value (may hold variables).
+    pub value: Template,
+    /// `always`: also on error responses.
+    pub always: bool,
+}
+
+/// `return`.
+#[derive(Clone, Debug)]
+pub struct Return {
+    /// The status; 444 closes the connection without a response.
+    pub code: u16,
+    /// The text (for non-redirects) or the URL (for 301, 302, 303, 307, 308).
+    pub text: Option<Template>,
+}
+
+/// `upstream NAME { server … }`.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// Its name.
+    pub name: String,
+    /// Its servers, as written (`host:port`).
+    pub servers: Vec<String>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// `split_clients STRING $VAR { pct value; … }`.
+#[derive(Clone, Debug)]
+pub struct SplitClients {
+    /// What is hashed.
+    pub key: Template,
+    /// The variable defined, without `$`.
+    pub var: String,
+    /// (share in hundredths of a percent, value); `*` is the remainder.
+    pub parts: Vec<(u32, String)>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// `proxy_cache_path`.
+#[derive(Clone, Debug)]
+pub struct CachePath {
+    /// The cache directory.
+    pub path: PathBuf,
+    /// `levels=1:2`.
+    pub levels: Vec<u8>,
+    /// `keys_zone=NAME:SIZE` name.
+    pub zone: String,
+    /// `keys_zone` size.
+    pub zone_size: u64,
+    /// `max_size=`.
+    pub max_size: Option<u64>,
+    /// `inactive=` (default 10m).
+    pub inactive: Duration,
+    /// `use_temp_path=` (default on).
+    pub use_temp_path: bool,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A shared pointer to a resolved location configuration.
+pub type LocConfRef = Arc<LocConf>;

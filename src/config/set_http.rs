@@ -1,0 +1,384 @@
+//! Setters for the `http` block and the settings inherited by servers and
+//! locations.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::build::{invalid, set_flag, set_once, Builder, Scope};
+use super::inherit::{LocSet, SrvSet};
+use super::model::{
+    AccessLog, AccessLogs, AddHeader, Aio, ErrorPage, HttpConf, LogFormat, LogTarget, Root, Types,
+    COMBINED_FORMAT,
+};
+use super::syntax::Directive;
+use super::template::{Part, Template};
+use super::value;
+
+fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
+    scope.loc_set().expect("the table allows this directive in http, server and location only")
+}
+
+fn ss<'a>(scope: &'a mut Scope<'_>) -> &'a mut SrvSet {
+    scope.srv_set().expect("the table allows this directive in http and server only")
+}
+
+/// `http { ... }`
+pub fn http(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Main(m) = scope else {
+        unreachable!("the table allows http in main only")
+    };
+    if m.http.is_some() {
+        return Err("\"http\" directive is duplicate".into());
+    }
+    let mut h = HttpConf::default();
+    h.log_formats.insert(
+        "combined".into(),
+        LogFormat {
+            name: "combined".into(),
+            template: Template::parse(COMBINED_FORMAT).map_err(|e| e.to_string())?,
+        },
+    );
+    b.walk(&mut Scope::Http(&mut h), d.block.as_deref().unwrap_or_default());
+    m.http = Some(h);
+    Ok(())
+}
+
+/// `log_format name [escape=default] string ...;`
+pub fn log_format(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Http(h) = scope else {
+        unreachable!("the table allows log_format in http only")
+    };
+    let name = d.arg(0).to_string();
+    if h.log_formats.contains_key(&name) {
+        return Err(format!("duplicate \"log_format\" name \"{name}\""));
+    }
+    let mut rest = &d.args[1..];
+    if let Some(first) = rest.first() {
+        if let Some(mode) = first.value.strip_prefix("escape=") {
+            match mode {
+                "default" => {}
+                "json" | "none" => {
+                    return Err(format!("\"escape={mode}\" of \"log_format\" is not implemented yet"));
+                }
+                _ => return Err(format!("unknown log format escaping \"{mode}\"")),
+            }
+            rest = &rest[1..];
+        }
+    }
+    if rest.is_empty() {
+        return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+    }
+    let text: String = rest.iter().map(|w| w.value.as_str()).collect();
+    let template = b.template(&text, &d.loc)?;
+    h.log_formats.insert(name.clone(), LogFormat { name, template });
+    Ok(())
+}
+
+/// `types { type ext ...; ... }`: extensions map to types; a later mapping of
+/// the same extension wins, with nginx's warning.
+pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let set = ls(scope);
+    let mut types = set.types.as_deref().cloned().unwrap_or(Types { by_ext: HashMap::new() });
+    for entry in d.block.as_deref().unwrap_or_default() {
+        if entry.block.is_some() {
+            b.error(format!("unexpected \"{{\" after \"{}\"", entry.name), &entry.loc);
+            continue;
+        }
+        for ext in &entry.args {
+            let ext = ext.value.to_ascii_lowercase();
+            if let Some(old) = types.by_ext.insert(ext.clone(), entry.name.clone()) {
+                if old != entry.name {
+                    b.warn(
+                        format!(
+                            "duplicate extension \"{ext}\", content type: \"{}\", previous content type: \"{old}\"",
+                            entry.name
+                        ),
+                        &entry.loc,
+                    );
+                }
+            }
+        }
+    }
+    set.types = Some(Arc::new(types));
+    Ok(())
+}
+
+/// `default_type mime-type;`
+pub fn default_type(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    set_once(&mut ls(scope).default_type, d.arg(0).to_string(), &d.name)
+}
+
+/// `access_log path [format] | off;` — several at one level all apply.
+pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    if let Some(extra) = d.args.get(2) {
+        return Err(format!("parameter \"{}\" of \"access_log\" is not implemented yet", extra.value));
+    }
+    let path = d.arg(0);
+    let set = ls(scope);
+    if path == "off" {
+        if d.args.len() > 1 {
+            return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+        }
+        if matches!(set.access_log, Some(AccessLogs::Logs(_))) {
+            return Err("\"access_log off\" cannot be combined with other access logs at one level".into());
+        }
+        return set_once(&mut set.access_log, AccessLogs::Off, &d.name);
+    }
+    if path.starts_with("syslog:") {
+        return Err("syslog access logs are not implemented yet".into());
+    }
+    let format = d.args.get(1).map_or("combined", |w| w.value.as_str()).to_string();
+    b.log_format_uses.push((format.clone(), d.loc.clone()));
+    let log = AccessLog {
+        target: if path == "stderr" { LogTarget::Stderr } else { LogTarget::File(b.full_path(path)) },
+        format,
+    };
+    let set = ls(scope);
+    match &mut set.access_log {
+        Some(AccessLogs::Logs(v)) => v.push(log),
+        Some(AccessLogs::Off) => {
+            return Err("\"access_log off\" cannot be combined with other access logs at one level".into());
+        }
+        None => set.access_log = Some(AccessLogs::Logs(vec![log])),
+    }
+    Ok(())
+}
+
+macro_rules! flag_setter {
+    ($fn_name:ident, $field:ident) => {
+        #[doc = concat!("`", stringify!($field), " on | off;`")]
+        pub fn $fn_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+            set_flag(&mut ls(scope).$field, d)
+        }
+    };
+}
+
+flag_setter!(sendfile, sendfile);
+flag_setter!(tcp_nopush, tcp_nopush);
+flag_setter!(tcp_nodelay, tcp_nodelay);
+flag_setter!(server_tokens, server_tokens);
+flag_setter!(aio_write, aio_write);
+
+fn size_arg(d: &Directive, i: usize) -> Result<u64, String> {
+    value::size(d.arg(i)).ok_or_else(|| invalid(d, d.arg(i)))
+}
+
+fn time_arg(d: &Directive, i: usize) -> Result<std::time::Duration, String> {
+    value::time(d.arg(i), true).ok_or_else(|| invalid(d, d.arg(i)))
+}
+
+/// `sendfile_max_chunk size;`
+pub fn sendfile_max_chunk(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = size_arg(d, 0)?;
+    set_once(&mut ls(scope).sendfile_max_chunk, v, &d.name)
+}
+
+/// `client_max_body_size size;`
+pub fn client_max_body_size(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = size_arg(d, 0)?;
+    set_once(&mut ls(scope).client_max_body_size, v, &d.name)
+}
+
+/// `keepalive_timeout timeout;`
+pub fn keepalive_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    if d.args.len() > 1 {
+        return Err("the header_timeout parameter of \"keepalive_timeout\" is not implemented yet".into());
+    }
+    let v = time_arg(d, 0)?;
+    set_once(&mut ls(scope).keepalive_timeout, v, &d.name)
+}
+
+/// `keepalive_requests number;`
+pub fn keepalive_requests(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = value::number(d.arg(0)).ok_or_else(|| invalid(d, d.arg(0)))?;
+    set_once(&mut ls(scope).keepalive_requests, v, &d.name)
+}
+
+/// `send_timeout time;`
+pub fn send_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = time_arg(d, 0)?;
+    set_once(&mut ls(scope).send_timeout, v, &d.name)
+}
+
+/// `client_header_timeout time;`
+pub fn client_header_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = time_arg(d, 0)?;
+    set_once(&mut ss(scope).client_header_timeout, v, &d.name)
+}
+
+/// `client_header_buffer_size size;`
+pub fn client_header_buffer_size(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = size_arg(d, 0)?;
+    if v == 0 {
+        return Err(invalid(d, d.arg(0)));
+    }
+    set_once(&mut ss(scope).client_header_buffer_size, v, &d.name)
+}
+
+/// `large_client_header_buffers number size;`
+pub fn large_client_header_buffers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let n = match value::number(d.arg(0)) {
+        Some(n) if (1..=1024).contains(&n) => n as u32,
+        _ => return Err(invalid(d, d.arg(0))),
+    };
+    let size = size_arg(d, 1)?;
+    if size == 0 {
+        return Err(invalid(d, d.arg(1)));
+    }
+    set_once(&mut ss(scope).large_client_header_buffers, (n, size), &d.name)
+}
+
+/// `aio off | threads[=pool];` — `aio on` (Linux native AIO with O_DIRECT)
+/// is refused: nowait's file layer is threads plus non-blocking fast paths.
+pub fn aio(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "off" => Aio::Off,
+        "threads" => Aio::Threads(Template::literal(super::model::DEFAULT_POOL.0)),
+        s if s.starts_with("threads=") => {
+            let name = &s["threads=".len()..];
+            if name.is_empty() {
+                return Err(invalid(d, s));
+            }
+            Aio::Threads(b.template(name, &d.loc)?)
+        }
+        "on" => {
+            return Err(format!(
+                "{}: nowait does not implement native AIO, use \"aio threads\"",
+                invalid(d, "on")
+            ));
+        }
+        s => return Err(invalid(d, s)),
+    };
+    if let Aio::Threads(t) = &v {
+        b.pool_uses.push((t.clone(), d.loc.clone()));
+    }
+    set_once(&mut ls(scope).aio, v, &d.name)
+}
+
+/// Makes a path template absolute against the prefix when it starts with a
+/// relative literal, and drops a trailing slash for `root` as nginx does.
+fn path_template(b: &Builder, mut t: Template, is_root: bool) -> Template {
+    if let Some(Part::Literal(first)) = t.parts.first_mut() {
+        if !first.starts_with('/') {
+            *first = b.full_path(first).to_string_lossy().into_owned();
+        }
+    }
+    if is_root && t.parts.len() > 0 {
+        if let Some(Part::Literal(last)) = t.parts.last_mut() {
+            if last.len() > 1 && last.ends_with('/') {
+                last.pop();
+            }
+        }
+    }
+    t.source = t
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Literal(s) => s.clone(),
+            Part::Var(v) => format!("${{{v}}}"),
+        })
+        .collect();
+    t
+}
+
+fn root_or_alias(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive, alias: bool) -> Result<(), String> {
+    let raw = d.arg(0);
+    for forbidden in ["document_root", "realpath_root"] {
+        if Template::parse(raw).is_ok_and(|t| t.vars().any(|v| v == forbidden)) {
+            return Err(format!("the ${forbidden} variable cannot be used in the \"{}\" directive", d.name));
+        }
+    }
+    let t = b.template(raw, &d.loc)?;
+    let t = path_template(b, t, !alias);
+    let set = ls(scope);
+    match (&set.root, alias) {
+        (Some(Root::Root(_)), true) => {
+            return Err("\"alias\" directive is duplicate, \"root\" directive was specified earlier".into());
+        }
+        (Some(Root::Alias(_)), false) => {
+            return Err("\"root\" directive is duplicate, \"alias\" directive was specified earlier".into());
+        }
+        _ => {}
+    }
+    let v = if alias { Root::Alias(t) } else { Root::Root(t) };
+    set_once(&mut set.root, v, &d.name)
+}
+
+/// `root path;`
+pub fn root(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    root_or_alias(b, scope, d, false)
+}
+
+/// `alias path;`
+pub fn alias(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    root_or_alias(b, scope, d, true)
+}
+
+/// `index file ...;` — several at one level accumulate.
+pub fn index(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let mut list = Vec::new();
+    for (i, w) in d.args.iter().enumerate() {
+        if w.value.is_empty() {
+            return Err(format!("index \"\" in \"{}\" directive is invalid", d.name));
+        }
+        if w.value.starts_with('/') && i + 1 != d.args.len() {
+            return Err(format!("only the last index in \"{}\" directive should be absolute", d.name));
+        }
+        list.push(b.template(&w.value, &d.loc)?);
+    }
+    ls(scope).index.get_or_insert_with(Vec::new).extend(list);
+    Ok(())
+}
+
+/// `error_page code ... [=[response]] uri;`
+pub fn error_page(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let n = d.args.len();
+    let uri = d.arg(n - 1);
+    let mut last_code = n - 1;
+    let mut overwrite = None;
+    if let Some(eq) = d.args[n - 2].value.strip_prefix('=') {
+        last_code = n - 2;
+        overwrite = Some(if eq.is_empty() {
+            None
+        } else {
+            match value::number(eq) {
+                Some(c) if c <= 999 => Some(c as u16),
+                _ => return Err(format!("invalid value \"{}\"", d.arg(n - 2))),
+            }
+        });
+    }
+    if last_code == 0 {
+        return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+    }
+    let mut codes = Vec::new();
+    for w in &d.args[..last_code] {
+        match value::number(&w.value) {
+            Some(c) if (300..=599).contains(&c) && c != 499 => codes.push(c as u16),
+            Some(_) => return Err(format!("value \"{}\" must be between 300 and 599", w.value)),
+            None => return Err(format!("invalid value \"{}\"", w.value)),
+        }
+    }
+    let uri = b.template(uri, &d.loc)?;
+    ls(scope).error_pages.get_or_insert_with(Vec::new).push(ErrorPage { codes, overwrite, uri });
+    Ok(())
+}
+
+/// `add_header name value [always];`
+pub fn add_header(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let always = match d.args.get(2) {
+        None => false,
+        Some(w) if w.value == "always" => true,
+        Some(w) => return Err(format!("invalid parameter \"{}\"", w.value)),
+    };
+    let name = d.arg(0);
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_graphic() && c != b':') {
+        return Err(invalid(d, name));
+    }
+    let value = b.template(d.arg(1), &d.loc)?;
+    ls(scope).add_headers.get_or_insert_with(Vec::new).push(AddHeader {
+        name: name.to_string(),
+        value,
+        always,
+    });
+    Ok(())
+}

@@ -1,0 +1,292 @@
+//! Setters for `server` blocks: `listen`, `server_name`, `location`, `return`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+
+use super::build::{Builder, Scope};
+use super::model::{Listen, Location, LocationMatch, Return, Server, DEFAULT_BACKLOG};
+use super::syntax::Directive;
+use super::value;
+
+/// `server { ... }`
+pub fn server(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Http(h) = scope else {
+        unreachable!("the table allows server blocks in http only")
+    };
+    let mut s = Server {
+        loc: Some(d.loc.clone()),
+        ..Server::default()
+    };
+    b.walk(&mut Scope::Server(&mut s), d.block.as_deref().unwrap_or_default());
+    h.servers.push(s);
+    Ok(())
+}
+
+/// Listen parameters nginx has that nowait does not implement yet.
+const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &[
+    "ssl", "http2", "quic", "proxy_protocol", "deferred", "fastopen", "ipv6only", "so_keepalive",
+    "accept_filter", "setfib", "udp",
+];
+
+/// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
+/// `[v6]:port`, or a host name resolved now, as nginx does at start-up.
+pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if s.starts_with("unix:") {
+        return Err(format!("unix domain sockets in \"{s}\" of the \"listen\" directive are not implemented yet"));
+    }
+    let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
+    let port_of = |p: &str| match value::number(p) {
+        Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
+        _ => Err(bad_port()),
+    };
+    if s.bytes().all(|c| c.is_ascii_digit()) {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port_of(s)?));
+    }
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => port_of(p)?,
+            None if after.is_empty() => 80,
+            None => return Err(bad_port()),
+        };
+        let ip: IpAddr = h.parse().map_err(|_| format!("invalid IPv6 address in \"{s}\" of the \"listen\" directive"))?;
+        return Ok(SocketAddr::new(ip, port));
+    } else if let Some((h, p)) = s.rsplit_once(':') {
+        (h, port_of(p)?)
+    } else {
+        (s, 80)
+    };
+    if host == "*" {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.find(|a| a.is_ipv4()))
+        .ok_or_else(|| format!("host not found in \"{s}\" of the \"listen\" directive"))
+}
+
+/// `listen address[:port] [default_server] [reuseport] [backlog=N] …;`
+pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Server(s) = scope else {
+        unreachable!("the table allows listen in server only")
+    };
+    let addr = parse_listen_addr(d.arg(0))?;
+    let mut l = Listen {
+        addr,
+        default_server: false,
+        reuseport: false,
+        backlog: DEFAULT_BACKLOG,
+        backlog_set: false,
+        rcvbuf: None,
+        sndbuf: None,
+        bind: false,
+        loc: d.loc.clone(),
+    };
+    for w in &d.args[1..] {
+        let p = w.value.as_str();
+        let (key, val) = p.split_once('=').unwrap_or((p, ""));
+        match key {
+            "default_server" | "default" if val.is_empty() => l.default_server = true,
+            "reuseport" if val.is_empty() => l.reuseport = true,
+            "bind" if val.is_empty() => l.bind = true,
+            "backlog" => {
+                l.backlog = match value::number(val) {
+                    Some(n) if n >= 1 && n <= i32::MAX as u64 => n as i32,
+                    _ => return Err(format!("invalid backlog \"{val}\"")),
+                };
+                l.backlog_set = true;
+            }
+            "rcvbuf" | "sndbuf" => {
+                let size = value::size(val)
+                    .filter(|&n| n > 0 && n <= i32::MAX as u64)
+                    .ok_or_else(|| format!("invalid {key} \"{val}\""))? as usize;
+                if key == "rcvbuf" {
+                    l.rcvbuf = Some(size);
+                } else {
+                    l.sndbuf = Some(size);
+                }
+            }
+            k if UNIMPLEMENTED_LISTEN_PARAMS.contains(&k) => {
+                return Err(format!("the \"{k}\" parameter of \"listen\" is not implemented yet"));
+            }
+            _ => return Err(format!("invalid parameter \"{p}\"")),
+        }
+    }
+    // nginx binds every address separately only with `bind` or options that
+    // need their own socket; reuseport implies its own socket too.
+    if l.reuseport {
+        l.bind = true;
+    }
+    if s.listens.iter().any(|o| o.addr == l.addr) {
+        return Err(format!("duplicate listen {}", l.addr));
+    }
+    s.listens.push(l);
+    Ok(())
+}
+
+/// `server_name name ...;`
+pub fn server_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Server(s) = scope else {
+        unreachable!("the table allows server_name in server only")
+    };
+    for w in &d.args {
+        let name = w.value.as_str();
+        if let Some(re) = name.strip_prefix('~') {
+            regex::Regex::new(re).map_err(|e| format!("invalid server name regex \"{re}\": {}", first_line(&e.to_string())))?;
+            s.names.push(name.to_string());
+            continue;
+        }
+        let lower = name.to_ascii_lowercase();
+        let stars = lower.matches('*').count();
+        let wildcard_ok = stars == 0
+            || (stars == 1 && (lower.starts_with("*.") || lower.ends_with(".*")));
+        if !wildcard_ok || lower == "." {
+            return Err(format!("server name \"{name}\" is invalid"));
+        }
+        s.names.push(lower);
+    }
+    Ok(())
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// Parses a location's modifier and URI.
+fn location_match(d: &Directive) -> Result<LocationMatch, String> {
+    let (modifier, uri) = if d.args.len() == 2 {
+        (d.arg(0), d.arg(1).to_string())
+    } else {
+        let a = d.arg(0);
+        if let Some(rest) = a.strip_prefix("^~").filter(|r| !r.is_empty()) {
+            ("^~", rest.to_string())
+        } else if let Some(rest) = a.strip_prefix("~*").filter(|r| !r.is_empty()) {
+            ("~*", rest.to_string())
+        } else if let Some(rest) = a.strip_prefix('~').filter(|r| !r.is_empty()) {
+            ("~", rest.to_string())
+        } else if let Some(rest) = a.strip_prefix('=').filter(|r| !r.is_empty()) {
+            ("=", rest.to_string())
+        } else {
+            ("", a.to_string())
+        }
+    };
+    Ok(match modifier {
+        "=" => LocationMatch::Exact(uri),
+        "^~" => LocationMatch::PrefixNoRegex(uri),
+        "~" | "~*" => {
+            let ci = modifier == "~*";
+            let pattern = if ci { format!("(?i){uri}") } else { uri.clone() };
+            let re = regex::Regex::new(&pattern)
+                .map_err(|e| format!("invalid regular expression \"{uri}\": {}", first_line(&e.to_string())))?;
+            LocationMatch::Regex { source: uri, re, case_insensitive: ci }
+        }
+        "" if uri.starts_with('@') => LocationMatch::Named(uri),
+        "" => LocationMatch::Prefix(uri),
+        m => return Err(format!("invalid location modifier \"{m}\"")),
+    })
+}
+
+/// The string two locations must not share, as nginx's duplicate check.
+fn duplicate_key(m: &LocationMatch) -> Option<(u8, &str)> {
+    match m {
+        LocationMatch::Exact(s) => Some((0, s)),
+        LocationMatch::Prefix(s) | LocationMatch::PrefixNoRegex(s) => Some((1, s)),
+        LocationMatch::Named(s) => Some((2, s)),
+        LocationMatch::Regex { .. } => None,
+    }
+}
+
+/// `location [=|~|~*|^~] uri { ... }` and `location @name { ... }`
+pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let matcher = location_match(d)?;
+    if let Scope::Location(parent) = scope {
+        let inner = matcher.describe();
+        match &parent.matcher {
+            LocationMatch::Exact(p) => {
+                return Err(format!("location \"{inner}\" cannot be inside the exact location \"{p}\""));
+            }
+            LocationMatch::Named(p) => {
+                return Err(format!("location \"{inner}\" cannot be inside the named location \"{p}\""));
+            }
+            LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) => {
+                if let LocationMatch::Named(n) = &matcher {
+                    return Err(format!("named location \"{n}\" can be on the server level only"));
+                }
+                if let LocationMatch::Exact(u) | LocationMatch::Prefix(u) | LocationMatch::PrefixNoRegex(u) = &matcher {
+                    if !u.starts_with(p.as_str()) {
+                        return Err(format!("location \"{u}\" is outside location \"{p}\""));
+                    }
+                }
+            }
+            LocationMatch::Regex { .. } => {
+                if let LocationMatch::Named(n) = &matcher {
+                    return Err(format!("named location \"{n}\" can be on the server level only"));
+                }
+            }
+        }
+    }
+    let siblings = match scope {
+        Scope::Server(s) => &s.locations,
+        Scope::Location(l) => &l.locations,
+        _ => unreachable!("the table allows location in server and location only"),
+    };
+    if let Some(key) = duplicate_key(&matcher) {
+        if siblings.iter().any(|o| duplicate_key(&o.matcher) == Some(key)) {
+            return Err(format!("duplicate location \"{}\"", key.1));
+        }
+    }
+    let mut loc = Location {
+        matcher,
+        set: Default::default(),
+        conf: Default::default(),
+        ret: None,
+        proxy_pass: None,
+        locations: Vec::new(),
+        loc: d.loc.clone(),
+    };
+    b.walk(&mut Scope::Location(&mut loc), d.block.as_deref().unwrap_or_default());
+    match scope {
+        Scope::Server(s) => s.locations.push(loc),
+        Scope::Location(l) => l.locations.push(loc),
+        _ => unreachable!("checked above"),
+    }
+    Ok(())
+}
+
+/// Statuses whose `return` argument is a URL.
+pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];
+
+/// `return code [text] | code URL | URL;`
+pub fn return_(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let first = d.arg(0);
+    let ret = match value::number(first) {
+        Some(code) if code <= 999 => Return {
+            code: code as u16,
+            text: match d.args.get(1) {
+                Some(w) => Some(b.template(&w.value, &d.loc)?),
+                None => None,
+            },
+        },
+        _ if d.args.len() == 1
+            && (first.starts_with("http://") || first.starts_with("https://") || first.starts_with("$scheme")) =>
+        {
+            Return { code: 302, text: Some(b.template(first, &d.loc)?) }
+        }
+        _ => return Err(format!("invalid return code \"{first}\"")),
+    };
+    let slot = match scope {
+        Scope::Server(s) => &mut s.ret,
+        Scope::Location(l) => &mut l.ret,
+        _ => unreachable!("the table allows return in server and location only"),
+    };
+    // As in nginx, the first `return` of a block is the one that runs.
+    if slot.is_none() {
+        *slot = Some(ret);
+    } else {
+        b.warn("\"return\" after an earlier \"return\" in the same block is never reached", &d.loc);
+    }
+    Ok(())
+}

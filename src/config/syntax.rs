@@ -1,0 +1,225 @@
+//! Configuration text → syntax tree, with `include` expanded in place.
+//!
+//! The tree knows nothing of what directives mean; it keeps every directive's
+//! words, its block (if any) and its file:line. `include` is handled here,
+//! as in nginx, because it may appear anywhere and inside any block:
+//! relative patterns resolve against the directory of the main configuration
+//! file, and glob patterns (`conf.d/*.conf`) expand in sorted order.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::ConfError;
+use super::lexer::{End, Lexer, Word};
+use super::source::{Loc, Origin, SourceFile};
+
+/// How deep `include` may nest before it is taken for a loop.
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// One directive: its name, its arguments, and its block if it has one.
+#[derive(Clone, Debug)]
+pub struct Directive {
+    /// The directive's name (the first word).
+    pub name: String,
+    /// The remaining words.
+    pub args: Vec<Word>,
+    /// The directives inside `{ … }`, when the statement opened a block.
+    pub block: Option<Vec<Directive>>,
+    /// Where the statement ended, which is the line nginx reports.
+    pub loc: Loc,
+}
+
+impl Directive {
+    /// The argument values as strings.
+    pub fn arg(&self, i: usize) -> &str {
+        self.args.get(i).map(|w| w.value.as_str()).unwrap_or("")
+    }
+}
+
+/// Reads configuration files into trees, remembering every file read.
+pub struct Reader {
+    /// Directory that relative `include` patterns resolve against.
+    conf_dir: PathBuf,
+    /// Every file read, in order, for `-T`.
+    pub files: Vec<SourceFile>,
+}
+
+impl Reader {
+    /// A reader whose relative includes resolve against `conf_dir`.
+    pub fn new(conf_dir: PathBuf) -> Reader {
+        Reader {
+            conf_dir,
+            files: Vec::new(),
+        }
+    }
+
+    /// Reads a file and every file it includes. `at` is the location of the
+    /// `include` (or `None` for the main file), used in the error message.
+    pub fn read_file(&mut self, path: &Path, at: Option<&Loc>) -> Result<Vec<Directive>, ConfError> {
+        self.read_file_depth(path, at, 0)
+    }
+
+    fn read_file_depth(
+        &mut self,
+        path: &Path,
+        at: Option<&Loc>,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfError> {
+        let text = std::fs::read(path).map_err(|e| {
+            ConfError::emerg(
+                format!("open() \"{}\" failed ({})", path.display(), crate::config::errno_text(&e)),
+                at.cloned(),
+            )
+        })?;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        self.files.push(SourceFile {
+            path: path.to_path_buf(),
+            text: text.clone(),
+        });
+        let origin = Origin::File(Arc::from(path));
+        self.read_text(&text, origin, depth)
+    }
+
+    /// Parses configuration text from any origin (a file, `-g`, or the
+    /// embedded default).
+    pub fn read_text(
+        &mut self,
+        text: &str,
+        origin: Origin,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfError> {
+        let mut lexer = Lexer::new(text, Loc { origin, line: 1 });
+        let body = self.read_block(&mut lexer, depth, false)?;
+        Ok(body)
+    }
+
+    fn read_block(
+        &mut self,
+        lexer: &mut Lexer<'_>,
+        depth: usize,
+        inside: bool,
+    ) -> Result<Vec<Directive>, ConfError> {
+        let mut out = Vec::new();
+        loop {
+            let st = lexer.next_statement()?;
+            let mut loc = lexer.loc();
+            loc.line = st.end_line;
+            match st.end {
+                End::Eof if inside => {
+                    return Err(ConfError::emerg(
+                        "unexpected end of file, expecting \"}\"",
+                        Some(loc),
+                    ));
+                }
+                End::Eof => return Ok(out),
+                End::BlockEnd if inside => return Ok(out),
+                End::BlockEnd => return Err(ConfError::emerg("unexpected \"}\"", Some(loc))),
+                End::Semicolon | End::BlockStart => {}
+            }
+            let mut words = st.words.into_iter();
+            let Some(name) = words.next() else {
+                continue;
+            };
+            let args: Vec<Word> = words.collect();
+            if name.value == "include" && st.end == End::Semicolon {
+                if args.len() != 1 {
+                    return Err(ConfError::emerg(
+                        "invalid number of arguments in \"include\" directive",
+                        Some(loc),
+                    ));
+                }
+                out.extend(self.include(&args[0].value, &loc, depth)?);
+                continue;
+            }
+            let block = if st.end == End::BlockStart {
+                Some(self.read_block(lexer, depth, true)?)
+            } else {
+                None
+            };
+            out.push(Directive {
+                name: name.value,
+                args,
+                block,
+                loc,
+            });
+        }
+    }
+
+    fn include(&mut self, pattern: &str, loc: &Loc, depth: usize) -> Result<Vec<Directive>, ConfError> {
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(ConfError::emerg(
+                format!("too deep \"include\" of \"{pattern}\" (more than {MAX_INCLUDE_DEPTH} levels)"),
+                Some(loc.clone()),
+            ));
+        }
+        let full = if Path::new(pattern).is_absolute() {
+            PathBuf::from(pattern)
+        } else {
+            self.conf_dir.join(pattern)
+        };
+        let mut out = Vec::new();
+        if !has_glob(pattern) {
+            return self.read_file_depth(&full, Some(loc), depth + 1);
+        }
+        let full_str = full.to_string_lossy().into_owned();
+        let paths = glob::glob(&full_str).map_err(|e| {
+            ConfError::emerg(format!("glob() \"{full_str}\" failed ({e})"), Some(loc.clone()))
+        })?;
+        let mut list: Vec<PathBuf> = paths.filter_map(Result::ok).filter(|p| !p.is_dir()).collect();
+        list.sort();
+        for p in list {
+            out.extend(self.read_file_depth(&p, Some(loc), depth + 1)?);
+        }
+        Ok(out)
+    }
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_with_blocks_and_lines() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let t = r
+            .read_text("events {}\nhttp {\n server {\n  listen 80;\n }\n}\n", Origin::CommandLine, 0)
+            .unwrap();
+        assert_eq!(t.len(), 2);
+        let http = &t[1];
+        let server = &http.block.as_ref().unwrap()[0];
+        let listen = &server.block.as_ref().unwrap()[0];
+        assert_eq!(listen.name, "listen");
+        assert_eq!(listen.arg(0), "80");
+        assert_eq!(listen.loc.line, 4);
+    }
+
+    #[test]
+    fn unbalanced_braces() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let e = r.read_text("http {\n", Origin::CommandLine, 0).unwrap_err();
+        assert_eq!(e.message, "unexpected end of file, expecting \"}\"");
+        let e = r.read_text("}\n", Origin::CommandLine, 0).unwrap_err();
+        assert_eq!(e.message, "unexpected \"}\"");
+    }
+
+    #[test]
+    fn include_glob_sorted_and_missing() {
+        let dir = std::env::temp_dir().join(format!("nowait-syntax-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("conf.d")).unwrap();
+        std::fs::write(dir.join("conf.d/b.conf"), "b 2;\n").unwrap();
+        std::fs::write(dir.join("conf.d/a.conf"), "a 1;\n").unwrap();
+        let mut r = Reader::new(dir.clone());
+        let t = r.read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0).unwrap();
+        let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(t[0].loc.to_string(), format!("{}:1", dir.join("conf.d/a.conf").display()));
+        let e = r.read_text("include nope.conf;\n", Origin::CommandLine, 0).unwrap_err();
+        assert!(e.to_string().starts_with("open() \""), "{e}");
+        assert!(e.to_string().ends_with("failed (2: No such file or directory) in command line"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
