@@ -127,6 +127,24 @@ fn control_set() -> io::Result<libc::sigset_t> {
     Ok(set)
 }
 
+/// Blocks every asynchronous signal in the calling thread, leaving only the
+/// synchronous faults (`SIGILL`, `SIGFPE`, `SIGSEGV`, `SIGBUS`) deliverable:
+/// pool and log threads call it first so a signal is never delivered to them
+/// (nginx's pool threads do the same).
+pub fn block_all_in_thread() -> io::Result<()> {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes the whole set it is given.
+    cvt(unsafe { libc::sigfillset(set.as_mut_ptr()) })?;
+    // SAFETY: initialized by sigfillset above.
+    let mut set = unsafe { set.assume_init() };
+    for sig in [libc::SIGILL, libc::SIGFPE, libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: `set` is initialized and `sig` a valid signal number.
+        cvt(unsafe { libc::sigdelset(&mut set, sig) })?;
+    }
+    // SAFETY: `set` is initialized; we pass no old-mask pointer.
+    cvt_errno(unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) })
+}
+
 /// `sigaction(SIGPIPE, SIG_IGN)`: writes to a closed socket return `EPIPE`
 /// instead of killing the process. (Rust's runtime already does this for
 /// binaries; kept explicit so the library does not rely on it.)
@@ -208,6 +226,19 @@ mod tests {
             );
             raise(libc::SIGINT).unwrap();
             assert_eq!(sigs.wait().unwrap(), Signal::Stop);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn block_all_leaves_a_thread_deaf_to_control_signals() {
+        std::thread::spawn(|| {
+            block_all_in_thread().unwrap();
+            let sigs = block_control_signals().unwrap();
+            // Blocked signals still pend for sigtimedwait.
+            raise(libc::SIGQUIT).unwrap();
+            assert_eq!(sigs.wait().unwrap(), Signal::Quit);
         })
         .join()
         .unwrap();
