@@ -107,7 +107,7 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
 fn merge_http(b: &mut Builder, h: &mut HttpConf) {
     h.conf = h.set.resolve(&absolute_defaults(&b.prefix));
     let srv_http = h.srv_set.resolve(&SrvConf::default());
-    let default_port = if crate::sys::ids::effective_uid() == 0 { 80 } else { 8000 };
+    let default_port = if crate::sys::process::geteuid() == 0 { 80 } else { 8000 };
     for s in &mut h.servers {
         s.conf = s.set.resolve(&h.conf);
         s.srv = s.srv_set.resolve(&srv_http);

@@ -1,0 +1,592 @@
+//! Named, bounded thread pools with nginx's semantics
+//! (`src/core/ngx_thread_pool.c`).
+//!
+//! A pool is one FIFO task queue, shared by all worker loops, and `threads`
+//! threads named `NAME#i` that run its tasks. `max_queue` bounds the tasks
+//! *waiting* for a thread, not those running: a task is accepted when
+//! `queued - idle < max_queue`, so `max_queue=0` accepts a task only while a
+//! thread is idle. A full queue fails at once with
+//! `thread pool "NAME" queue overflow: N tasks waiting`; the caller turns that
+//! into an error response, never a wait.
+//!
+//! The queue is a `std::sync::Mutex<VecDeque>` with a `Condvar`, as in nginx:
+//! the lock is held only to push or pop one boxed task, never across a task or
+//! an `.await`, so loops contend on it for nanoseconds. Completion goes back
+//! through a `tokio::sync::oneshot`, which wakes the posting task on whatever
+//! runtime it runs (each worker has its own current-thread runtime).
+
+use crate::sys::signal::block_all_in_thread;
+use hdrhistogram::Histogram;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Name of the implicit pool behind `aio threads;`.
+pub const DEFAULT_POOL: &str = "default";
+/// `threads=` of the implicit `default` pool (nginx's value).
+pub const DEFAULT_THREADS: usize = 32;
+/// `max_queue=` of every pool that does not set it (nginx's value).
+pub const DEFAULT_MAX_QUEUE: usize = 65536;
+/// Linux keeps at most 15 bytes of a thread name (16 with the NUL).
+const THREAD_NAME_MAX: usize = 15;
+/// Largest queue-wait or run time the histograms record, in microseconds
+/// (one hour); longer values are clamped to it.
+const MAX_RECORDED_MICROS: u64 = 3_600_000_000;
+/// Significant digits of the timing histograms: 2 keeps each one ~26 KiB, so
+/// the default pool's 32 threads × 2 histograms cost under 2 MiB, at 1%
+/// precision, which percentiles for a dashboard do not need more of.
+const HISTOGRAM_DIGITS: u8 = 2;
+
+/// A unit of work on a pool thread: the task and when it was queued.
+struct Job {
+    /// The task, its result slot and its completion sender, in one allocation.
+    task: Box<dyn Task>,
+    /// When [`Pool::submit`] queued it, for the queue-wait histogram.
+    queued_at: Instant,
+}
+
+/// A type-erased task, run and delivered in two steps so that the thread is
+/// counted idle again *before* the submitter learns the task is done: whoever
+/// awaits a completion and submits again finds that thread free, which makes
+/// `max_queue=0` behave predictably.
+trait Task: Send {
+    /// Runs the closure (catching a panic) and keeps its result.
+    fn run(&mut self);
+    /// Sends the kept result to the [`Completion`].
+    fn deliver(self: Box<Self>);
+}
+
+/// The one [`Task`] implementation.
+struct Pending<F, T> {
+    /// The closure, until run.
+    f: Option<F>,
+    /// Its outcome, `Err` if it panicked; `None` until run.
+    result: Option<Result<T, ()>>,
+    /// Where the outcome goes.
+    tx: oneshot::Sender<Result<T, ()>>,
+}
+
+impl<F, T> Task for Pending<F, T>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    fn run(&mut self) {
+        if let Some(f) = self.f.take() {
+            self.result = Some(catch_unwind(AssertUnwindSafe(f)).map_err(|_| ()));
+        }
+    }
+
+    fn deliver(self: Box<Self>) {
+        if let Some(r) = self.result {
+            // The receiver may be gone (client left): nothing to tell then.
+            let _ = self.tx.send(r);
+        }
+    }
+}
+
+/// What the queue lock protects.
+struct Queue {
+    /// Tasks not yet taken by a thread, oldest first.
+    jobs: VecDeque<Job>,
+    /// Threads not running a task (nginx's `-waiting` at rest). Starts at
+    /// `threads` so admission is deterministic before the threads get going.
+    idle: usize,
+    /// Set by [`Pool::shutdown`]/drop: threads exit once `jobs` is empty.
+    closing: bool,
+}
+
+impl Queue {
+    /// Tasks that will not find an idle thread: nginx's `waiting`, floored at 0.
+    fn waiting(&self) -> usize {
+        self.jobs.len().saturating_sub(self.idle)
+    }
+}
+
+/// Per-thread timings. Each pool thread records into its own histogram pair
+/// after every task, so the lock is uncontended except while a metrics reader
+/// merges them ([`Pool::timings`]); one shared pair would make every task
+/// completion contend on one lock across all threads.
+struct Timings {
+    /// Time from submit to a thread taking the task, µs.
+    queue_wait: Histogram<u64>,
+    /// Time the task ran, µs.
+    run: Histogram<u64>,
+}
+
+impl Timings {
+    fn new() -> Timings {
+        Timings {
+            queue_wait: new_histogram(),
+            run: new_histogram(),
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // The bounds are constants that hdrhistogram accepts (1 ≤ low, high ≥ 2·low,
+    // digits ≤ 5), so this cannot fail.
+    Histogram::new_with_bounds(1, MAX_RECORDED_MICROS, HISTOGRAM_DIGITS)
+        .expect("constant histogram bounds are valid")
+}
+
+/// State shared between the pool handle and its threads.
+struct Shared {
+    /// The pool's name, as in `thread_pool NAME`; shared with errors.
+    name: Arc<str>,
+    /// `threads=`.
+    threads: usize,
+    /// `max_queue=`.
+    max_queue: usize,
+    /// The task queue.
+    queue: Mutex<Queue>,
+    /// Signalled when a task is queued or the pool closes.
+    ready: Condvar,
+    /// Mirror of [`Queue::waiting`] for lock-free metric reads.
+    waiting: AtomicUsize,
+    /// Tasks running now.
+    running: AtomicUsize,
+    /// Tasks accepted by [`Pool::submit`].
+    submitted: AtomicU64,
+    /// Tasks finished (including those that panicked).
+    completed: AtomicU64,
+    /// Submissions refused because the queue was full.
+    overflows: AtomicU64,
+    /// One timing pair per thread, indexed by thread number.
+    timings: Box<[Mutex<Timings>]>,
+}
+
+impl Shared {
+    /// Locks the queue. A poisoned lock only means a thread panicked between
+    /// push and pop, which leaves the queue consistent, so carry on.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A named, bounded thread pool. Cheap to share as `Arc<Pool>`.
+pub struct Pool {
+    shared: Arc<Shared>,
+    /// Join handles, taken by [`Pool::shutdown`].
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.shared.name)
+            .field("threads", &self.shared.threads)
+            .field("max_queue", &self.shared.max_queue)
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Starts `threads` threads named `NAME#1`…`NAME#N` (see [`thread_name`]).
+    /// `threads` must be at least 1 (`EINVAL` otherwise, as nginx refuses
+    /// `threads=0`); a thread that cannot be spawned is returned as its error.
+    pub fn new(name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
+        if threads == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let shared = Arc::new(Shared {
+            name: Arc::from(name),
+            threads,
+            max_queue,
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                idle: threads,
+                closing: false,
+            }),
+            ready: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            submitted: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            overflows: AtomicU64::new(0),
+            timings: (0..threads).map(|_| Mutex::new(Timings::new())).collect(),
+        });
+        let pool = Arc::new(Pool {
+            shared,
+            handles: Mutex::new(Vec::with_capacity(threads)),
+        });
+        for i in 0..threads {
+            let shared = Arc::clone(&pool.shared);
+            let spawned = thread::Builder::new()
+                .name(thread_name(name, i + 1))
+                .spawn(move || worker(&shared, i));
+            match spawned {
+                Ok(h) => pool.lock_handles().push(h),
+                Err(e) => {
+                    pool.close();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(pool)
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Queues `task` for a pool thread, or fails at once if `max_queue` tasks
+    /// are already waiting (or the pool is shut down). Never blocks beyond the
+    /// queue lock. Await the returned [`Completion`] for the task's result.
+    pub fn submit<T, F>(&self, task: F) -> Result<Completion<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let task = Box::new(Pending {
+            f: Some(task),
+            result: None,
+            tx,
+        });
+        let job = Job {
+            task,
+            queued_at: Instant::now(),
+        };
+        let s = &self.shared;
+        {
+            let mut q = s.lock();
+            if q.closing {
+                return Err(SubmitError::Closed {
+                    pool: Arc::clone(&s.name),
+                });
+            }
+            let waiting = q.waiting();
+            if q.jobs.len() >= q.idle + s.max_queue {
+                drop(q);
+                s.overflows.fetch_add(1, Ordering::Relaxed);
+                return Err(SubmitError::Overflow {
+                    pool: Arc::clone(&s.name),
+                    waiting,
+                });
+            }
+            q.jobs.push_back(job);
+            s.waiting.store(q.waiting(), Ordering::Relaxed);
+        }
+        s.submitted.fetch_add(1, Ordering::Relaxed);
+        s.ready.notify_one();
+        Ok(Completion {
+            rx,
+            pool: Arc::clone(&s.name),
+        })
+    }
+
+    /// Counters, read without locking.
+    pub fn stats(&self) -> PoolStats {
+        let s = &self.shared;
+        PoolStats {
+            threads: s.threads,
+            max_queue: s.max_queue,
+            waiting: s.waiting.load(Ordering::Relaxed),
+            running: s.running.load(Ordering::Relaxed),
+            submitted: s.submitted.load(Ordering::Relaxed),
+            completed: s.completed.load(Ordering::Relaxed),
+            overflows: s.overflows.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Queue-wait and run-time histograms (µs), merged over the threads.
+    /// Takes each thread's lock briefly; call from the metrics exporter, not a
+    /// loop's hot path.
+    pub fn timings(&self) -> PoolTimings {
+        let mut merged = PoolTimings {
+            queue_wait: new_histogram(),
+            run: new_histogram(),
+        };
+        for t in self.shared.timings.iter() {
+            let t = t.lock().unwrap_or_else(|e| e.into_inner());
+            // Same bounds on both sides, so adding cannot fail.
+            let _ = merged.queue_wait.add(&t.queue_wait);
+            let _ = merged.run.add(&t.run);
+        }
+        merged
+    }
+
+    /// Refuses new tasks, lets the threads drain the queue, and joins them.
+    /// Blocks until every queued task has run: call at exit, off the loops.
+    /// Called from one of the pool's own threads it joins the others only.
+    pub fn shutdown(&self) {
+        self.close();
+        let handles = std::mem::take(&mut *self.lock_handles());
+        let me = thread::current().id();
+        for h in handles {
+            if h.thread().id() != me {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Marks the pool closing and wakes every thread.
+    fn close(&self) {
+        self.shared.lock().closing = true;
+        self.shared.ready.notify_all();
+    }
+
+    fn lock_handles(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Pool {
+    /// Closes the pool without joining: the threads finish the queue and exit
+    /// on their own, so dropping never hangs on a task stuck on a dead disk.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A pool thread: take the oldest task, run it, record timings, repeat;
+/// exit once the pool is closing and the queue is empty.
+fn worker(shared: &Shared, index: usize) {
+    // Signals belong to the signal thread; a failure here only means the
+    // mask stays as inherited (already blocking the control signals).
+    let _ = block_all_in_thread();
+    let mut q = shared.lock();
+    loop {
+        if let Some(mut job) = q.jobs.pop_front() {
+            q.idle -= 1;
+            shared.waiting.store(q.waiting(), Ordering::Relaxed);
+            drop(q);
+            shared.running.fetch_add(1, Ordering::Relaxed);
+            let started = Instant::now();
+            job.task.run();
+            let finished = Instant::now();
+            record(shared, index, started - job.queued_at, finished - started);
+            shared.running.fetch_sub(1, Ordering::Relaxed);
+            shared.completed.fetch_add(1, Ordering::Relaxed);
+            q = shared.lock();
+            q.idle += 1;
+            shared.waiting.store(q.waiting(), Ordering::Relaxed);
+            drop(q);
+            // Delivered unlocked and after counting ourselves idle (see Task).
+            job.task.deliver();
+            q = shared.lock();
+            continue;
+        }
+        if q.closing {
+            return;
+        }
+        q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+fn record(shared: &Shared, index: usize, queue_wait: Duration, run: Duration) {
+    let mut t = shared.timings[index]
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    t.queue_wait.saturating_record(micros(queue_wait));
+    t.run.saturating_record(micros(run));
+}
+
+/// Microseconds, at least 1 (the histogram's lowest value), at most the max.
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros())
+        .unwrap_or(u64::MAX)
+        .clamp(1, MAX_RECORDED_MICROS)
+}
+
+/// `NAME#i`, fitted into Linux's 15 bytes by shortening NAME and keeping the
+/// `#i` suffix whole, so `ps -L`/`top -H` still tell the threads apart:
+/// `very_long_pool_name#12` → `very_long_po#12`.
+pub fn thread_name(pool: &str, i: usize) -> String {
+    let suffix = format!("#{i}");
+    let room = THREAD_NAME_MAX.saturating_sub(suffix.len());
+    let mut end = pool.len().min(room);
+    while !pool.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{suffix}", &pool[..end])
+}
+
+/// Counters of one pool, as exported to the metrics layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolStats {
+    /// `threads=`.
+    pub threads: usize,
+    /// `max_queue=`.
+    pub max_queue: usize,
+    /// Tasks waiting for a thread now.
+    pub waiting: usize,
+    /// Tasks running now.
+    pub running: usize,
+    /// Tasks accepted since start.
+    pub submitted: u64,
+    /// Tasks finished since start.
+    pub completed: u64,
+    /// Tasks refused with a queue overflow since start.
+    pub overflows: u64,
+}
+
+/// Merged timing histograms of one pool, in microseconds.
+#[derive(Clone, Debug)]
+pub struct PoolTimings {
+    /// Submit → a thread takes the task.
+    pub queue_wait: Histogram<u64>,
+    /// Time spent running the task.
+    pub run: Histogram<u64>,
+}
+
+/// Why [`Pool::submit`] refused a task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    /// `max_queue` tasks are already waiting.
+    Overflow {
+        /// The pool's name.
+        pool: Arc<str>,
+        /// Tasks waiting when the submission was refused.
+        waiting: usize,
+    },
+    /// The pool is shutting down.
+    Closed {
+        /// The pool's name.
+        pool: Arc<str>,
+    },
+}
+
+impl fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubmitError::Overflow { pool, waiting } => {
+                write!(
+                    f,
+                    "thread pool \"{pool}\" queue overflow: {waiting} tasks waiting"
+                )
+            }
+            SubmitError::Closed { pool } => write!(f, "thread pool \"{pool}\" is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// Why an accepted task produced no result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskError {
+    /// The task panicked on the pool thread (the thread survives).
+    Panicked {
+        /// The pool's name.
+        pool: Arc<str>,
+    },
+    /// The task was dropped without running (its thread died).
+    Lost {
+        /// The pool's name.
+        pool: Arc<str>,
+    },
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskError::Panicked { pool } => write!(f, "task in thread pool \"{pool}\" panicked"),
+            TaskError::Lost { pool } => write!(f, "task in thread pool \"{pool}\" was lost"),
+        }
+    }
+}
+
+impl std::error::Error for TaskError {}
+
+/// The result of a submitted task: a future that resolves when a pool thread
+/// has run it, waking the task that awaits it on any runtime.
+#[must_use = "dropping a Completion discards the task's result (the task still runs)"]
+#[derive(Debug)]
+pub struct Completion<T> {
+    rx: oneshot::Receiver<Result<T, ()>>,
+    pool: Arc<str>,
+}
+
+impl<T> Completion<T> {
+    /// Blocks the calling thread until the task is done. Not for event loops
+    /// (it panics inside a tokio runtime); for startup code and tests.
+    pub fn wait_blocking(self) -> Result<T, TaskError> {
+        let pool = self.pool;
+        convert(self.rx.blocking_recv(), pool)
+    }
+}
+
+fn convert<T>(
+    r: Result<Result<T, ()>, oneshot::error::RecvError>,
+    pool: Arc<str>,
+) -> Result<T, TaskError> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(())) => Err(TaskError::Panicked { pool }),
+        Err(_) => Err(TaskError::Lost { pool }),
+    }
+}
+
+impl<T> Future for Completion<T> {
+    type Output = Result<T, TaskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        Pin::new(&mut this.rx)
+            .poll(cx)
+            .map(|r| convert(r, Arc::clone(&this.pool)))
+    }
+}
+
+/// Every configured pool by name: `aio threads=NAME` (or `pool_$disk`,
+/// resolved per request) looks its pool up here.
+#[derive(Debug, Default)]
+pub struct Pools {
+    pools: HashMap<String, Arc<Pool>>,
+}
+
+impl Pools {
+    /// No pools.
+    pub fn new() -> Pools {
+        Pools::default()
+    }
+
+    /// Starts pool `name`; `AlreadyExists` if one of that name exists
+    /// (the config layer reports `duplicate thread pool "NAME"` first).
+    pub fn add(&mut self, name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
+        if self.pools.contains_key(name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("duplicate thread pool \"{name}\""),
+            ));
+        }
+        let pool = Pool::new(name, threads, max_queue)?;
+        self.pools.insert(name.to_owned(), Arc::clone(&pool));
+        Ok(pool)
+    }
+
+    /// The pool named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Pool>> {
+        self.pools.get(name)
+    }
+
+    /// Every pool, in no particular order (for metrics).
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Pool>> {
+        self.pools.values()
+    }
+
+    /// Shuts every pool down: refuses new work everywhere first, then joins.
+    pub fn shutdown(&self) {
+        for p in self.pools.values() {
+            p.close();
+        }
+        for p in self.pools.values() {
+            p.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

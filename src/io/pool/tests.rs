@@ -1,0 +1,243 @@
+//! Tests of [`super::Pool`]: deterministic through channels and barriers, never
+//! through sleeps.
+
+use super::*;
+use std::collections::BTreeSet;
+use std::sync::Barrier;
+use std::sync::mpsc;
+
+/// A task that blocks its pool thread until the test releases it.
+fn gate() -> (mpsc::Sender<()>, impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel::<()>();
+    (tx, move || {
+        let _ = rx.recv();
+    })
+}
+
+#[test]
+fn tasks_run_in_fifo_order() {
+    let pool = Pool::new("fifo", 1, 100).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit(blocker).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let done: Vec<_> = (0..20)
+        .map(|i| {
+            let order = Arc::clone(&order);
+            pool.submit(move || order.lock().unwrap().push(i)).unwrap()
+        })
+        .collect();
+    release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    for d in done {
+        d.wait_blocking().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+}
+
+#[test]
+fn overflow_message_is_nginx_text() {
+    let pool = Pool::new("pool_1", 1, 2).unwrap();
+    let (release, blocker) = gate();
+    let running = pool.submit(blocker).unwrap();
+    let queued: Vec<_> = (0..2).map(|_| pool.submit(|| ()).unwrap()).collect();
+    let err = pool.submit(|| ()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "thread pool \"pool_1\" queue overflow: 2 tasks waiting"
+    );
+    assert_eq!(
+        err,
+        SubmitError::Overflow {
+            pool: Arc::from("pool_1"),
+            waiting: 2
+        }
+    );
+    assert_eq!(pool.stats().overflows, 1);
+    assert_eq!(pool.stats().waiting, 2);
+    release.send(()).unwrap();
+    running.wait_blocking().unwrap();
+    for q in queued {
+        q.wait_blocking().unwrap();
+    }
+    assert_eq!(pool.stats().completed, 3);
+    assert_eq!(pool.stats().waiting, 0);
+}
+
+#[test]
+fn max_queue_zero_accepts_only_while_a_thread_idles() {
+    let pool = Pool::new("zero", 2, 0).unwrap();
+    let (release_a, a) = gate();
+    let (release_b, b) = gate();
+    let a = pool.submit(a).expect("thread 1 idle");
+    let b = pool.submit(b).expect("thread 2 idle");
+    let err = pool.submit(|| ()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "thread pool \"zero\" queue overflow: 0 tasks waiting"
+    );
+    release_a.send(()).unwrap();
+    a.wait_blocking().unwrap();
+    // A completion is delivered only after its thread counts as idle again.
+    let c = pool.submit(|| 7).expect("thread of A idle again");
+    assert_eq!(c.wait_blocking().unwrap(), 7);
+    release_b.send(()).unwrap();
+    b.wait_blocking().unwrap();
+}
+
+#[test]
+fn threads_are_named_pool_hash_index() {
+    let pool = Pool::new("pool_1", 3, 0).unwrap();
+    let barrier = Arc::new(Barrier::new(3));
+    let tasks: Vec<_> = (0..3)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            pool.submit(move || {
+                // All three must run at once, hence on three threads.
+                barrier.wait();
+                let comm = std::fs::read_to_string("/proc/thread-self/comm").unwrap();
+                (
+                    thread::current().name().map(str::to_owned),
+                    comm.trim_end().to_owned(),
+                )
+            })
+            .unwrap()
+        })
+        .collect();
+    let mut names = BTreeSet::new();
+    for t in tasks {
+        let (rust_name, comm) = t.wait_blocking().unwrap();
+        assert_eq!(rust_name.as_deref(), Some(comm.as_str()));
+        names.insert(comm);
+    }
+    let expected: BTreeSet<String> = ["pool_1#1", "pool_1#2", "pool_1#3"]
+        .map(String::from)
+        .into();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn long_names_keep_their_index() {
+    assert_eq!(thread_name("default", 32), "default#32");
+    assert_eq!(thread_name("very_long_pool_name", 12), "very_long_po#12");
+    assert_eq!(thread_name("pool_ééééééé", 3), "pool_éééé#3");
+    assert!(thread_name("x", 1_000_000_000_000).len() <= THREAD_NAME_MAX);
+}
+
+#[test]
+fn completion_wakes_a_current_thread_runtime() {
+    let pool = Pool::new("wake", 1, 4).unwrap();
+    let (release, rx) = mpsc::channel::<()>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let got = rt.block_on(async {
+        let mut done = pool
+            .submit(move || {
+                let _ = rx.recv();
+                42
+            })
+            .unwrap();
+        // The task is held by the gate, so the first poll must be pending and
+        // the runtime has to park until the pool thread's send wakes it.
+        let pending =
+            std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut done).poll(cx).is_pending())).await;
+        assert!(pending);
+        release.send(()).unwrap();
+        done.await
+    });
+    assert_eq!(got, Ok(42));
+}
+
+#[test]
+fn a_panicking_task_fails_alone() {
+    let pool = Pool::new("panics", 1, 4).unwrap();
+    let bad = pool
+        .submit(|| -> u32 { panic!("task panic (expected by the test)") })
+        .unwrap();
+    assert_eq!(
+        bad.wait_blocking(),
+        Err(TaskError::Panicked {
+            pool: Arc::from("panics")
+        })
+    );
+    assert_eq!(pool.submit(|| 1).unwrap().wait_blocking(), Ok(1));
+}
+
+#[test]
+fn shutdown_drains_the_queue_then_refuses() {
+    let pool = Pool::new("drain", 1, 10).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit(blocker).unwrap();
+    let rest: Vec<_> = (0..5).map(|i| pool.submit(move || i).unwrap()).collect();
+    release.send(()).unwrap();
+    pool.shutdown();
+    assert_eq!(pool.stats().completed, 6);
+    first.wait_blocking().unwrap();
+    let results: Vec<_> = rest
+        .into_iter()
+        .map(|c| c.wait_blocking().unwrap())
+        .collect();
+    assert_eq!(results, vec![0, 1, 2, 3, 4]);
+    let err = pool.submit(|| ()).unwrap_err();
+    assert_eq!(err.to_string(), "thread pool \"drain\" is shutting down");
+}
+
+#[test]
+fn drop_does_not_wait_for_a_stuck_task() {
+    let pool = Pool::new("stuck", 1, 10).unwrap();
+    let (release, blocker) = gate();
+    let stuck = pool.submit(blocker).unwrap();
+    let queued = pool.submit(|| "ran after drop").unwrap();
+    drop(pool); // must return although the thread is blocked
+    release.send(()).unwrap();
+    stuck.wait_blocking().unwrap();
+    assert_eq!(queued.wait_blocking(), Ok("ran after drop"));
+}
+
+#[test]
+fn stats_and_timings_count_every_task() {
+    let pool = Pool::new("stats", 2, 10).unwrap();
+    for c in (0..8)
+        .map(|_| pool.submit(|| ()).unwrap())
+        .collect::<Vec<_>>()
+    {
+        c.wait_blocking().unwrap();
+    }
+    let s = pool.stats();
+    assert_eq!(
+        (
+            s.threads,
+            s.max_queue,
+            s.submitted,
+            s.completed,
+            s.running,
+            s.overflows
+        ),
+        (2, 10, 8, 8, 0, 0)
+    );
+    let t = pool.timings();
+    assert_eq!(t.run.len(), 8);
+    assert_eq!(t.queue_wait.len(), 8);
+}
+
+#[test]
+fn zero_threads_is_invalid() {
+    assert_eq!(
+        Pool::new("none", 0, 1).unwrap_err().raw_os_error(),
+        Some(libc::EINVAL)
+    );
+}
+
+#[test]
+fn registry_finds_pools_by_name() {
+    let mut pools = Pools::new();
+    pools.add(DEFAULT_POOL, 2, DEFAULT_MAX_QUEUE).unwrap();
+    pools.add("pool_2", 1, 0).unwrap();
+    assert_eq!(pools.get("pool_2").unwrap().name(), "pool_2");
+    assert!(pools.get("pool_3").is_none());
+    let dup = pools.add("pool_2", 1, 0).unwrap_err();
+    assert_eq!(dup.to_string(), "duplicate thread pool \"pool_2\"");
+    assert_eq!(pools.iter().count(), 2);
+    pools.shutdown();
+    assert!(pools.get(DEFAULT_POOL).unwrap().submit(|| ()).is_err());
+}

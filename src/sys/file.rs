@@ -1,0 +1,506 @@
+//! File system calls: open (fast and slow), stat, read, cache residency, sendfile.
+//!
+//! The fast-path calls here never wait on a disk: [`open_cached`] fails with
+//! `EAGAIN` when the path lookup would need I/O, [`preadv2_nowait`] fails with
+//! `EAGAIN` when the data is not in the page cache. The slow-path calls
+//! ([`open_read`], [`stat`], [`pread`], [`sendfile`]) may block and belong on a
+//! pool thread unless the caller knows the data is cached.
+
+use super::{c_path, cvt, cvt_errno};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+/// Log name of [`openat2`], [`open_cached`] and [`open_nofollow_cached`].
+pub const OPENAT2: &str = "openat2";
+/// Log name of [`open_read`].
+pub const OPEN: &str = "open";
+/// Log name of [`fstat`].
+pub const FSTAT: &str = "fstat";
+/// Log name of [`stat`].
+pub const STAT: &str = "stat";
+/// Log name of [`lstat`].
+pub const LSTAT: &str = "lstat";
+/// Log name of [`pread`].
+pub const PREAD: &str = "pread";
+/// Log name of [`preadv2_nowait`].
+pub const PREADV2: &str = "preadv2";
+/// Log name of [`cachestat`].
+pub const CACHESTAT: &str = "cachestat";
+/// Log name of [`sendfile`].
+pub const SENDFILE: &str = "sendfile";
+/// Log name of [`fadvise`].
+pub const POSIX_FADVISE: &str = "posix_fadvise";
+
+/// `cachestat(2)`'s number; the same on x86_64 and aarch64 (the generic table).
+/// libc does not export it yet.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Flags every read-only open uses. `O_NONBLOCK` does nothing for regular
+/// files but keeps an `open()` of a FIFO from waiting for a writer (nginx opens
+/// with it for the same reason); `O_NOCTTY` keeps a tty from becoming ours.
+const READ_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// `RESOLVE_*` flags for [`openat2`] (`linux/openat2.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Resolve(u64);
+
+impl Resolve {
+    /// No restriction: an ordinary path walk (may do I/O).
+    pub const NONE: Resolve = Resolve(0);
+    /// Fail with `EAGAIN` instead of doing I/O during the lookup (5.12+).
+    pub const CACHED: Resolve = Resolve(libc::RESOLVE_CACHED);
+    /// Fail with `ELOOP` on any symlink in the path (`disable_symlinks on`).
+    pub const NO_SYMLINKS: Resolve = Resolve(libc::RESOLVE_NO_SYMLINKS);
+    /// Fail with `EXDEV` if the path escapes the directory fd (`..`, absolute
+    /// paths, symlinks pointing out).
+    pub const BENEATH: Resolve = Resolve(libc::RESOLVE_BENEATH);
+
+    /// Both sets of flags.
+    pub const fn union(self, other: Resolve) -> Resolve {
+        Resolve(self.0 | other.0)
+    }
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: Resolve) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// `struct open_how` from `linux/openat2.h`, declared here because libc's is
+/// `#[non_exhaustive]` and cannot be built with a literal.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `openat2(dir or AT_FDCWD, path, {O_RDONLY|O_CLOEXEC|O_NONBLOCK, resolve})`.
+///
+/// With [`Resolve::CACHED`], `EAGAIN` means "the lookup needs I/O: retry on a
+/// pool thread without it". `ENOSYS` (kernel < 5.6) or `EINVAL` (< 5.12 for
+/// `RESOLVE_CACHED`) mean "unsupported": the caller falls back to [`open_read`].
+pub fn openat2(dir: Option<BorrowedFd<'_>>, path: &Path, resolve: Resolve) -> io::Result<OwnedFd> {
+    let cpath = c_path(path)?;
+    let how = OpenHow {
+        flags: READ_FLAGS as u64,
+        mode: 0,
+        resolve: resolve.0,
+    };
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `cpath` is NUL-terminated and `how` is a live `open_how` whose
+    // size we pass; the kernel reads both during the call and keeps neither.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            cpath.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = cvt(ret)?;
+    // SAFETY: a successful openat2 returns a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// [`openat2`] relative to the working directory with `RESOLVE_CACHED`: the
+/// event-loop open. `EAGAIN` when the lookup would need I/O, which includes
+/// a name never looked up before that does not exist: only after a slow lookup
+/// has left a negative dentry does a missing file fail here with `ENOENT`.
+pub fn open_cached(path: &Path) -> io::Result<OwnedFd> {
+    openat2(None, path, Resolve::CACHED)
+}
+
+/// [`open_cached`] that also refuses symlinks anywhere in the path (`ELOOP`),
+/// for `disable_symlinks on`.
+pub fn open_nofollow_cached(path: &Path) -> io::Result<OwnedFd> {
+    openat2(None, path, Resolve::CACHED.union(Resolve::NO_SYMLINKS))
+}
+
+/// `open(path, O_RDONLY|O_CLOEXEC|O_NONBLOCK|O_NOCTTY)`: the slow-path open,
+/// for pool threads. May block on the path walk.
+pub fn open_read(path: &Path) -> io::Result<OwnedFd> {
+    let cpath = c_path(path)?;
+    // SAFETY: `cpath` is NUL-terminated and outlives the call.
+    let fd = cvt(unsafe { libc::open(cpath.as_ptr(), READ_FLAGS) })?;
+    // SAFETY: a successful open returns a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What kind of file a [`FileMeta`] describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file: the only kind served.
+    Regular,
+    /// A directory: `index`, `autoindex` or a redirect to `uri/`.
+    Directory,
+    /// A symbolic link; only [`lstat`] reports it.
+    Symlink,
+    /// Anything else (FIFO, socket, device): never served.
+    Other,
+}
+
+/// The fields of `struct stat` the server uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Size in bytes (`Content-Length`, range checks).
+    pub size: u64,
+    /// Modification time, seconds since the epoch (`Last-Modified`, `ETag`).
+    pub mtime_sec: i64,
+    /// Nanoseconds part of the modification time (cache validation).
+    pub mtime_nsec: i64,
+    /// Regular, directory, symlink or other.
+    pub kind: FileKind,
+    /// Inode number: with `dev`, the identity of the file for open-file caches.
+    pub ino: u64,
+    /// Device number holding the inode.
+    pub dev: u64,
+    /// Permission bits and type bits (`st_mode`).
+    pub mode: u32,
+}
+
+impl FileMeta {
+    fn from_stat(st: &libc::stat) -> Self {
+        let kind = match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => FileKind::Regular,
+            libc::S_IFDIR => FileKind::Directory,
+            libc::S_IFLNK => FileKind::Symlink,
+            _ => FileKind::Other,
+        };
+        FileMeta {
+            size: st.st_size as u64,
+            mtime_sec: st.st_mtime,
+            mtime_nsec: st.st_mtime_nsec,
+            kind,
+            ino: st.st_ino,
+            dev: st.st_dev,
+            mode: st.st_mode,
+        }
+    }
+}
+
+/// `fstat(fd)`. Never does I/O on an open file on local file systems.
+pub fn fstat(fd: impl AsFd) -> io::Result<FileMeta> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable storage for one `struct stat`; on success the
+    // kernel has filled all of it.
+    cvt(unsafe { libc::fstat(fd.as_fd().as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so `st` is initialized.
+    Ok(FileMeta::from_stat(&unsafe { st.assume_init() }))
+}
+
+/// `stat(path)`, following symlinks. May block on the path walk.
+pub fn stat(path: &Path) -> io::Result<FileMeta> {
+    stat_with(path, false)
+}
+
+/// `lstat(path)`: the link itself, not its target. May block on the path walk.
+pub fn lstat(path: &Path) -> io::Result<FileMeta> {
+    stat_with(path, true)
+}
+
+fn stat_with(path: &Path, link: bool) -> io::Result<FileMeta> {
+    let cpath = c_path(path)?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `cpath` is NUL-terminated; `st` is writable storage for one
+    // `struct stat`, filled by the kernel on success.
+    let ret = unsafe {
+        if link {
+            libc::lstat(cpath.as_ptr(), st.as_mut_ptr())
+        } else {
+            libc::stat(cpath.as_ptr(), st.as_mut_ptr())
+        }
+    };
+    cvt(ret)?;
+    // SAFETY: the call succeeded, so `st` is initialized.
+    Ok(FileMeta::from_stat(&unsafe { st.assume_init() }))
+}
+
+/// `pread(fd, buf, off)`: reads up to `buf.len()` bytes at `off`; may block.
+/// Returns the count read, 0 at end of file.
+pub fn pread(fd: impl AsFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
+    let n = unsafe {
+        libc::pread(
+            fd.as_fd().as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            off as libc::off_t,
+        )
+    };
+    cvt(n).map(|n| n as usize)
+}
+
+/// `preadv2(fd, [buf], off, RWF_NOWAIT)`: reads only what is in the page
+/// cache. `EAGAIN` when the first byte isn't cached; a short count when only
+/// a prefix is (the caller reads the rest on a pool thread).
+pub fn preadv2_nowait(fd: impl AsFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: `iov` describes `buf`, valid for writes of `buf.len()` bytes for
+    // the duration of the call; we pass exactly one iovec.
+    let n = unsafe {
+        libc::preadv2(
+            fd.as_fd().as_raw_fd(),
+            &iov,
+            1,
+            off as libc::off_t,
+            libc::RWF_NOWAIT,
+        )
+    };
+    cvt(n).map(|n| n as usize)
+}
+
+/// Page-cache state of a byte range, in pages (`struct cachestat`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStat {
+    /// Pages in the page cache.
+    pub cached: u64,
+    /// Cached pages that are dirty.
+    pub dirty: u64,
+    /// Cached pages under writeback.
+    pub writeback: u64,
+    /// Pages evicted from the cache.
+    pub evicted: u64,
+    /// Evicted pages that were recently used (would have been hits).
+    pub recently_evicted: u64,
+}
+
+/// `struct cachestat_range`.
+#[repr(C)]
+struct CacheStatRange {
+    off: u64,
+    len: u64,
+}
+
+/// `cachestat(fd, {off, len}, &cstat, 0)` (Linux 6.5+): how much of the range
+/// is resident. `len == 0` means "to the end of the file". `ENOSYS` on older
+/// kernels: the caller then relies on [`preadv2_nowait`] alone.
+pub fn cachestat(fd: impl AsFd, off: u64, len: u64) -> io::Result<CacheStat> {
+    let range = CacheStatRange { off, len };
+    let mut cs = CacheStat::default();
+    // SAFETY: `range` and `cs` are live `repr(C)` structs laid out as the
+    // kernel's `cachestat_range` and `cachestat`; it reads the first and
+    // writes the second during the call. Flags must be 0.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_fd().as_raw_fd(),
+            &range as *const CacheStatRange,
+            &mut cs as *mut CacheStat,
+            0 as libc::c_uint,
+        )
+    };
+    cvt(ret)?;
+    Ok(cs)
+}
+
+/// `sendfile(out, in, &off, count)`: copies up to `count` bytes of `input`
+/// at `*off` to `out` in the kernel, advancing `*off` by the count sent.
+/// Blocks on disk reads of uncached data; `EAGAIN` when a non-blocking `out`
+/// is full.
+pub fn sendfile(
+    out: impl AsFd,
+    input: impl AsFd,
+    off: &mut u64,
+    count: usize,
+) -> io::Result<usize> {
+    let mut o = *off as libc::off_t;
+    // SAFETY: both descriptors are borrowed for the call; `o` is a valid,
+    // writable off_t the kernel updates.
+    let n = unsafe {
+        libc::sendfile(
+            out.as_fd().as_raw_fd(),
+            input.as_fd().as_raw_fd(),
+            &mut o,
+            count,
+        )
+    };
+    let n = cvt(n)?;
+    *off = o as u64;
+    Ok(n as usize)
+}
+
+/// Advice for [`fadvise`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// `POSIX_FADV_NORMAL`.
+    Normal,
+    /// `POSIX_FADV_SEQUENTIAL`: larger readahead.
+    Sequential,
+    /// `POSIX_FADV_RANDOM`: no readahead.
+    Random,
+    /// `POSIX_FADV_WILLNEED`: start reading the range into the cache now.
+    WillNeed,
+    /// `POSIX_FADV_DONTNEED`: drop the range from the cache.
+    DontNeed,
+}
+
+/// `posix_fadvise(fd, off, len, advice)`. `WillNeed` may itself block on
+/// some file systems: call it off the loop.
+pub fn fadvise(fd: impl AsFd, off: u64, len: u64, advice: Advice) -> io::Result<()> {
+    let advice = match advice {
+        Advice::Normal => libc::POSIX_FADV_NORMAL,
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+        Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
+    };
+    // SAFETY: plain integer arguments on a borrowed descriptor; the function
+    // returns an error number rather than setting errno.
+    cvt_errno(unsafe {
+        libc::posix_fadvise(
+            fd.as_fd().as_raw_fd(),
+            off as libc::off_t,
+            len as libc::off_t,
+            advice,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    use std::path::PathBuf;
+
+    /// A file under the system temp directory, removed on drop.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(tag: &str, contents: &[u8]) -> TempFile {
+            let p = std::env::temp_dir().join(format!("nowait-sys-{}-{tag}", std::process::id()));
+            fs::write(&p, contents).expect("write temp file");
+            TempFile(p)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn open_cached_succeeds_on_a_just_created_file() {
+        let f = TempFile::new("cached", b"hello");
+        let fd = open_cached(&f.0).expect("openat2 RESOLVE_CACHED on a hot path");
+        let meta = fstat(&fd).unwrap();
+        assert_eq!(meta.size, 5);
+        assert_eq!(meta.kind, FileKind::Regular);
+        let fd2 = open_nofollow_cached(&f.0).expect("no symlinks in a temp path");
+        assert_eq!(fstat(&fd2).unwrap().ino, meta.ino);
+    }
+
+    #[test]
+    fn open_errors_keep_errno() {
+        let missing = Path::new("/nonexistent-nowait-dir/x");
+        // The slow open leaves a negative dentry behind, so the cached lookup
+        // can then answer ENOENT on the loop instead of EAGAIN.
+        assert_eq!(
+            open_read(missing).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+        assert_eq!(
+            open_cached(missing).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+        assert_eq!(
+            stat(missing).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+        let nul = Path::new("a\0b");
+        assert_eq!(
+            open_read(nul).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    #[test]
+    fn nofollow_refuses_symlinks() {
+        let f = TempFile::new("target", b"x");
+        let link = std::env::temp_dir().join(format!("nowait-sys-{}-link", std::process::id()));
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(&f.0, &link).unwrap();
+        let err = open_nofollow_cached(&link).unwrap_err();
+        assert_eq!(lstat(&link).unwrap().kind, FileKind::Symlink);
+        assert_eq!(stat(&link).unwrap().kind, FileKind::Regular);
+        fs::remove_file(&link).unwrap();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+    }
+
+    #[test]
+    fn stat_reports_directories() {
+        let meta = stat(&std::env::temp_dir()).unwrap();
+        assert_eq!(meta.kind, FileKind::Directory);
+        let dir = open_read(&std::env::temp_dir()).unwrap();
+        assert_eq!(fstat(&dir).unwrap().kind, FileKind::Directory);
+    }
+
+    #[test]
+    fn pread_and_preadv2_nowait_read_a_just_written_file() {
+        let f = TempFile::new("pread", b"0123456789");
+        let fd = open_read(&f.0).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(pread(&fd, &mut buf, 3).unwrap(), 4);
+        assert_eq!(&buf, b"3456");
+        let mut buf = [0u8; 16];
+        let n = preadv2_nowait(&fd, &mut buf, 6).expect("RWF_NOWAIT on cached data");
+        assert_eq!(&buf[..n], b"6789");
+        assert_eq!(
+            preadv2_nowait(&fd, &mut buf, 10).unwrap(),
+            0,
+            "EOF is 0, not EAGAIN"
+        );
+    }
+
+    #[test]
+    fn cachestat_reports_cached_pages_of_a_written_file() {
+        let f = TempFile::new("cachestat", &vec![7u8; 64 * 1024]);
+        let fd = open_read(&f.0).unwrap();
+        let cs = cachestat(&fd, 0, 0).expect("cachestat (Linux 6.5+)");
+        assert_eq!(
+            cs.cached, 16,
+            "64 KiB just written = 16 pages of 4 KiB: {cs:?}"
+        );
+        let first = cachestat(&fd, 0, 4096).unwrap();
+        assert_eq!(first.cached, 1);
+        fadvise(&fd, 0, 0, Advice::Sequential).unwrap();
+    }
+
+    #[test]
+    fn sendfile_into_a_socketpair() {
+        let f = TempFile::new("sendfile", b"abcdefghij");
+        let fd = open_read(&f.0).unwrap();
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let mut off = 2;
+        let n = sendfile(&b, &fd, &mut off, 5).unwrap();
+        assert_eq!((n, off), (5, 7));
+        drop(b);
+        let mut got = Vec::new();
+        a.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"cdefg");
+    }
+
+    #[test]
+    fn sendfile_stops_at_end_of_file() {
+        let f = TempFile::new("sendfile-eof", b"xyz");
+        let fd = open_read(&f.0).unwrap();
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let mut off = 0;
+        assert_eq!(sendfile(&b, &fd, &mut off, 100).unwrap(), 3);
+        assert_eq!(sendfile(&b, &fd, &mut off, 100).unwrap(), 0);
+        drop(b);
+        let mut got = String::new();
+        a.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "xyz");
+    }
+}

@@ -1,0 +1,307 @@
+//! Process-wide calls: identities, users and groups, privilege drop,
+//! signalling another process, daemonizing.
+//!
+//! `daemonize` and `drop_privileges` change the whole process; call them from
+//! the main thread during startup, in that order, before any thread (worker,
+//! pool, log writer, signal thread) is spawned.
+
+use super::error::{SysError, SysResultExt};
+use super::{c_path, c_string, cvt, cvt_errno};
+use std::ffi::CStr;
+use std::io;
+use std::path::Path;
+
+/// Log name of [`getpwnam`].
+pub const GETPWNAM: &str = "getpwnam";
+/// Log name of [`getgrnam`].
+pub const GETGRNAM: &str = "getgrnam";
+/// Log name of the `setgid` step of [`drop_privileges`].
+pub const SETGID: &str = "setgid";
+/// Log name of the `initgroups` step of [`drop_privileges`].
+pub const INITGROUPS: &str = "initgroups";
+/// Log name of the `setuid` step of [`drop_privileges`].
+pub const SETUID: &str = "setuid";
+/// Log name of [`kill`].
+pub const KILL: &str = "kill";
+/// Log name of the `fork` step of [`daemonize`].
+pub const FORK: &str = "fork";
+/// Log name of the `setsid` step of [`daemonize`].
+pub const SETSID: &str = "setsid";
+/// Log name of the `dup2` steps of [`daemonize`].
+pub const DUP2: &str = "dup2";
+
+/// Starting size of the buffer for `getpwnam_r`/`getgrnam_r`; doubled on
+/// `ERANGE` up to [`MAX_NSS_BUFFER`].
+const NSS_BUFFER: usize = 1024;
+/// Largest buffer tried for one user or group entry (a group with very many
+/// members needs a lot).
+const MAX_NSS_BUFFER: usize = 1 << 20;
+
+/// The process id (`getpid`).
+pub fn getpid() -> u32 {
+    std::process::id()
+}
+
+/// The calling thread's kernel id (`gettid`): the `#tid` of error log lines.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// The effective user id (`geteuid`): privileges can be dropped only from 0.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// A user entry: its id and primary group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct User {
+    /// `pw_uid`.
+    pub uid: u32,
+    /// `pw_gid`, the primary group.
+    pub gid: u32,
+}
+
+/// `getpwnam_r(name)`. A missing user is `NotFound` with errno unset, so it
+/// logs as `getpwnam("name") failed (no such user)`.
+pub fn getpwnam(name: &str) -> io::Result<User> {
+    let cname = c_string(name)?;
+    let mut buf = vec![0 as libc::c_char; NSS_BUFFER];
+    loop {
+        let mut pw = std::mem::MaybeUninit::<libc::passwd>::uninit();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer refers to live, writable storage of the size
+        // passed; getpwnam_r fills `pw` (pointing its strings into `buf`) and
+        // sets `result` to `pw` or null.
+        let ret = unsafe {
+            libc::getpwnam_r(
+                cname.as_ptr(),
+                pw.as_mut_ptr(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if ret == libc::ERANGE && buf.len() < MAX_NSS_BUFFER {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        cvt_errno(ret)?;
+        if result.is_null() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no such user"));
+        }
+        // SAFETY: `result` is non-null, so `pw` was filled in.
+        let pw = unsafe { pw.assume_init() };
+        return Ok(User {
+            uid: pw.pw_uid,
+            gid: pw.pw_gid,
+        });
+    }
+}
+
+/// `getgrnam_r(name)` → gid. A missing group is `NotFound` ("no such group").
+pub fn getgrnam(name: &str) -> io::Result<u32> {
+    let cname = c_string(name)?;
+    let mut buf = vec![0 as libc::c_char; NSS_BUFFER];
+    loop {
+        let mut gr = std::mem::MaybeUninit::<libc::group>::uninit();
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: as in getpwnam: live, writable storage of the sizes passed.
+        let ret = unsafe {
+            libc::getgrnam_r(
+                cname.as_ptr(),
+                gr.as_mut_ptr(),
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if ret == libc::ERANGE && buf.len() < MAX_NSS_BUFFER {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        cvt_errno(ret)?;
+        if result.is_null() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no such group"));
+        }
+        // SAFETY: `result` is non-null, so `gr` was filled in.
+        return Ok(unsafe { gr.assume_init() }.gr_gid);
+    }
+}
+
+/// Becomes `user:group` for good: `setgid(gid)`, `initgroups(user, gid)`,
+/// `setuid(uid)`, in that order (the group calls need root). Each failure is
+/// returned with its call and argument, e.g. `setuid(65534) failed (1:
+/// Operation not permitted)`; the caller must exit on it, never continue as
+/// root. Call before spawning threads: on Linux these calls are per thread at
+/// the kernel level and glibc only broadcasts them to threads it knows of.
+pub fn drop_privileges(user: &str, group: &str) -> Result<(), SysError> {
+    let pw = getpwnam(user).on_arg(GETPWNAM, format!("\"{user}\""))?;
+    let gid = getgrnam(group).on_arg(GETGRNAM, format!("\"{group}\""))?;
+    // SAFETY: plain integer argument.
+    cvt(unsafe { libc::setgid(gid) }).on_arg(SETGID, gid.to_string())?;
+    let cuser = c_string(user).on_arg(INITGROUPS, format!("{user}, {gid}"))?;
+    // SAFETY: `cuser` is NUL-terminated and outlives the call.
+    cvt(unsafe { libc::initgroups(cuser.as_ptr(), gid) })
+        .on_arg(INITGROUPS, format!("{user}, {gid}"))?;
+    // SAFETY: plain integer argument.
+    cvt(unsafe { libc::setuid(pw.uid) }).on_arg(SETUID, pw.uid.to_string())?;
+    Ok(())
+}
+
+/// `kill(pid, sig)`: `-s reload` and friends send the signal to the pid in
+/// the pid file. `ESRCH` means no such process (a stale pid file).
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    cvt(unsafe { libc::kill(pid, sig) })?;
+    Ok(())
+}
+
+/// Detaches from the terminal, nginx style: `fork()`, the parent `_exit(0)`s,
+/// the child becomes a session leader (`setsid()`) and points stdin, stdout
+/// and stderr at `/dev/null`. Returns in the child only.
+///
+/// Must be called before any thread is spawned (tokio runtimes, pools, log
+/// writers, the signal thread): `fork()` copies only the calling thread, so
+/// threads started earlier would be missing in the child, with whatever locks
+/// they held left locked forever. Startup errors must already have been
+/// printed: stderr is gone afterwards (the error log takes over).
+pub fn daemonize() -> Result<(), SysError> {
+    // SAFETY: called single-threaded (documented contract), so the child is a
+    // complete copy of the process.
+    let pid = cvt(unsafe { libc::fork() }).on_call(FORK)?;
+    if pid != 0 {
+        // SAFETY: _exit ends the parent at once, without running atexit
+        // handlers or flushing stdio buffers the child also holds.
+        unsafe { libc::_exit(0) };
+    }
+    // SAFETY: no arguments; fails only if we already lead a process group,
+    // which a fresh child never does.
+    cvt(unsafe { libc::setsid() }).on_call(SETSID)?;
+    redirect_stdio_to_dev_null()
+}
+
+/// Opens `/dev/null` and `dup2`s it onto descriptors 0, 1 and 2.
+fn redirect_stdio_to_dev_null() -> Result<(), SysError> {
+    let dev_null = Path::new("/dev/null");
+    let cpath = c_path(dev_null).on_path("open", dev_null)?;
+    // SAFETY: `cpath` is NUL-terminated and outlives the call.
+    let fd = cvt(unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) }).on_path("open", dev_null)?;
+    for target in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        // SAFETY: `fd` is open; dup2 atomically replaces `target`.
+        cvt(unsafe { libc::dup2(fd, target) }).on_call(DUP2)?;
+    }
+    if fd > libc::STDERR_FILENO {
+        // SAFETY: `fd` is ours and no longer needed; 0–2 now hold copies.
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
+}
+
+/// The name of the user running us, for messages (`getpwuid_r(geteuid())`).
+pub fn current_user_name() -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; NSS_BUFFER];
+    let mut pw = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: live, writable storage of the sizes passed, as in getpwnam.
+    let ret = unsafe {
+        libc::getpwuid_r(
+            geteuid(),
+            pw.as_mut_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if ret != 0 || result.is_null() {
+        return None;
+    }
+    // SAFETY: `result` is non-null, so `pw` was filled and `pw_name` points to
+    // a NUL-terminated string inside `buf`, which is still alive.
+    let name = unsafe { CStr::from_ptr(pw.assume_init().pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_user_and_group_resolve() {
+        assert_eq!(getpwnam("root").unwrap(), User { uid: 0, gid: 0 });
+        assert_eq!(getgrnam("root").unwrap(), 0);
+    }
+
+    #[test]
+    fn missing_user_logs_like_nginx() {
+        let err = drop_privileges("no-such-user-nowait", "root").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "getpwnam(\"no-such-user-nowait\") failed (no such user)"
+        );
+        let err = getgrnam("no-such-group-nowait").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn ids_and_kill() {
+        assert_eq!(getpid(), std::process::id());
+        assert_ne!(gettid(), 0);
+        assert!(current_user_name().is_some());
+        kill(getpid() as i32, 0).expect("signal 0 to ourselves");
+        // No pid can be this large (pid_max is at most 2^22).
+        assert_eq!(
+            kill(i32::MAX, 0).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+    }
+
+    /// Runs `daemonize` in a forked child so the test process survives: the
+    /// child's `_exit(0)` stands for the shell seeing the server return, and
+    /// the grandchild reports over a pipe that it leads its own session and
+    /// that stdin is /dev/null. Only async-signal-safe calls follow the fork.
+    #[test]
+    fn daemonize_detaches_and_parent_exits_zero() {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is writable for two descriptors.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let null_rdev = std::fs::metadata("/dev/null")
+            .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
+            .unwrap();
+        // SAFETY: the child only calls async-signal-safe functions and _exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            if daemonize().is_err() {
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(2) };
+            }
+            // SAFETY: plain calls on our own descriptors; `st` is writable.
+            unsafe {
+                let mut st = std::mem::zeroed::<libc::stat>();
+                libc::fstat(0, &mut st);
+                let report = [(libc::getsid(0) == libc::getpid()) as u64, st.st_rdev];
+                libc::write(fds[1], report.as_ptr().cast(), 16);
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: closes our copy of the write end.
+        unsafe { libc::close(fds[1]) };
+        let mut status = 0;
+        // SAFETY: `child` is our child; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "status {status}"
+        );
+        let mut report = [0u64; 2];
+        // SAFETY: `report` is writable for 16 bytes; read blocks until the
+        // grandchild writes or exits.
+        let n = unsafe { libc::read(fds[0], report.as_mut_ptr().cast(), 16) };
+        // SAFETY: closes our read end.
+        unsafe { libc::close(fds[0]) };
+        assert_eq!(n, 16);
+        assert_eq!(report, [1, null_rdev]);
+    }
+}
