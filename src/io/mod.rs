@@ -12,3 +12,4 @@
 pub mod pool;
 
 pub use pool::{Completion, Pool, PoolStats, PoolTimings, Pools, SubmitError, TaskError};
+pub mod file;

@@ -1,0 +1,99 @@
+//! Virtual servers: which `server` block answers a connection and a `Host`.
+//!
+//! As nginx: the servers that listen on the connection's local address (or,
+//! failing that, on the wildcard address of its port) are the candidates;
+//! among them the `Host` picks by exact name, then the longest leading
+//! wildcard (`*.example.com`), then the longest trailing wildcard
+//! (`www.example.*`), then the first matching regex (`~…`); otherwise the
+//! address's default server (`default_server`, or the first listed).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use regex::Regex;
+
+use crate::config::model::HttpConf;
+
+/// The servers of one address, ready for lookup.
+#[derive(Debug, Default)]
+struct AddrServers {
+    /// The default server's index.
+    default: usize,
+    /// Exact names → server index (first definition wins, as nginx).
+    exact: HashMap<String, usize>,
+    /// `*.suffix` wildcards: (".suffix", index), longest first.
+    head_wild: Vec<(String, usize)>,
+    /// `prefix.*` wildcards: ("prefix.", index), longest first.
+    tail_wild: Vec<(String, usize)>,
+    /// Regular expressions in order.
+    regex: Vec<(Regex, usize)>,
+}
+
+/// Address → servers.
+#[derive(Debug, Default)]
+pub struct VirtualHosts {
+    by_addr: HashMap<SocketAddr, AddrServers>,
+}
+
+impl VirtualHosts {
+    /// Builds the tables from the http block (server indexes refer to
+    /// `http.servers`).
+    pub fn new(http: &HttpConf) -> VirtualHosts {
+        let mut by_addr: HashMap<SocketAddr, AddrServers> = HashMap::new();
+        let mut has_default: HashMap<SocketAddr, bool> = HashMap::new();
+        for (i, s) in http.servers.iter().enumerate() {
+            for l in &s.listens {
+                let entry = by_addr.entry(l.addr).or_insert_with(|| AddrServers { default: i, ..Default::default() });
+                if l.default_server && !has_default.get(&l.addr).copied().unwrap_or(false) {
+                    entry.default = i;
+                    has_default.insert(l.addr, true);
+                }
+                for name in &s.names {
+                    if let Some(re) = name.strip_prefix('~') {
+                        if let Ok(re) = Regex::new(&format!("(?i){re}")) {
+                            entry.regex.push((re, i));
+                        }
+                    } else if let Some(suffix) = name.strip_prefix('*') {
+                        entry.head_wild.push((suffix.to_string(), i));
+                    } else if let Some(prefix) = name.strip_suffix('*') {
+                        entry.tail_wild.push((prefix.to_string(), i));
+                    } else if let Some(domain) = name.strip_prefix('.') {
+                        entry.exact.entry(domain.to_string()).or_insert(i);
+                        entry.head_wild.push((name.clone(), i));
+                    } else {
+                        entry.exact.entry(name.clone()).or_insert(i);
+                    }
+                }
+            }
+        }
+        for a in by_addr.values_mut() {
+            a.head_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+            a.tail_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        }
+        VirtualHosts { by_addr }
+    }
+
+    /// The server index for a connection accepted on `socket_addr` whose
+    /// local address is `local`, asking for `host` (lower-case, no port).
+    pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {
+        let Some(a) = self.by_addr.get(&local).or_else(|| self.by_addr.get(&socket_addr)) else {
+            return 0;
+        };
+        let Some(host) = host else {
+            return a.default;
+        };
+        if let Some(&i) = a.exact.get(host) {
+            return i;
+        }
+        if let Some((_, i)) = a.head_wild.iter().find(|(s, _)| host.ends_with(s.as_str()) && host.len() > s.len()) {
+            return *i;
+        }
+        if let Some((_, i)) = a.tail_wild.iter().find(|(p, _)| host.starts_with(p.as_str()) && host.len() > p.len()) {
+            return *i;
+        }
+        if let Some((_, i)) = a.regex.iter().find(|(re, _)| re.is_match(host)) {
+            return *i;
+        }
+        a.default
+    }
+}
