@@ -1,15 +1,21 @@
 //! The never-blocking file layer and the named thread pools.
 //!
 //! - [`pool`]: `thread_pool NAME threads=N max_queue=M`: a bounded FIFO of
-//!   blocking tasks shared by every worker loop, run by named threads, whose
-//!   completion wakes the posting tokio task. A full queue is an error at once,
-//!   never a wait.
+//!   blocking tasks shared by every worker loop, run by named threads. A full
+//!   queue is an error at once, never a wait.
+//! - [`completion`]: what a submission returns: a future that wakes the
+//!   posting tokio task on any runtime, or the overflow error.
+//! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
-//! [`crate::sys::file`]) or is handed to a [`pool::Pool`].
+//! [`crate::sys::file`]) or is handed to a [`Pool`].
 
-pub mod pool;
-
-pub use pool::{Completion, Pool, PoolStats, PoolTimings, Pools, SubmitError, TaskError};
+pub mod completion;
 pub mod file;
+pub mod pool;
+pub mod pools;
+
+pub use completion::{Completion, SubmitError, TaskError};
+pub use pool::{Pool, PoolStats, PoolTimings, thread_name};
+pub use pools::{DEFAULT_MAX_QUEUE, DEFAULT_POOL, DEFAULT_THREADS, Pools};

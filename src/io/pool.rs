@@ -15,27 +15,19 @@
 //! through a `tokio::sync::oneshot`, which wakes the posting task on whatever
 //! runtime it runs (each worker has its own current-thread runtime).
 
+use super::completion::{Completion, SubmitError};
 use crate::sys::signal::block_all_in_thread;
 use hdrhistogram::Histogram;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// Name of the implicit pool behind `aio threads;`.
-pub const DEFAULT_POOL: &str = "default";
-/// `threads=` of the implicit `default` pool (nginx's value).
-pub const DEFAULT_THREADS: usize = 32;
-/// `max_queue=` of every pool that does not set it (nginx's value).
-pub const DEFAULT_MAX_QUEUE: usize = 65536;
 /// Linux keeps at most 15 bytes of a thread name (16 with the NUL).
 const THREAD_NAME_MAX: usize = 15;
 /// Largest queue-wait or run time the histograms record, in microseconds
@@ -280,10 +272,7 @@ impl Pool {
         }
         s.submitted.fetch_add(1, Ordering::Relaxed);
         s.ready.notify_one();
-        Ok(Completion {
-            rx,
-            pool: Arc::clone(&s.name),
-        })
+        Ok(Completion::new(rx, Arc::clone(&s.name)))
     }
 
     /// Counters, read without locking.
@@ -332,7 +321,7 @@ impl Pool {
     }
 
     /// Marks the pool closing and wakes every thread.
-    fn close(&self) {
+    pub(super) fn close(&self) {
         self.shared.lock().closing = true;
         self.shared.ready.notify_all();
     }
@@ -439,153 +428,6 @@ pub struct PoolTimings {
     pub queue_wait: Histogram<u64>,
     /// Time spent running the task.
     pub run: Histogram<u64>,
-}
-
-/// Why [`Pool::submit`] refused a task.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SubmitError {
-    /// `max_queue` tasks are already waiting.
-    Overflow {
-        /// The pool's name.
-        pool: Arc<str>,
-        /// Tasks waiting when the submission was refused.
-        waiting: usize,
-    },
-    /// The pool is shutting down.
-    Closed {
-        /// The pool's name.
-        pool: Arc<str>,
-    },
-}
-
-impl fmt::Display for SubmitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SubmitError::Overflow { pool, waiting } => {
-                write!(
-                    f,
-                    "thread pool \"{pool}\" queue overflow: {waiting} tasks waiting"
-                )
-            }
-            SubmitError::Closed { pool } => write!(f, "thread pool \"{pool}\" is shutting down"),
-        }
-    }
-}
-
-impl std::error::Error for SubmitError {}
-
-/// Why an accepted task produced no result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TaskError {
-    /// The task panicked on the pool thread (the thread survives).
-    Panicked {
-        /// The pool's name.
-        pool: Arc<str>,
-    },
-    /// The task was dropped without running (its thread died).
-    Lost {
-        /// The pool's name.
-        pool: Arc<str>,
-    },
-}
-
-impl fmt::Display for TaskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TaskError::Panicked { pool } => write!(f, "task in thread pool \"{pool}\" panicked"),
-            TaskError::Lost { pool } => write!(f, "task in thread pool \"{pool}\" was lost"),
-        }
-    }
-}
-
-impl std::error::Error for TaskError {}
-
-/// The result of a submitted task: a future that resolves when a pool thread
-/// has run it, waking the task that awaits it on any runtime.
-#[must_use = "dropping a Completion discards the task's result (the task still runs)"]
-#[derive(Debug)]
-pub struct Completion<T> {
-    rx: oneshot::Receiver<Result<T, ()>>,
-    pool: Arc<str>,
-}
-
-impl<T> Completion<T> {
-    /// Blocks the calling thread until the task is done. Not for event loops
-    /// (it panics inside a tokio runtime); for startup code and tests.
-    pub fn wait_blocking(self) -> Result<T, TaskError> {
-        let pool = self.pool;
-        convert(self.rx.blocking_recv(), pool)
-    }
-}
-
-fn convert<T>(
-    r: Result<Result<T, ()>, oneshot::error::RecvError>,
-    pool: Arc<str>,
-) -> Result<T, TaskError> {
-    match r {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(())) => Err(TaskError::Panicked { pool }),
-        Err(_) => Err(TaskError::Lost { pool }),
-    }
-}
-
-impl<T> Future for Completion<T> {
-    type Output = Result<T, TaskError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        Pin::new(&mut this.rx)
-            .poll(cx)
-            .map(|r| convert(r, Arc::clone(&this.pool)))
-    }
-}
-
-/// Every configured pool by name: `aio threads=NAME` (or `pool_$disk`,
-/// resolved per request) looks its pool up here.
-#[derive(Debug, Default)]
-pub struct Pools {
-    pools: HashMap<String, Arc<Pool>>,
-}
-
-impl Pools {
-    /// No pools.
-    pub fn new() -> Pools {
-        Pools::default()
-    }
-
-    /// Starts pool `name`; `AlreadyExists` if one of that name exists
-    /// (the config layer reports `duplicate thread pool "NAME"` first).
-    pub fn add(&mut self, name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
-        if self.pools.contains_key(name) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("duplicate thread pool \"{name}\""),
-            ));
-        }
-        let pool = Pool::new(name, threads, max_queue)?;
-        self.pools.insert(name.to_owned(), Arc::clone(&pool));
-        Ok(pool)
-    }
-
-    /// The pool named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<Pool>> {
-        self.pools.get(name)
-    }
-
-    /// Every pool, in no particular order (for metrics).
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Pool>> {
-        self.pools.values()
-    }
-
-    /// Shuts every pool down: refuses new work everywhere first, then joins.
-    pub fn shutdown(&self) {
-        for p in self.pools.values() {
-            p.close();
-        }
-        for p in self.pools.values() {
-            p.shutdown();
-        }
-    }
 }
 
 #[cfg(test)]

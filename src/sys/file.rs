@@ -31,6 +31,10 @@ pub const CACHESTAT: &str = "cachestat";
 pub const SENDFILE: &str = "sendfile";
 /// Log name of [`fadvise`].
 pub const POSIX_FADVISE: &str = "posix_fadvise";
+/// Log name of [`pipe`].
+pub const PIPE: &str = "pipe2";
+/// Log name of [`set_nonblocking`].
+pub const FCNTL: &str = "fcntl";
 
 /// `cachestat(2)`'s number; the same on x86_64 and aarch64 (the generic table).
 /// libc does not export it yet.
@@ -364,6 +368,30 @@ pub fn fadvise(fd: impl AsFd, off: u64, len: u64, advice: Advice) -> io::Result<
     })
 }
 
+/// `pipe2(O_CLOEXEC)`: `(read end, write end)`, both blocking.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is writable storage for the two descriptors.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded: both are new descriptors nobody else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `fcntl(F_SETFL, ±O_NONBLOCK)` on `fd`'s open file description.
+pub fn set_nonblocking(fd: impl AsFd, on: bool) -> io::Result<()> {
+    let fd = fd.as_fd().as_raw_fd();
+    // SAFETY: F_GETFL takes no pointer argument.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: F_SETFL takes an integer argument.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,6 +516,20 @@ mod tests {
         let mut got = Vec::new();
         a.read_to_end(&mut got).unwrap();
         assert_eq!(got, b"cdefg");
+    }
+
+    #[test]
+    fn pipe_and_nonblocking() {
+        let (r, w) = pipe().unwrap();
+        set_nonblocking(&r, true).unwrap();
+        let mut buf = [0u8; 1];
+        let mut reader = std::fs::File::from(r);
+        assert_eq!(
+            reader.read(&mut buf).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
+        drop(w);
+        assert_eq!(reader.read(&mut buf).unwrap(), 0);
     }
 
     #[test]

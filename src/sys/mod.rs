@@ -13,7 +13,7 @@
 //! logged under (nginx's `ngx_open_file_n` habit):
 //!
 //! - [`error`]: [`SysError`] and [`SysResultExt`], the nginx-style message.
-//! - [`file`]: `openat2(RESOLVE_CACHED)`, `open`, `fstat`/`stat`/`lstat`,
+//! - [`file`](mod@file): `openat2(RESOLVE_CACHED)`, `open`, `fstat`/`stat`/`lstat`,
 //!   `pread`, `preadv2(RWF_NOWAIT)`, `cachestat`, `sendfile`, `posix_fadvise`.
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
 //!   `tcp_nodelay`), through socket2 where it has them.

@@ -169,7 +169,8 @@ impl ControlSignals {
         }
     }
 
-    /// Waits at most `timeout` (`sigtimedwait`); `Ok(None)` when it passed,
+    /// Waits at most `timeout` (`sigtimedwait`); `Ok(None)` when it passed
+    /// (or a non-control signal interrupted the wait),
     /// so the signal thread can also notice a shutdown decided elsewhere.
     pub fn wait_timeout(&self, timeout: Duration) -> io::Result<Option<Signal>> {
         self.wait_inner(Some(timeout))

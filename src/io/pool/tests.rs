@@ -2,9 +2,13 @@
 //! through sleeps.
 
 use super::*;
+use crate::io::{DEFAULT_MAX_QUEUE, DEFAULT_POOL, Pools, SubmitError, TaskError};
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Barrier;
 use std::sync::mpsc;
+use std::task::Poll;
 
 /// A task that blocks its pool thread until the test releases it.
 fn gate() -> (mpsc::Sender<()>, impl FnOnce() + Send + 'static) {
