@@ -13,7 +13,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::pool::{Pool, SubmitError};
+use super::{Pool, SubmitError};
 use crate::sys::error::SysError;
 use crate::sys::file::{self as sysfile, FileMeta};
 
