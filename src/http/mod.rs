@@ -18,5 +18,6 @@
 pub mod date;
 pub mod etag;
 pub mod mime;
+pub mod request;
 pub mod status;
 pub mod uri;
