@@ -18,6 +18,7 @@
 pub mod date;
 pub mod etag;
 pub mod mime;
+pub mod range;
 pub mod request;
 pub mod status;
 pub mod uri;
