@@ -21,5 +21,6 @@ pub mod etag;
 pub mod mime;
 pub mod range;
 pub mod request;
+pub mod response;
 pub mod status;
 pub mod uri;
