@@ -15,6 +15,7 @@
 //! - [`chunked`]: incremental chunked request-body decoding.
 //! - [`mime`]: extension → MIME type lookup.
 
+pub mod chunked;
 pub mod conditional;
 pub mod date;
 pub mod etag;
