@@ -5,6 +5,7 @@
 //! (bytes, times, file metadata) is passed in by the caller.
 //!
 //! - [`request`]: request heads (`httparse`), with nginx's smuggling checks.
+//! - [`head_error`]: why a head was refused: status and nginx log words.
 //! - [`uri`]: request targets → `$uri`, `$args`; host validation; escaping.
 //! - [`range`]: `Range`/`If-Range` and `multipart/byteranges` framing.
 //! - [`conditional`]: nginx's not-modified filter (304 / 412).
@@ -19,6 +20,7 @@ pub mod chunked;
 pub mod conditional;
 pub mod date;
 pub mod etag;
+pub mod head_error;
 pub mod mime;
 pub mod range;
 pub mod request;

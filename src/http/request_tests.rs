@@ -2,6 +2,8 @@
 //! hostile inputs (smuggling, overflow, folding, bad bytes).
 
 use super::*;
+use crate::http::status::Status;
+use crate::http::uri::UriError;
 
 fn parse(text: &str) -> Result<Option<(RequestHead, usize)>, HeadError> {
     parse_head(text.as_bytes())
