@@ -1,0 +1,322 @@
+//! HTTP-dates: formatting (`Sun, 22 Nov 2026 01:47:34 GMT`), parsing the
+//! three RFC 9110 §5.6.7 formats, and a per-second cache of the `Date` value.
+//!
+//! Owns: conversions between Unix seconds and HTTP-date text.
+//! Must not: read the clock; callers pass the time in.
+//!
+//! Parsing follows nginx's `ngx_parse_http_time`, which differs from the RFC:
+//! the weekday is skipped, not checked, and a two-digit RFC 850 year below 70
+//! means 20xx. Formatting and parsing are written here rather than taken from
+//! `httpdate`, whose formatter panics on years past 9999 — a file's mtime is
+//! disk input and must not be able to crash a worker.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds in a day.
+const SECS_PER_DAY: i64 = 86_400;
+/// The last second nginx-style four-digit years can show: 9999-12-31 23:59:59.
+const MAX_FORMATTED_SECS: i64 = 253_402_300_799;
+/// Month names in HTTP-date order.
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+/// Weekday names, starting from Thursday 1970-01-01 (day 0).
+const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+
+/// Formats Unix seconds as an IMF-fixdate. Times outside year 1970..=9999
+/// are clamped to those bounds.
+pub fn format_unix(secs: i64) -> String {
+    let secs = secs.clamp(0, MAX_FORMATTED_SECS);
+    let days = secs / SECS_PER_DAY;
+    let rem = secs % SECS_PER_DAY;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[(days % 7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Formats a `SystemTime` as an IMF-fixdate (sub-second part dropped).
+pub fn format_system_time(time: SystemTime) -> String {
+    format_unix(unix_secs(time))
+}
+
+/// Whole Unix seconds of a `SystemTime`, negative before 1970.
+pub fn unix_secs(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
+
+/// Parses an HTTP-date in any of the three formats of RFC 9110 §5.6.7
+/// (IMF-fixdate, RFC 850, asctime) into Unix seconds, like nginx's
+/// `ngx_parse_http_time`. Returns `None` for anything else.
+pub fn parse_http_date(text: &str) -> Option<i64> {
+    let s = text.trim().as_bytes();
+    // Skip the weekday: up to the first ',' (IMF/RFC 850) or ' ' (asctime).
+    let sep = s.iter().position(|&c| c == b',' || c == b' ')?;
+    let mut p = Cursor { s, i: sep + 1 };
+    let (day, month, year): (i64, i64, Option<i64>);
+    if s[sep] == b',' {
+        p.skip_spaces();
+        day = p.digits(2)?;
+        match p.next()? {
+            b' ' => {
+                month = p.month()?;
+                p.expect(b' ')?;
+                year = Some(p.digits(4)?);
+            }
+            b'-' => {
+                month = p.month()?;
+                p.expect(b'-')?;
+                let yy = p.digits(2)?;
+                year = Some(if yy < 70 { 2000 + yy } else { 1900 + yy });
+            }
+            _ => return None,
+        }
+    } else {
+        // asctime: "Nov  6 08:49:37 1994"; the day may be space-padded.
+        p.skip_spaces();
+        month = p.month()?;
+        p.skip_spaces();
+        day = p.digits(2).or_else(|| p.digits(1))?;
+        year = None;
+    }
+    p.expect(b' ')?;
+    let hour = p.digits(2)?;
+    p.expect(b':')?;
+    let min = p.digits(2)?;
+    p.expect(b':')?;
+    let sec = p.digits(2)?;
+    // asctime puts the year after the time.
+    let year = match year {
+        Some(year) => year,
+        None => {
+            p.expect(b' ')?;
+            p.digits(4)?
+        }
+    };
+    if hour > 23 || min > 59 || sec > 59 || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some(days * SECS_PER_DAY + hour * 3600 + min * 60 + sec)
+}
+
+/// A `Date` header value rebuilt at most once per second, as nginx caches
+/// `ngx_cached_http_time`.
+#[derive(Debug, Default)]
+pub struct DateCache {
+    /// The Unix second `text` was built for; `None` before first use.
+    secs: Option<i64>,
+    /// The formatted date for `secs`.
+    text: String,
+}
+
+impl DateCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The HTTP-date for `now`, reformatted only when the second changed.
+    pub fn get(&mut self, now: SystemTime) -> &str {
+        let secs = unix_secs(now);
+        if self.secs != Some(secs) {
+            self.secs = Some(secs);
+            self.text = format_unix(secs);
+        }
+        &self.text
+    }
+}
+
+/// A byte cursor for the date parser.
+struct Cursor<'a> {
+    /// The whole input.
+    s: &'a [u8],
+    /// The next byte to read.
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn next(&mut self) -> Option<u8> {
+        let c = *self.s.get(self.i)?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn expect(&mut self, want: u8) -> Option<()> {
+        (self.next()? == want).then_some(())
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.s.get(self.i) == Some(&b' ') {
+            self.i += 1;
+        }
+    }
+
+    /// Exactly `n` decimal digits, not followed by another digit.
+    fn digits(&mut self, n: usize) -> Option<i64> {
+        let field = self.s.get(self.i..self.i + n)?;
+        if !field.iter().all(u8::is_ascii_digit)
+            || self.s.get(self.i + n).is_some_and(u8::is_ascii_digit)
+        {
+            return None;
+        }
+        self.i += n;
+        Some(
+            field
+                .iter()
+                .fold(0, |acc, &d| acc * 10 + i64::from(d - b'0')),
+        )
+    }
+
+    /// A three-letter month name (case-sensitive, as nginx), as 1..=12.
+    fn month(&mut self) -> Option<i64> {
+        let name = self.s.get(self.i..self.i + 3)?;
+        let index = MONTHS.iter().position(|m| m.as_bytes() == name)?;
+        self.i += 3;
+        Some(index as i64 + 1)
+    }
+}
+
+fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date (year, month 1..=12, day 1..=31) of a day count since 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_like_httpdate() {
+        for secs in [
+            0u64,
+            784_111_777,
+            951_782_400,
+            1_795_312_054,
+            4_102_444_800,
+            253_402_300_799,
+        ] {
+            let t = UNIX_EPOCH + Duration::from_secs(secs);
+            assert_eq!(
+                format_system_time(t),
+                httpdate::fmt_http_date(t),
+                "secs {secs}"
+            );
+        }
+        assert_eq!(format_unix(1_795_312_054), "Sun, 22 Nov 2026 01:47:34 GMT");
+    }
+
+    #[test]
+    fn format_clamps_out_of_range_times() {
+        assert_eq!(format_unix(-5), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(format_unix(i64::MAX), "Fri, 31 Dec 9999 23:59:59 GMT");
+    }
+
+    #[test]
+    fn parses_the_three_formats() {
+        let want = Some(784_111_777);
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), want);
+        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), want);
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), want);
+        assert_eq!(parse_http_date("Sun Nov 06 08:49:37 1994"), want);
+        // nginx: two-digit years below 70 are 20xx.
+        assert_eq!(
+            parse_http_date("Sunday, 22-Nov-26 01:47:34 GMT"),
+            Some(1_795_312_054)
+        );
+    }
+
+    #[test]
+    fn weekday_is_not_checked_like_nginx() {
+        assert_eq!(
+            parse_http_date("Mon, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in [
+            "",
+            "garbage",
+            "Sun, 06 Nov 1994",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:37 GMT",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 19945 08:49:37 GMT",
+            "Sun, 29 Feb 1900 00:00:00 GMT",
+            "Sun, 99999999999999999999 Nov 1994 08:49:37 GMT",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad:?}");
+        }
+        assert!(parse_http_date("Tue, 29 Feb 2000 00:00:00 GMT").is_some());
+    }
+
+    #[test]
+    fn round_trips() {
+        for secs in [0, 1, 86_399, 951_782_400, 1_795_312_054, MAX_FORMATTED_SECS] {
+            assert_eq!(parse_http_date(&format_unix(secs)), Some(secs));
+        }
+    }
+
+    #[test]
+    fn cache_reformats_each_second() {
+        let mut cache = DateCache::new();
+        let t = UNIX_EPOCH + Duration::from_millis(784_111_777_100);
+        assert_eq!(cache.get(t), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(
+            cache.get(t + Duration::from_millis(800)),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(
+            cache.get(t + Duration::from_secs(1)),
+            "Sun, 06 Nov 1994 08:49:38 GMT"
+        );
+    }
+}

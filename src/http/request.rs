@@ -1,0 +1,449 @@
+//! Request heads: the request line, the header fields, and the values derived
+//! from them once (host, body framing, keep-alive, conditionals).
+//!
+//! Owns: turning the bytes of a request head into a [`RequestHead`] or a
+//! [`HeadError`] that says which status to answer and what to log, with the
+//! request-smuggling defences of nginx 1.22 (`ngx_http_request.c`).
+//! Must not: read the socket or enforce buffer sizes; the caller calls
+//! [`parse_head`] again when more bytes arrive and [`oversized_head_error`]
+//! when the head outgrows `large_client_header_buffers`.
+//!
+//! The request line is parsed here (RFC 9112 §3) rather than by `httparse`,
+//! so that `HTTP/1.2` (served as 1.1), `HTTP/2.0` (505) and runs of spaces
+//! are treated as nginx treats them; header fields are parsed by
+//! `httparse::parse_headers` (RFC 9112 §5), which refuses obsolete line
+//! folding and bytes not allowed in field names and values.
+
+pub use crate::http::head_error::HeadError;
+use crate::http::uri::{self, RequestUri};
+
+/// The most header fields one request may carry. nginx has no count limit,
+/// only a size limit (`large_client_header_buffers`), which 4 × 8k of short
+/// lines could exceed only past ~4000 fields; 256 is far above any browser.
+pub const MAX_HEADERS: usize = 256;
+
+/// A request method. nginx accepts any token of `A-Z`, `_` and `-`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// GET.
+    Get,
+    /// HEAD: like GET without a body in the response.
+    Head,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+    /// OPTIONS.
+    Options,
+    /// TRACE: refused with 405 while the head is read, as nginx does.
+    Trace,
+    /// PATCH.
+    Patch,
+    /// CONNECT: refused with 405 while the head is read (nginx ≥ 1.21.1).
+    Connect,
+    /// Any other token (WebDAV methods, `FOO`); static files answer 405.
+    Other(String),
+}
+
+impl Method {
+    fn from_token(token: &str) -> Method {
+        match token {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            "TRACE" => Method::Trace,
+            "PATCH" => Method::Patch,
+            "CONNECT" => Method::Connect,
+            other => Method::Other(other.to_string()),
+        }
+    }
+
+    /// The method as written in the request line.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+            Method::Trace => "TRACE",
+            Method::Patch => "PATCH",
+            Method::Connect => "CONNECT",
+            Method::Other(token) => token,
+        }
+    }
+}
+
+/// The protocol version of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    /// A request line without a version (`GET /path`): nginx answers with
+    /// the body alone, no status line and no headers.
+    Http09,
+    /// HTTP/1.0.
+    Http10,
+    /// HTTP/1.1, and any HTTP/1.x above it (nginx serves `HTTP/1.2` as 1.1).
+    Http11,
+}
+
+/// One header field as received, name case preserved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The field name.
+    pub name: String,
+    /// The field value, surrounding whitespace removed; bytes, since
+    /// obs-text (0x80–0xFF) is allowed.
+    pub value: Vec<u8>,
+}
+
+/// A parsed request head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestHead {
+    /// The request method.
+    pub method: Method,
+    /// The request target exactly as received (`$request_uri`).
+    pub target: Vec<u8>,
+    /// The target parsed: `$uri`, `$args`, absolute-form host.
+    pub uri: RequestUri,
+    /// The protocol version.
+    pub version: Version,
+    /// All header fields in order.
+    pub headers: Vec<Header>,
+    /// The host to route on: the absolute-form target's host if any, else
+    /// the `Host` header; validated, lowercased, port and final dot removed.
+    pub host: Option<String>,
+    /// The `Content-Length` value, if sent.
+    pub content_length: Option<u64>,
+    /// Whether the body is `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+    /// Whether the connection may be kept after this request: HTTP/1.1 unless
+    /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request: answer
+    /// `HTTP/1.1 100 Continue` before reading the body.
+    pub expect_continue: bool,
+    /// `If-Modified-Since`.
+    pub if_modified_since: Option<String>,
+    /// `If-Unmodified-Since`.
+    pub if_unmodified_since: Option<String>,
+    /// `If-None-Match`.
+    pub if_none_match: Option<String>,
+    /// `If-Match`.
+    pub if_match: Option<String>,
+    /// `If-Range`.
+    pub if_range: Option<String>,
+    /// `Range` (the first one, as nginx).
+    pub range: Option<String>,
+    /// `User-Agent` (the first one).
+    pub user_agent: Option<String>,
+    /// `Referer` (the first one).
+    pub referer: Option<String>,
+}
+
+impl RequestHead {
+    /// The value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_slice())
+    }
+
+    /// Whether the request announces a body (`Content-Length` > 0 or chunked).
+    pub fn has_body(&self) -> bool {
+        self.chunked || self.content_length.is_some_and(|n| n > 0)
+    }
+}
+
+/// Parses a request head from the start of `buf`.
+///
+/// `Ok(None)`: the head is incomplete, read more. `Ok(Some((head, len)))`:
+/// `len` bytes of `buf` were the head; a body or the next request follows.
+/// Errors in the request line are reported as soon as the line is complete,
+/// as nginx does, even if the headers are not.
+pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError> {
+    // RFC 9112 §2.2: ignore empty lines before the request line.
+    let start = buf
+        .iter()
+        .position(|&c| c != b'\r' && c != b'\n')
+        .unwrap_or(buf.len());
+    let Some(line_len) = buf[start..].iter().position(|&c| c == b'\n') else {
+        return Ok(None);
+    };
+    let line_end = start + line_len + 1;
+    let line = trim_cr(&buf[start..start + line_len]);
+    let line = parse_request_line(line)?;
+    if line.version == Version::Http09 {
+        // No headers follow an HTTP/0.9 request line.
+        let head = build_head(line, Vec::new())?;
+        return Ok(Some((head, line_end)));
+    }
+
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let (headers_len, parsed) = match httparse::parse_headers(&buf[line_end..], &mut slots) {
+        Ok(httparse::Status::Complete(done)) => done,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
+        Err(_) => return Err(HeadError::InvalidHeaderLine),
+    };
+    let headers = parsed
+        .iter()
+        .map(|h| Header {
+            name: h.name.to_string(),
+            value: trim_ows(h.value).to_vec(),
+        })
+        .collect();
+    let head = build_head(line, headers)?;
+    Ok(Some((head, line_end + headers_len)))
+}
+
+/// Says which error an oversized, still incomplete head deserves, as nginx
+/// does when `large_client_header_buffers` run out: 414 while the request
+/// line is unfinished, else 494 ("Request Header Or Cookie Too Large").
+pub fn oversized_head_error(buf: &[u8]) -> HeadError {
+    let start = buf
+        .iter()
+        .position(|&c| c != b'\r' && c != b'\n')
+        .unwrap_or(buf.len());
+    if buf[start..].contains(&b'\n') {
+        HeadError::HeaderTooLarge
+    } else {
+        HeadError::UriTooLarge
+    }
+}
+
+/// The three parts of a request line.
+struct RequestLine {
+    /// The method token.
+    method: Method,
+    /// The raw target.
+    target: Vec<u8>,
+    /// The version, `Http09` when absent.
+    version: Version,
+    /// The target parsed; done with the line so its errors come first.
+    uri: RequestUri,
+}
+
+/// Parses `method SP target SP HTTP/x.y` (RFC 9112 §3), accepting runs of
+/// spaces between the parts as nginx does.
+fn parse_request_line(line: &[u8]) -> Result<RequestLine, HeadError> {
+    let mut parts = line.split(|&c| c == b' ').filter(|p| !p.is_empty());
+    let method = parts.next().ok_or(HeadError::InvalidRequest)?;
+    if !method
+        .iter()
+        .all(|&c| c.is_ascii_uppercase() || c == b'_' || c == b'-')
+    {
+        return Err(HeadError::InvalidMethod);
+    }
+    let target = parts.next().ok_or(HeadError::InvalidRequest)?;
+    // Controls, DEL and anything but plain spaces (already split) are refused.
+    if target.iter().any(|&c| c < 0x21 || c == 0x7f) {
+        return Err(HeadError::InvalidRequest);
+    }
+    let version = match parts.next() {
+        None => Version::Http09,
+        Some(v) => parse_version(v)?,
+    };
+    if parts.next().is_some() {
+        return Err(HeadError::InvalidRequest);
+    }
+    // Methods are ASCII by the check above.
+    let method = Method::from_token(&String::from_utf8_lossy(method));
+    if version == Version::Http09 && method != Method::Get {
+        return Err(HeadError::InvalidRequest);
+    }
+    let uri = uri::parse_target(target).map_err(HeadError::InvalidUri)?;
+    Ok(RequestLine {
+        method,
+        target: target.to_vec(),
+        version,
+        uri,
+    })
+}
+
+/// The most digits nginx reads in a version number (it caps each at 999).
+const MAX_VERSION_DIGITS: usize = 3;
+
+/// `HTTP/major.minor`: 1.0 → 1.0, 1.x → 1.1, 2+ → 505, 0.x or junk → 400.
+fn parse_version(v: &[u8]) -> Result<Version, HeadError> {
+    let numbers = v.strip_prefix(b"HTTP/").ok_or(HeadError::InvalidRequest)?;
+    let dot = numbers
+        .iter()
+        .position(|&c| c == b'.')
+        .ok_or(HeadError::InvalidRequest)?;
+    let (major, minor) = (&numbers[..dot], &numbers[dot + 1..]);
+    let number = |digits: &[u8]| -> Result<u32, HeadError> {
+        if digits.is_empty()
+            || digits.len() > MAX_VERSION_DIGITS
+            || !digits.iter().all(u8::is_ascii_digit)
+        {
+            return Err(HeadError::InvalidRequest);
+        }
+        Ok(digits.iter().fold(0, |n, &d| n * 10 + u32::from(d - b'0')))
+    };
+    let (major, minor) = (number(major)?, number(minor)?);
+    match (major, minor) {
+        (0, _) => Err(HeadError::InvalidRequest),
+        (1, 0) => Ok(Version::Http10),
+        (1, _) => Ok(Version::Http11),
+        _ => Err(HeadError::UnsupportedVersion),
+    }
+}
+
+/// Headers nginx 1.22 refuses to see twice (`ngx_http_process_unique_header_line`).
+const UNIQUE_HEADERS: &[&str] = &[
+    "Content-Length",
+    "Transfer-Encoding",
+    "If-Modified-Since",
+    "If-Unmodified-Since",
+    "If-Match",
+    "If-None-Match",
+    "If-Range",
+    "Expect",
+];
+
+/// Derives the head's fields and applies nginx's checks, in nginx's order
+/// (`ngx_http_process_request_headers`, then `ngx_http_process_request_header`).
+fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, HeadError> {
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    let mut host_header: Option<&[u8]> = None;
+    let mut connection: Option<bool> = None; // Some(true): keep-alive, Some(false): close
+    let mut first: [Option<&Header>; UNIQUE_HEADERS.len()] = [None; UNIQUE_HEADERS.len()];
+    let (mut range, mut user_agent, mut referer) = (None, None, None);
+
+    for h in &headers {
+        let name = h.name.as_str();
+        if name.eq_ignore_ascii_case("Host") {
+            if host_header.is_some() {
+                return Err(HeadError::DuplicateHost);
+            }
+            host_header = Some(&h.value);
+            uri::validate_host(&h.value).ok_or(HeadError::InvalidHost)?;
+        } else if let Some(i) = UNIQUE_HEADERS
+            .iter()
+            .position(|u| name.eq_ignore_ascii_case(u))
+        {
+            if let Some(prev) = first[i] {
+                return Err(HeadError::DuplicateHeader {
+                    name: name.to_string(),
+                    previous: text(&prev.value),
+                    value: text(&h.value),
+                });
+            }
+            first[i] = Some(h);
+        } else if name.eq_ignore_ascii_case("Connection") {
+            // nginx: a substring match, "close" first; the last header wins.
+            let v = h.value.to_ascii_lowercase();
+            if contains(&v, b"close") {
+                connection = Some(false);
+            } else if contains(&v, b"keep-alive") {
+                connection = Some(true);
+            }
+        } else if name.eq_ignore_ascii_case("Range") {
+            range.get_or_insert_with(|| text(&h.value));
+        } else if name.eq_ignore_ascii_case("User-Agent") {
+            user_agent.get_or_insert_with(|| text(&h.value));
+        } else if name.eq_ignore_ascii_case("Referer") {
+            referer.get_or_insert_with(|| text(&h.value));
+        }
+    }
+    let unique = |name: &str| {
+        let i = UNIQUE_HEADERS.iter().position(|u| *u == name)?;
+        first[i].map(|h| h.value.as_slice())
+    };
+
+    if host_header.is_none() && line.version == Version::Http11 {
+        return Err(HeadError::MissingHost);
+    }
+    let content_length = match unique("Content-Length") {
+        Some(v) => Some(parse_content_length(v).ok_or(HeadError::InvalidContentLength)?),
+        None => None,
+    };
+    let mut chunked = false;
+    if let Some(te) = unique("Transfer-Encoding") {
+        if line.version < Version::Http11 {
+            return Err(HeadError::TransferEncodingInHttp10);
+        }
+        if !te.eq_ignore_ascii_case(b"chunked") {
+            return Err(HeadError::UnknownTransferEncoding(text(te)));
+        }
+        if content_length.is_some() {
+            return Err(HeadError::ContentLengthAndTransferEncoding);
+        }
+        chunked = true;
+    }
+    if matches!(line.method, Method::Trace | Method::Connect) {
+        return Err(HeadError::MethodNotAllowed(line.method));
+    }
+
+    let keep_alive = match connection {
+        Some(keep) => keep && line.version >= Version::Http10,
+        None => line.version == Version::Http11,
+    };
+    let expect_continue = line.version == Version::Http11
+        && unique("Expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+    let host = match &line.uri.host {
+        Some(h) => Some(h.clone()),
+        None => host_header.and_then(uri::validate_host),
+    };
+    let owned = |name: &str| unique(name).map(text);
+    Ok(RequestHead {
+        if_modified_since: owned("If-Modified-Since"),
+        if_unmodified_since: owned("If-Unmodified-Since"),
+        if_none_match: owned("If-None-Match"),
+        if_match: owned("If-Match"),
+        if_range: owned("If-Range"),
+        method: line.method,
+        target: line.target,
+        uri: line.uri,
+        version: line.version,
+        host,
+        content_length,
+        chunked,
+        keep_alive,
+        expect_continue,
+        range,
+        user_agent,
+        referer,
+        headers,
+    })
+}
+
+/// nginx's `ngx_atoof`: decimal digits only (no sign, no spaces inside),
+/// at least one, at most `i64::MAX` (nginx's `off_t`).
+fn parse_content_length(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in v {
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    (n <= i64::MAX as u64).then_some(n)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Strips spaces and tabs around a field value (RFC 9112 §5.1 OWS).
+fn trim_ows(v: &[u8]) -> &[u8] {
+    let is_ows = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = v.iter().position(|c| !is_ows(c)).unwrap_or(v.len());
+    let end = v.iter().rposition(|c| !is_ows(c)).map_or(start, |e| e + 1);
+    &v[start..end]
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

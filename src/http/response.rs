@@ -1,0 +1,249 @@
+//! Response heads, written in nginx's header order.
+//!
+//! Owns: the bytes of a status line and header block.
+//! Must not: decide values (status, type, validators); the handler does.
+//!
+//! The order is the one `ngx_http_header_filter_module.c` writes and a live
+//! nginx 1.22.1 shows: `Server`, `Date`, `Content-Type`, `Content-Length`,
+//! `Last-Modified`, `Location`, `Transfer-Encoding`, `Connection`,
+//! `Keep-Alive`, then the header list in the order filters pushed to it:
+//! `ETag` (static handler), `add_header` values (headers filter), then
+//! `Accept-Ranges` or `Content-Range` (range filter).
+
+use crate::http::date::format_unix;
+use crate::http::status::Status;
+
+/// The interim answer to `Expect: 100-continue`, exactly as nginx sends it.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// Everything a response head can carry. Build with [`ResponseHead::new`]
+/// and set the fields that apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResponseHead<'a> {
+    /// The status; nginx's 494 is written as 400.
+    pub status: Status,
+    /// The `Server` value: `nowait/VERSION`, or `nowait` (`server_tokens off`).
+    pub server: &'a str,
+    /// The `Date` value, preformatted (see `date::DateCache`).
+    pub date: &'a str,
+    /// `Content-Type`, including any `; charset=`.
+    pub content_type: Option<&'a str>,
+    /// `Content-Length`.
+    pub content_length: Option<u64>,
+    /// `Last-Modified` as Unix seconds; written only for 200, 206 and 304,
+    /// as nginx drops it for every other status.
+    pub last_modified: Option<i64>,
+    /// `Location`, already absolute and escaped.
+    pub location: Option<&'a str>,
+    /// `Transfer-Encoding: chunked` (responses of unknown length).
+    pub chunked: bool,
+    /// `Connection: keep-alive` when true, `Connection: close` when false.
+    pub keep_alive: bool,
+    /// `Keep-Alive: timeout=N`, sent with keep-alive only when
+    /// `keepalive_timeout` has its second (header) parameter.
+    pub keep_alive_header: Option<u64>,
+    /// `ETag`, with quotes.
+    pub etag: Option<&'a str>,
+    /// `add_header` fields, in configuration order.
+    pub extra: &'a [(&'a str, &'a str)],
+    /// `Accept-Ranges: bytes` (full 200 responses of files).
+    pub accept_ranges: bool,
+    /// `Content-Range` (206 single part, 416).
+    pub content_range: Option<&'a str>,
+}
+
+impl<'a> ResponseHead<'a> {
+    /// A head with only the status line, `Server`, `Date` and
+    /// `Connection: close`.
+    pub fn new(status: Status, server: &'a str, date: &'a str) -> Self {
+        ResponseHead {
+            status,
+            server,
+            date,
+            content_type: None,
+            content_length: None,
+            last_modified: None,
+            location: None,
+            chunked: false,
+            keep_alive: false,
+            keep_alive_header: None,
+            etag: None,
+            extra: &[],
+            accept_ranges: false,
+            content_range: None,
+        }
+    }
+
+    /// Appends the head, ending with the blank line, to `out`.
+    ///
+    /// Like nginx's filters, a 304 or 204 never carries `Content-Type`,
+    /// `Content-Length` or `Accept-Ranges`. CR and LF are removed from every
+    /// value, so no value can end the head early.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let code = self.status.wire().code();
+        let bodiless = code == 304 || code == 204;
+        self.status.write_status_line(out);
+        field(out, "Server", self.server);
+        field(out, "Date", self.date);
+        if let Some(ct) = self.content_type.filter(|_| !bodiless) {
+            field(out, "Content-Type", ct);
+        }
+        if let Some(len) = self.content_length.filter(|_| !bodiless) {
+            field(out, "Content-Length", &len.to_string());
+        }
+        if let Some(mtime) = self
+            .last_modified
+            .filter(|_| matches!(code, 200 | 206 | 304))
+        {
+            field(out, "Last-Modified", &format_unix(mtime));
+        }
+        if let Some(location) = self.location {
+            field(out, "Location", location);
+        }
+        if self.chunked {
+            field(out, "Transfer-Encoding", "chunked");
+        }
+        if self.keep_alive {
+            field(out, "Connection", "keep-alive");
+            if let Some(timeout) = self.keep_alive_header {
+                field(out, "Keep-Alive", &format!("timeout={timeout}"));
+            }
+        } else {
+            field(out, "Connection", "close");
+        }
+        if let Some(etag) = self.etag {
+            field(out, "ETag", etag);
+        }
+        for (name, value) in self.extra {
+            field(out, name, value);
+        }
+        if self.accept_ranges && !bodiless {
+            field(out, "Accept-Ranges", "bytes");
+        }
+        if let Some(range) = self.content_range {
+            field(out, "Content-Range", range);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// The head as a new buffer.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        self.write(&mut out);
+        out
+    }
+}
+
+/// Writes `name: value\r\n`, dropping CR and LF from both.
+fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+    let clean =
+        |s: &str, out: &mut Vec<u8>| out.extend(s.bytes().filter(|&b| b != b'\r' && b != b'\n'));
+    clean(name, out);
+    out.extend_from_slice(b": ");
+    clean(value, out);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DATE: &str = "Sun, 22 Nov 2026 01:51:45 GMT";
+    const LM: i64 = 1_795_312_304; // Sun, 22 Nov 2026 01:51:44 GMT
+
+    fn text(head: &ResponseHead<'_>) -> String {
+        String::from_utf8(head.to_bytes()).unwrap()
+    }
+
+    #[test]
+    fn file_200_matches_nginx_order() {
+        let extra = [("X-Test", "yes")];
+        let mut h = ResponseHead::new(Status::OK, "nginx/1.22.1", DATE);
+        h.content_type = Some("text/plain");
+        h.content_length = Some(26);
+        h.last_modified = Some(LM);
+        h.etag = Some("\"6b024ab0-1a\"");
+        h.extra = &extra;
+        h.accept_ranges = true;
+        // Byte for byte what nginx 1.22.1 sent with `add_header X-Test yes`.
+        assert_eq!(
+            text(&h),
+            "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 01:51:45 GMT\r\n\
+             Content-Type: text/plain\r\nContent-Length: 26\r\n\
+             Last-Modified: Sun, 22 Nov 2026 01:51:44 GMT\r\nConnection: close\r\n\
+             ETag: \"6b024ab0-1a\"\r\nX-Test: yes\r\nAccept-Ranges: bytes\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn redirect_and_keep_alive() {
+        let extra = [("X-Test", "yes")];
+        let mut h = ResponseHead::new(Status::MOVED_PERMANENTLY, "nowait", DATE);
+        h.content_type = Some("text/html");
+        h.content_length = Some(169);
+        h.last_modified = Some(LM); // dropped: nginx sends it only for 200/206/304
+        h.location = Some("http://x:18080/dir/");
+        h.keep_alive = true;
+        h.keep_alive_header = Some(60);
+        h.extra = &extra;
+        assert_eq!(
+            text(&h),
+            "HTTP/1.1 301 Moved Permanently\r\nServer: nowait\r\nDate: Sun, 22 Nov 2026 01:51:45 GMT\r\n\
+             Content-Type: text/html\r\nContent-Length: 169\r\nLocation: http://x:18080/dir/\r\n\
+             Connection: keep-alive\r\nKeep-Alive: timeout=60\r\nX-Test: yes\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn not_modified_drops_body_headers() {
+        let mut h = ResponseHead::new(Status::NOT_MODIFIED, "nowait", DATE);
+        h.content_type = Some("text/plain");
+        h.content_length = Some(26);
+        h.last_modified = Some(LM);
+        h.etag = Some("\"x\"");
+        h.accept_ranges = true;
+        assert_eq!(
+            text(&h),
+            "HTTP/1.1 304 Not Modified\r\nServer: nowait\r\nDate: Sun, 22 Nov 2026 01:51:45 GMT\r\n\
+             Last-Modified: Sun, 22 Nov 2026 01:51:44 GMT\r\nConnection: close\r\nETag: \"x\"\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn partial_and_unsatisfiable() {
+        let mut h = ResponseHead::new(Status::PARTIAL_CONTENT, "nowait", DATE);
+        h.content_type = Some("text/plain");
+        h.content_length = Some(2);
+        h.content_range = Some("bytes 0-1/26");
+        assert!(text(&h).ends_with("Connection: close\r\nContent-Range: bytes 0-1/26\r\n\r\n"));
+        let mut h = ResponseHead::new(Status::RANGE_NOT_SATISFIABLE, "nowait", DATE);
+        h.content_range = Some("bytes */26");
+        h.last_modified = Some(LM);
+        let t = text(&h);
+        assert!(t.starts_with("HTTP/1.1 416 Requested Range Not Satisfiable\r\n"));
+        assert!(!t.contains("Last-Modified"));
+    }
+
+    #[test]
+    fn header_too_large_is_written_as_400() {
+        let h = ResponseHead::new(Status::REQUEST_HEADER_TOO_LARGE, "nowait", DATE);
+        assert!(text(&h).starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    }
+
+    #[test]
+    fn values_cannot_inject_headers() {
+        let extra = [("X-A", "1\r\nSet-Cookie: evil")];
+        let mut h = ResponseHead::new(Status::OK, "nowait", DATE);
+        h.extra = &extra;
+        h.location = Some("/a\nb");
+        let t = text(&h);
+        assert!(t.contains("X-A: 1Set-Cookie: evil\r\n"));
+        assert!(t.contains("Location: /ab\r\n"));
+        assert_eq!(t.matches("\r\n").count(), 7);
+    }
+
+    #[test]
+    fn continue_line() {
+        assert_eq!(CONTINUE, b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+}
