@@ -214,8 +214,16 @@ fn run_case(case: &Case, reference: u16, tested: u16, heads: bool) -> (String, V
         .methods
         .clone()
         .unwrap_or_else(|| request_methods(&case.segments.concat()));
-    let a = exchange(reference, &case.segments, &methods);
-    let b = exchange(tested, &case.segments, &methods);
+    // Both servers at once: slow cases (idle timeouts) then cost one wait.
+    let (a, b) = std::thread::scope(|s| {
+        let b = s.spawn(|| exchange(tested, &case.segments, &methods));
+        let a = exchange(reference, &case.segments, &methods);
+        (
+            a,
+            b.join()
+                .unwrap_or_else(|_| panic!("case {} panicked", case.name)),
+        )
+    });
     let a = Outcome::new(&a, &methods, reference);
     let b = Outcome::new(&b, &methods, tested);
     let summary = if heads {
