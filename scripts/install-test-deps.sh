@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what the black-box tests need: a real nginx 1.22 (Debian's
+# nginx-light) that tests/differential.rs runs beside nowait.
+#
+# Idempotent: does nothing when /usr/sbin/nginx is already there. Must run as
+# root (it uses apt-get). The tests start their own nginx processes on free
+# loopback ports, so the system nginx service that the package starts is
+# stopped and disabled again here: it would otherwise sit on port 80 and keep
+# running after the tests.
+set -euo pipefail
+
+NGINX=/usr/sbin/nginx
+
+log() { printf 'install-test-deps: %s\n' "$*"; }
+
+if [[ $(id -u) -ne 0 ]]; then
+    log "must run as root (apt-get install); try: sudo $0" >&2
+    exit 1
+fi
+
+if [[ -x $NGINX ]]; then
+    log "nginx already installed: $($NGINX -v 2>&1)"
+else
+    log "nginx missing: apt-get update"
+    apt-get update
+    log "installing nginx-light"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light
+    log "installed: $($NGINX -v 2>&1)"
+fi
+
+# The package's postinst starts the service; stop it whether or not we
+# installed it now, so that nothing holds port 80 or confuses a test.
+log "stopping and disabling the system nginx service (tests start their own)"
+service nginx stop >/dev/null 2>&1 || true
+if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+elif command -v update-rc.d >/dev/null 2>&1; then
+    update-rc.d nginx disable >/dev/null 2>&1 || true
+fi
+
+# A master started by the package writes the default pid file; end exactly
+# that process (and so its workers), never every nginx on the machine: test
+# servers started by a concurrent `cargo test` must survive.
+PIDFILE=/run/nginx.pid
+if [[ -s $PIDFILE ]]; then
+    pid=$(cat "$PIDFILE")
+    if kill -0 "$pid" 2>/dev/null; then
+        log "terminating system nginx master (pid $pid)"
+        kill -TERM "$pid" || true
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "nginx master $pid ignored SIGTERM: sending SIGKILL"
+            kill -KILL "$pid" || true
+        fi
+    fi
+    rm -f "$PIDFILE"
+fi
+
+log "done"

@@ -1,0 +1,31 @@
+//! Shared helpers for the black-box tests in `tests/`: they start real server
+//! binaries and speak raw bytes to them over loopback TCP. std only, so that
+//! the harness cannot hide a bug behind a client library's leniency.
+//!
+//! - [`tmp`]: a fresh, unique directory per test, removed on drop.
+//! - [`server`]: the [`Server`] guard that runs nowait or the real nginx with
+//!   a configuration template (`{port}`, `{root}`, `{prefix}`) and kills it
+//!   on drop.
+//! - [`exchange`]: write raw request bytes, read the raw reply.
+//! - [`response`]: split a byte stream into HTTP/1.x responses.
+//! - [`request`]: find the methods in a raw byte stream of requests (the
+//!   response parser needs them to know which responses answer `HEAD`).
+//! - [`fixture`]: the document root every test serves, with fixed mtimes.
+//!
+//! Each test crate uses a different subset of these helpers, so the unused
+//! rest is not dead code.
+#![allow(dead_code, unused_imports)]
+
+pub mod exchange;
+pub mod fixture;
+pub mod request;
+pub mod response;
+pub mod server;
+pub mod tmp;
+
+pub use exchange::{Exchange, exchange, raw_exchange};
+pub use fixture::Fixture;
+pub use request::request_methods;
+pub use response::{Parsed, Response, parse_responses};
+pub use server::Server;
+pub use tmp::TempDir;

@@ -1,0 +1,220 @@
+//! The [`Server`] guard: runs nowait or the real nginx on a free loopback
+//! port with a configuration written to a fresh prefix directory, and stops
+//! it on drop.
+//!
+//! Both are started the same way, so that one configuration text means the
+//! same thing to both: `-p <prefix>/ -c <prefix>/nginx.conf -e stderr
+//! -g "daemon off;"`. The configuration therefore must not say `daemon`
+//! itself (nginx rejects the duplicate). Relative paths in it (`pid`,
+//! `*_temp_path`, `include mime.types`) resolve inside the prefix, which also
+//! receives a copy of the repository's `conf/mime.types`.
+//!
+//! Placeholders substituted in the configuration: `{port}` (the free port)
+//! and `{prefix}` (the prefix directory, no trailing slash). Anything else,
+//! such as a document root, is the caller's to substitute first.
+
+use std::fs::File;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use super::tmp::TempDir;
+
+/// Where the differential tests expect the reference server.
+pub const NGINX_BIN: &str = "/usr/sbin/nginx";
+/// How long a server may take to accept connections before the test fails.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause between two readiness probes.
+const READY_POLL: Duration = Duration::from_millis(20);
+/// How long a server may take to exit after SIGTERM before it gets SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Which program a [`Server`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The binary under test.
+    Nowait,
+    /// The reference: Debian's nginx 1.22 at [`NGINX_BIN`].
+    Nginx,
+}
+
+impl Kind {
+    /// The program's name, as it appears in `Server` headers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Nowait => "nowait",
+            Kind::Nginx => "nginx",
+        }
+    }
+
+    fn program(self) -> &'static str {
+        match self {
+            Kind::Nowait => env!("CARGO_BIN_EXE_nowait"),
+            Kind::Nginx => NGINX_BIN,
+        }
+    }
+}
+
+/// A running server; SIGTERM (then SIGKILL) on drop.
+pub struct Server {
+    /// Which program this is.
+    kind: Kind,
+    /// The loopback port it listens on.
+    port: u16,
+    /// The child process; `None` once reaped.
+    child: Option<Child>,
+    /// Where its stderr goes, kept for diagnostics.
+    stderr_path: PathBuf,
+    /// The prefix directory; declared last so it is removed after the stop.
+    prefix: TempDir,
+}
+
+impl Server {
+    /// Starts nowait with `conf`; see the module header for placeholders.
+    pub fn nowait(conf: &str) -> Server {
+        Server::start(Kind::Nowait, conf)
+    }
+
+    /// Starts the real nginx with `conf`; see the module header.
+    pub fn nginx(conf: &str) -> Server {
+        Server::start(Kind::Nginx, conf)
+    }
+
+    /// Starts `kind` with `conf` and waits until its port accepts
+    /// connections; panics with the server's stderr if it exits or does not
+    /// listen within [`READY_TIMEOUT`].
+    pub fn start(kind: Kind, conf: &str) -> Server {
+        let prefix = TempDir::new(kind.name());
+        let dir = prefix.path().to_path_buf();
+        let port = free_port();
+        let conf = conf
+            .replace("{port}", &port.to_string())
+            .replace("{prefix}", &dir.to_string_lossy());
+        let conf_path = dir.join("nginx.conf");
+        write(&conf_path, conf.as_bytes());
+        let mime = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/mime.types");
+        let mime_text =
+            std::fs::read(&mime).unwrap_or_else(|e| panic!("read {}: {e}", mime.display()));
+        write(&dir.join("mime.types"), &mime_text);
+
+        let stderr_path = dir.join("stderr.log");
+        let stderr = File::create(&stderr_path)
+            .unwrap_or_else(|e| panic!("create {}: {e}", stderr_path.display()));
+        let stdout = stderr
+            .try_clone()
+            .unwrap_or_else(|e| panic!("dup {}: {e}", stderr_path.display()));
+        let child = Command::new(kind.program())
+            .arg("-p")
+            .arg(format!("{}/", dir.display()))
+            .arg("-c")
+            .arg(&conf_path)
+            .args(["-e", "stderr", "-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", kind.program()));
+        let mut server = Server {
+            kind,
+            port,
+            child: Some(child),
+            stderr_path,
+            prefix,
+        };
+        server.wait_ready();
+        server
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Which program this is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The prefix directory (configuration, pid file, logs, temp paths).
+    pub fn prefix(&self) -> &Path {
+        self.prefix.path()
+    }
+
+    /// Everything the server wrote to stderr and stdout so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read(&self.stderr_path)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|e| format!("(cannot read {}: {e})", self.stderr_path.display()))
+    }
+
+    fn wait_ready(&mut self) {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    panic!(
+                        "{} exited before listening on port {} ({status}); stderr:\n{}",
+                        self.kind.name(),
+                        self.port,
+                        self.stderr()
+                    );
+                }
+            }
+            if TcpStream::connect_timeout(&addr, READY_POLL).is_ok() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "{} did not listen on port {} within {READY_TIMEOUT:?}; stderr:\n{}",
+                    self.kind.name(),
+                    self.port,
+                    self.stderr()
+                );
+            }
+            sleep(READY_POLL);
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // std can only send SIGKILL; SIGTERM lets nginx's master stop its
+        // workers instead of orphaning them on the port.
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            sleep(READY_POLL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A loopback port that was free a moment ago: bind port 0, read, release.
+/// Another process may take it before the server binds it; that rare race
+/// shows up as a server failing to start, with its stderr saying so.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap_or_else(|e| panic!("bind 127.0.0.1:0: {e}"));
+    listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("getsockname: {e}"))
+        .port()
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
