@@ -110,6 +110,7 @@ fn invocation(args: Args) -> Result<Invocation, String> {
             prefix,
             conf_file,
             globals: args.globals.clone(),
+            error_log: args.error_log.clone(),
             embedded_root,
             embedded_listen: args.listen.clone().unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
         },

@@ -221,7 +221,7 @@ pub fn set_flag(slot: &mut Option<bool>, d: &Directive) -> Result<(), String> {
 }
 
 /// The main-context conf of a finished load.
-pub fn finish_main(set: MainSet, prefix: &Path) -> MainConf {
+pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> MainConf {
     use super::model::{ErrorLogConf, LogLevel, LogTarget, WorkerProcesses};
     MainConf {
         worker_processes: set.worker_processes.unwrap_or(WorkerProcesses::Count(1)),
@@ -230,10 +230,13 @@ pub fn finish_main(set: MainSet, prefix: &Path) -> MainConf {
         daemon: set.daemon.unwrap_or(true),
         pid: Some(set.pid.unwrap_or_else(|| prefix.join("logs/nowait.pid"))),
         error_logs: if set.error_logs.is_empty() {
-            vec![ErrorLogConf {
-                target: LogTarget::File(prefix.join("logs/error.log")),
-                level: LogLevel::Error,
-            }]
+            // `-e` replaces the compiled-in default, as in nginx.
+            let target = match error_log {
+                Some("stderr") => LogTarget::Stderr,
+                Some(p) => LogTarget::File(prefix.join(p)),
+                None => LogTarget::File(prefix.join("logs/error.log")),
+            };
+            vec![ErrorLogConf { target, level: LogLevel::Error }]
         } else {
             set.error_logs
         },

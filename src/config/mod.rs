@@ -43,6 +43,8 @@ pub struct LoadOptions {
     pub conf_file: Option<PathBuf>,
     /// Directives given with `-g`, parsed in the main context.
     pub globals: Option<String>,
+    /// `-e`: the error log used when the configuration names none.
+    pub error_log: Option<String>,
     /// For the embedded configuration: the directory served.
     pub embedded_root: PathBuf,
     /// For the embedded configuration: the address listened on.
@@ -77,6 +79,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
         Some(f) => reader.read_file(f, None),
         None => {
             let text = embedded::text(&opts.embedded_root.to_string_lossy(), &opts.embedded_listen);
+            reader.files.push(source::SourceFile {
+                path: PathBuf::from("(embedded)"),
+                text: text.clone(),
+            });
             reader.read_text(&text, Origin::Embedded, 0)
         }
     };
@@ -90,7 +96,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     b.walk(&mut Scope::Main(&mut main_set), &tree);
     let events = main_set.events.take().unwrap_or_default();
     let mut http = main_set.http.take();
-    let mut main = build::finish_main(main_set, &opts.prefix);
+    let mut main = build::finish_main(main_set, &opts.prefix, opts.error_log.as_deref());
     if opts.conf_file.is_none() {
         // The embedded configuration serves as whoever ran it and leaves no pid file.
         main.user = None;

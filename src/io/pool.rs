@@ -182,11 +182,25 @@ impl fmt::Debug for Pool {
     }
 }
 
+/// Code run at the start of each pool thread, before it takes tasks.
+pub type ThreadInit = Arc<dyn Fn() + Send + Sync>;
+
 impl Pool {
     /// Starts `threads` threads named `NAME#1`…`NAME#N` (see [`thread_name`]).
     /// `threads` must be at least 1 (`EINVAL` otherwise, as nginx refuses
     /// `threads=0`); a thread that cannot be spawned is returned as its error.
     pub fn new(name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
+        Pool::with_thread_init(name, threads, max_queue, None)
+    }
+
+    /// As [`Pool::new`], with `init` run first on every pool thread (the
+    /// process layer drops the thread's privileges there).
+    pub fn with_thread_init(
+        name: &str,
+        threads: usize,
+        max_queue: usize,
+        init: Option<ThreadInit>,
+    ) -> io::Result<Arc<Pool>> {
         if threads == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
@@ -213,9 +227,15 @@ impl Pool {
         });
         for i in 0..threads {
             let shared = Arc::clone(&pool.shared);
+            let init = init.clone();
             let spawned = thread::Builder::new()
                 .name(thread_name(name, i + 1))
-                .spawn(move || worker(&shared, i));
+                .spawn(move || {
+                    if let Some(init) = init {
+                        init();
+                    }
+                    worker(&shared, i)
+                });
             match spawned {
                 Ok(h) => pool.lock_handles().push(h),
                 Err(e) => {

@@ -29,13 +29,24 @@ impl Pools {
     /// Starts pool `name`; `AlreadyExists` if one of that name exists
     /// (the config layer reports `duplicate thread pool "NAME"` first).
     pub fn add(&mut self, name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
+        self.add_with_init(name, threads, max_queue, None)
+    }
+
+    /// As [`Pools::add`], running `init` first on each of the pool's threads.
+    pub fn add_with_init(
+        &mut self,
+        name: &str,
+        threads: usize,
+        max_queue: usize,
+        init: Option<super::pool::ThreadInit>,
+    ) -> io::Result<Arc<Pool>> {
         if self.pools.contains_key(name) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("duplicate thread pool \"{name}\""),
             ));
         }
-        let pool = Pool::new(name, threads, max_queue)?;
+        let pool = Pool::with_thread_init(name, threads, max_queue, init)?;
         self.pools.insert(name.to_owned(), Arc::clone(&pool));
         Ok(pool)
     }

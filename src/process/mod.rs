@@ -1,7 +1,316 @@
-//! The process: start-up order, pid file, signals, daemonizing, privileges.
+//! The process: start-up in nginx's order, the generations of workers, and
+//! the signals that drive them.
+//!
+//! Start-up: refuse what is not implemented; bind every listening socket;
+//! check the log files can be opened; fork to the background (`daemon on`)
+//! before any thread exists; write the pid file; block the control signals;
+//! open the logs and start the pools; start the workers (which drop to
+//! `user`). Then the main thread waits for signals: SIGHUP reloads (a new
+//! generation starts on the same sockets, the old one finishes its requests),
+//! SIGQUIT stops gracefully, SIGTERM/SIGINT stop at once, SIGUSR1 reopens the
+//! logs.
 
-/// Runs the server with a loaded configuration; returns the exit code.
-pub fn run(_config: crate::config::Config, _inv: crate::cli::Invocation) -> i32 {
-    crate::cli::say("[emerg] serving is not wired yet");
-    1
+pub mod identity;
+pub mod pidfile;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::cli::{say, Invocation};
+use crate::config::model::{Config, LogTarget, WorkerProcesses};
+use crate::log::{Level, LogFiles};
+use crate::server::listen::{self, Listeners};
+use crate::server::site::Site;
+use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSockets};
+use crate::sys::signal::{block_control_signals, Signal};
+
+/// How often the main thread looks for finished old generations.
+const REAP_INTERVAL: Duration = Duration::from_millis(500);
+
+/// One configuration's running workers.
+struct Generation {
+    /// Tells the workers what to do.
+    control: watch::Sender<Control>,
+    /// Their threads.
+    workers: Vec<Worker>,
+    /// What they serve (kept for log reopening and pool shutdown).
+    site: Arc<Site>,
+}
+
+impl Generation {
+    fn finished(&self) -> bool {
+        self.workers.iter().all(|w| w.thread.is_finished())
+    }
+
+    fn join(self) {
+        for w in self.workers {
+            let _ = w.thread.join();
+        }
+        self.site.pools.shutdown();
+        self.site.log_files.flush_all();
+    }
+}
+
+/// The number of workers `worker_processes` asks for.
+pub fn worker_count(c: &Config) -> usize {
+    match c.main.worker_processes {
+        WorkerProcesses::Count(n) => n,
+        WorkerProcesses::Auto => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// The messages for directives that parse but do not work yet.
+pub fn refuse_not_implemented(c: &Config) -> Vec<String> {
+    c.not_implemented
+        .iter()
+        .map(|(name, loc)| format!("\"{name}\" is not implemented yet in {loc}"))
+        .collect()
+}
+
+fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
+    let all = c.http.iter().flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter().cloned()));
+    listen::wanted(all)
+}
+
+/// Opens (creating) every log file once, so that a bad path is reported on
+/// the terminal before the server forks away from it.
+fn check_logs(c: &Config) -> Result<(), String> {
+    let mut paths = Vec::new();
+    for e in &c.main.error_logs {
+        if let LogTarget::File(p) = &e.target {
+            paths.push(p.clone());
+        }
+    }
+    if let Some(h) = &c.http {
+        let mut confs = vec![&h.conf];
+        fn walk<'a>(locs: &'a [crate::config::model::Location], out: &mut Vec<&'a crate::config::inherit::LocConf>) {
+            for l in locs {
+                out.push(&l.conf);
+                walk(&l.locations, out);
+            }
+        }
+        for s in &h.servers {
+            confs.push(&s.conf);
+            walk(&s.locations, &mut confs);
+        }
+        for conf in confs {
+            if let crate::config::model::AccessLogs::Logs(list) = &conf.access_log {
+                for l in list {
+                    if let LogTarget::File(p) = &l.target {
+                        paths.push(p.clone());
+                    }
+                }
+            }
+        }
+    }
+    for p in paths {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&p)
+            .map_err(|e| format!("open() \"{}\" failed ({})", p.display(), crate::config::errno_text(&e)))?;
+    }
+    Ok(())
+}
+
+/// Starts the workers of a site on the sockets.
+fn start_generation(site: Arc<Site>, listeners: &Listeners, workers: usize, id: u64, init: &Arc<dyn Fn() + Send + Sync>) -> Result<Generation, String> {
+    let (control, rx) = watch::channel(Control::Run);
+    let mutex = site.config.events.accept_mutex.then(|| Arc::new(AcceptMutex::default()));
+    let mut started = Vec::new();
+    for i in 0..workers {
+        let sockets = listeners
+            .for_worker(i)
+            .map_err(|e| format!("dup() of a listening socket failed ({})", crate::config::errno_text(&e)))?
+            .into_iter()
+            .map(|(addr, sock)| {
+                let shared = !listeners.by_addr.get(&addr).is_some_and(|a| a.listen.reuseport);
+                (addr, sock, shared)
+            })
+            .collect();
+        let w = worker::spawn(i + 1, id, site.clone(), WorkerSockets { sockets }, rx.clone(), mutex.clone(), init.clone())
+            .map_err(|e| format!("could not start worker thread ({})", crate::config::errno_text(&e)))?;
+        started.push(w);
+    }
+    Ok(Generation { control, workers: started, site })
+}
+
+/// Runs the server; returns the exit code.
+pub fn run(config: Config, inv: Invocation) -> i32 {
+    let refused = refuse_not_implemented(&config);
+    if !refused.is_empty() {
+        for m in refused {
+            say(&format!("[emerg] {m}"));
+        }
+        return 1;
+    }
+    let (identity, warning) = match identity::resolve(&config.main) {
+        Ok(x) => x,
+        Err(e) => {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+    };
+    if let Some(w) = warning {
+        say(&format!("[warn] {w}"));
+    }
+    let workers = worker_count(&config);
+    let mut listeners = Listeners::default();
+    if let Err(e) = listeners.update(&wanted_listens(&config), workers) {
+        say(&format!("[emerg] {e}"));
+        return 1;
+    }
+    if let Err(e) = check_logs(&config) {
+        say(&format!("[emerg] {e}"));
+        return 1;
+    }
+    if config.main.daemon {
+        if let Err(e) = crate::sys::process::daemonize() {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+    }
+    let _pid_file = match &config.main.pid {
+        Some(p) => match pidfile::PidFile::write(p, crate::sys::process::getpid()) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                say(&format!("[emerg] {e}"));
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let signals = match block_control_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("[emerg] sigprocmask() failed ({})", crate::config::errno_text(&e)));
+            return 1;
+        }
+    };
+    let init = identity::thread_init(identity);
+    let site = match Site::new(config, LogFiles::new(), init.clone()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+    };
+    let mut generation_id = 1;
+    let mut current = match start_generation(site, &listeners, workers, generation_id, &init) {
+        Ok(g) => g,
+        Err(e) => {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+    };
+    log_started(&current, &listeners, workers);
+    let mut old: Vec<Generation> = Vec::new();
+    loop {
+        let sig = match signals.wait_timeout(REAP_INTERVAL) {
+            Ok(s) => s,
+            Err(e) => {
+                current.site.error_log.log(Level::Alert, None, format_args!("sigtimedwait() failed ({e})"));
+                None
+            }
+        };
+        reap(&mut old);
+        if current.finished() {
+            current.site.error_log.log(Level::Alert, None, format_args!("every worker of the current generation has exited"));
+            current.join();
+            for g in old {
+                g.join();
+            }
+            return 1;
+        }
+        match sig {
+            None => {}
+            Some(Signal::Reload) => {
+                current.site.error_log.log(Level::Notice, None, format_args!("signal 1 (SIGHUP) received, reconfiguring"));
+                match reload(&inv, &mut listeners, &init, generation_id + 1) {
+                    Ok(next) => {
+                        generation_id += 1;
+                        let prev = std::mem::replace(&mut current, next);
+                        let _ = prev.control.send(Control::Quit);
+                        old.push(prev);
+                        log_started(&current, &listeners, worker_count(&current.site.config));
+                    }
+                    Err(e) => current.site.error_log.log(Level::Emerg, None, format_args!("{e}; the previous configuration stays in use")),
+                }
+            }
+            Some(Signal::Reopen) => {
+                current.site.error_log.log(Level::Notice, None, format_args!("signal 10 (SIGUSR1) received, reopening logs"));
+                for e in current.site.log_files.reopen_all() {
+                    current.site.error_log.log(Level::Alert, None, format_args!("{e}"));
+                }
+            }
+            Some(Signal::Upgrade) => {
+                current.site.error_log.log(Level::Notice, None, format_args!("signal 12 (SIGUSR2) received: nowait has no binary upgrade, ignored"));
+            }
+            Some(s @ (Signal::Quit | Signal::Stop)) => {
+                let graceful = s == Signal::Quit;
+                current.site.error_log.log(
+                    Level::Notice,
+                    None,
+                    format_args!("{}, exiting", if graceful { "signal 3 (SIGQUIT) received, shutting down gracefully" } else { "signal 15 (SIGTERM) received" }),
+                );
+                let how = if graceful { Control::Quit } else { Control::Stop };
+                for g in old.iter().chain(std::iter::once(&current)) {
+                    let _ = g.control.send(how);
+                }
+                drop(listeners);
+                let site = current.site.clone();
+                current.join();
+                for g in old {
+                    g.join();
+                }
+                site.error_log.log(Level::Notice, None, format_args!("exit"));
+                site.log_files.flush_all();
+                return 0;
+            }
+        }
+    }
+}
+
+fn log_started(g: &Generation, listeners: &Listeners, workers: usize) {
+    let mut addrs: Vec<String> = listeners
+        .by_addr
+        .values()
+        .map(|a| format!("{}{}", a.listen.addr, if a.listen.reuseport { " reuseport" } else { "" }))
+        .collect();
+    addrs.sort();
+    g.site.error_log.log(
+        Level::Notice,
+        None,
+        format_args!("{}/{} started {workers} worker(s) on {}", crate::NAME, crate::VERSION, addrs.join(", ")),
+    );
+}
+
+/// Joins the old generations that have finished.
+fn reap(old: &mut Vec<Generation>) {
+    let mut i = 0;
+    while i < old.len() {
+        if old[i].finished() {
+            old.remove(i).join();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Loads the configuration again and starts a generation on it.
+fn reload(inv: &Invocation, listeners: &mut Listeners, init: &Arc<dyn Fn() + Send + Sync>, id: u64) -> Result<Generation, String> {
+    let loaded = crate::config::load(&inv.load).map_err(|diags| {
+        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+    })?;
+    let config = loaded.config;
+    let refused = refuse_not_implemented(&config);
+    if !refused.is_empty() {
+        return Err(refused.join("; "));
+    }
+    let workers = worker_count(&config);
+    listeners.update(&wanted_listens(&config), workers).map_err(|e| e.to_string())?;
+    let site = Site::new(config, LogFiles::new(), init.clone()).map_err(|e| e.to_string())?;
+    start_generation(Arc::new(site), listeners, workers, id, init)
 }

@@ -80,6 +80,7 @@ mod tests {
             prefix: dir.clone(),
             conf_file: Some(file),
             globals: None,
+            error_log: None,
             embedded_root: dir.clone(),
             embedded_listen: String::new(),
         })

@@ -1,1 +1,24 @@
-//! server
+//! Serving: listening sockets, worker event loops, connections, and the
+//! request handling between the HTTP protocol pieces ([`crate::http`]) and
+//! the file layer ([`crate::io`]).
+//!
+//! - [`listen`]: sockets, bound once and kept across reloads (`reuseport`:
+//!   one per worker).
+//! - [`worker`]: a thread per worker, each a current-thread tokio runtime.
+//! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
+//! - [`handler`]: `return`, locations, static files, `error_page`.
+//! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
+//! - [`send`]: writing replies (`sendfile` or buffered reads).
+//! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
+
+pub mod conn;
+pub mod handler;
+pub mod listen;
+pub mod locate;
+pub mod reply;
+pub mod request;
+pub mod send;
+pub mod site;
+pub mod static_file;
+pub mod vhost;
+pub mod worker;

@@ -1,0 +1,430 @@
+//! One client connection: read a request head within the header limits and
+//! timeouts, route and answer it, discard any request body, log it, and keep
+//! the connection for the next request while keep-alive allows.
+//!
+//! Limits and timeouts are nginx's: `client_header_timeout` until a head is
+//! complete, `keepalive_timeout` between requests, `client_header_buffer_size`
+//! and `large_client_header_buffers` for the head's size, `send_timeout`
+//! between writes, `keepalive_requests` per connection.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::config::inherit::LocConf;
+use crate::config::model::AccessLogs;
+use crate::http::chunked::ChunkedDecoder;
+use crate::http::date::DateCache;
+use crate::http::request::{self, RequestHead, Version};
+use crate::http::response::{ResponseHead, CONTINUE};
+use crate::http::status::Status;
+use crate::io::file::FileLayer;
+use crate::log::Level;
+
+use super::handler::{self, Handled};
+use super::reply::{Body, Reply};
+use super::request::{Req, Sent};
+use super::send::{self, SendParams, SocketForPools};
+use super::site::Site;
+
+/// How long a request body may take between two reads (nginx's
+/// `client_body_timeout` default).
+pub const CLIENT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Lingering close: how long to keep reading after the last response
+/// (nginx's `lingering_time`) and how long to wait for each read
+/// (`lingering_timeout`), so that a client still sending does not get a
+/// reset that destroys the response it has not read yet.
+pub const LINGERING_TIME: Duration = Duration::from_secs(30);
+/// See [`LINGERING_TIME`].
+pub const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
+/// The read size while discarding a body.
+const DISCARD_BUFFER: usize = 16 * 1024;
+
+thread_local! {
+    /// The `Date` header of the current second, per worker thread.
+    static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
+}
+
+/// Where a connection came from and where it arrived.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnInfo {
+    /// The client.
+    pub peer: SocketAddr,
+    /// Our local address.
+    pub local: SocketAddr,
+    /// The address of the listening socket that accepted it.
+    pub socket_addr: SocketAddr,
+    /// Its serial number.
+    pub conn_no: u64,
+}
+
+/// How reading a head ended.
+enum HeadRead {
+    /// A complete head, and its length in the buffer.
+    Head(RequestHead, usize),
+    /// The client closed, or nothing came in time between requests.
+    Gone,
+    /// A head began but did not complete within `client_header_timeout`.
+    TimedOut,
+    /// The head is invalid or too large: answer with this status and close.
+    Bad(Status, String),
+}
+
+/// Serves a connection until it closes.
+pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit: watch::Receiver<bool>) {
+    let Some(default_server) = site.server(info.socket_addr, info.local, None) else {
+        return;
+    };
+    let srv = &default_server.srv;
+    let mut buf: Vec<u8> = Vec::with_capacity(srv.client_header_buffer_size as usize);
+    let mut requests: u64 = 0;
+    let mut idle_timeout = srv.client_header_timeout;
+    let mut pool_sock = SocketForPools::default();
+    loop {
+        let head = read_head(&stream, &mut buf, srv, idle_timeout, &mut quit, requests == 0).await;
+        let (head, head_len) = match head {
+            HeadRead::Head(h, n) => (h, n),
+            HeadRead::Gone => return,
+            HeadRead::TimedOut => {
+                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("client timed out while reading client request headers, client: {}", info.peer.ip()));
+                return;
+            }
+            HeadRead::Bad(status, msg) => {
+                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("{msg}, client: {}", info.peer.ip()));
+                let mut reply = Reply::special(status);
+                reply.fill_special_page(&default_server_signature(&default_server.conf));
+                let head = response_head(&reply, &default_server.conf, false, &reply_len(&reply));
+                let _ = send::write_all(&stream, &head, default_server.conf.send_timeout).await;
+                if let Body::Bytes(b) = &reply.body {
+                    let _ = send::write_all(&stream, b, default_server.conf.send_timeout).await;
+                }
+                linger(stream).await;
+                return;
+            }
+        };
+        requests += 1;
+        let start = Instant::now();
+        let server = site
+            .server(info.socket_addr, info.local, head.host.as_deref())
+            .unwrap_or(default_server);
+        let mut r = Req {
+            head: &head,
+            uri: head.uri.path_lossy().into_owned(),
+            peer: info.peer,
+            local: info.local,
+            server,
+            conn_no: info.conn_no,
+            conn_requests: requests,
+            start,
+            start_wall: SystemTime::now(),
+            head_len,
+        };
+        let handled = handler::handle(&site, &mut r).await;
+        let Handled { reply, conf, pool } = handled;
+        buf.drain(..head_len);
+
+        if reply.status.0 == 444 {
+            log_access(&site, &r, conf, &Sent { status: 444, ..Sent::default() });
+            return;
+        }
+        let http09 = head.version == Version::Http09;
+        let mut keep_alive = head.keep_alive
+            && !http09
+            && !reply.close
+            && !conf.keepalive_timeout.is_zero()
+            && requests < conf.keepalive_requests
+            && !*quit.borrow();
+
+        // The body is read and thrown away (static locations take none).
+        if head.has_body() {
+            let send_100 = head.expect_continue && reply.status.0 < 300 && buf.is_empty();
+            if head.expect_continue && !send_100 && buf.is_empty() {
+                // The client waits for a 100 we will not send; do not wait
+                // for its body either: answer, then close.
+                keep_alive = false;
+            } else {
+                if send_100 && send::write_all(&stream, CONTINUE, conf.send_timeout).await.is_err() {
+                    return;
+                }
+                match discard_body(&stream, &mut buf, &head, conf.client_max_body_size).await {
+                    Ok(()) => {}
+                    Err(status) => {
+                        if let Some(status) = status {
+                            let mut reply = Reply::special(status);
+                            reply.fill_special_page(&default_server_signature(conf));
+                            let h = response_head(&reply, conf, false, &reply_len(&reply));
+                            let _ = send::write_all(&stream, &h, conf.send_timeout).await;
+                            if let Body::Bytes(b) = &reply.body {
+                                let _ = send::write_all(&stream, b, conf.send_timeout).await;
+                            }
+                            log_access(&site, &r, conf, &Sent { status: status.0, ..Sent::default() });
+                        }
+                        linger(stream).await;
+                        return;
+                    }
+                }
+            }
+        }
+
+        let head_only = head.method == crate::http::request::Method::Head;
+        let head_bytes = if http09 { Vec::new() } else { response_head(&reply, conf, keep_alive, &reply_len(&reply)) };
+        let params = SendParams {
+            timeout: conf.send_timeout,
+            sendfile: conf.sendfile,
+            max_chunk: conf.sendfile_max_chunk,
+            nopush: conf.tcp_nopush,
+            files: FileLayer { pool: pool.as_ref() },
+        };
+        let result = send::send(&stream, &mut pool_sock, head_bytes, &reply.body, head_only && !http09, &params).await;
+        let sent = match &result {
+            Ok(w) => Sent { status: reply.status.0, body_bytes: w.body, bytes: w.total },
+            Err(_) => Sent { status: reply.status.0, ..Sent::default() },
+        };
+        log_access(&site, &r, conf, &sent);
+        match result {
+            Ok(_) => {}
+            Err(send::SendError::TimedOut) => {
+                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("client timed out while sending response to client{}", r.log_context()));
+                return;
+            }
+            Err(send::SendError::File(e)) => {
+                site.error_log.log(Level::Crit, Some(info.conn_no), format_args!("{e} while sending response to client{}", r.log_context()));
+                return;
+            }
+            Err(send::SendError::Truncated) => {
+                site.error_log.log(Level::Alert, Some(info.conn_no), format_args!("file was truncated while sending response to client{}", r.log_context()));
+                return;
+            }
+            Err(send::SendError::Io(_)) => return,
+        }
+        if !keep_alive {
+            if reply.close {
+                linger(stream).await;
+            }
+            return;
+        }
+        idle_timeout = conf.keepalive_timeout;
+        if conf.tcp_nodelay {
+            let _ = stream.set_nodelay(true);
+        }
+    }
+}
+
+fn default_server_signature(conf: &LocConf) -> String {
+    if conf.server_tokens { format!("{}/{}", crate::NAME, crate::VERSION) } else { crate::NAME.to_string() }
+}
+
+/// The `Content-Length` to announce.
+fn reply_len(reply: &Reply) -> Option<u64> {
+    match reply.body {
+        Body::Empty if reply.status.0 == 304 => None,
+        _ => Some(reply.body.len()),
+    }
+}
+
+/// Serializes the response head.
+fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u64>) -> Vec<u8> {
+    let server = default_server_signature(conf);
+    DATE.with(|d| {
+        let mut d = d.borrow_mut();
+        let date = d.get(SystemTime::now());
+        let extra: Vec<(&str, &str)> = reply.extra.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let mut h = ResponseHead::new(reply.status, &server, date);
+        h.content_type = reply.content_type.as_deref();
+        h.content_length = *len;
+        h.last_modified = reply.last_modified;
+        h.location = reply.location.as_deref();
+        h.keep_alive = keep_alive;
+        h.etag = reply.etag.as_deref();
+        h.extra = &extra;
+        h.accept_ranges = reply.accept_ranges;
+        h.content_range = reply.content_range.as_deref();
+        h.to_bytes()
+    })
+}
+
+/// Reads until a complete head is in `buf`.
+async fn read_head(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    srv: &crate::config::inherit::SrvConf,
+    idle_timeout: Duration,
+    quit: &mut watch::Receiver<bool>,
+    first: bool,
+) -> HeadRead {
+    let (large_count, large_size) = srv.large_client_header_buffers;
+    let max_line = large_size.max(srv.client_header_buffer_size) as usize;
+    let max_total = (large_count as u64 * large_size).max(srv.client_header_buffer_size) as usize;
+    let mut deadline = None;
+    loop {
+        if !buf.is_empty() {
+            match request::parse_head(buf) {
+                Ok(Some((h, n))) => return HeadRead::Head(h, n),
+                Ok(None) => {}
+                Err(e) => return HeadRead::Bad(e.status(), e.to_string()),
+            }
+            if buf.len() > max_total || longest_line(buf) > max_line {
+                let e = request::oversized_head_error(buf);
+                return HeadRead::Bad(e.status(), e.to_string());
+            }
+            deadline.get_or_insert_with(|| tokio::time::Instant::now() + srv.client_header_timeout);
+        }
+        let idle = buf.is_empty();
+        let wait = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, read_some(stream, buf)).await.map_err(|_| true),
+                None => tokio::time::timeout(idle_timeout, read_some(stream, buf)).await.map_err(|_| first),
+            }
+        };
+        let got = tokio::select! {
+            r = wait => r,
+            _ = quit.changed(), if !first && idle => return HeadRead::Gone,
+        };
+        match got {
+            Ok(Ok(0)) | Ok(Err(_)) => return HeadRead::Gone,
+            Ok(Ok(_)) => {}
+            Err(true) => return HeadRead::TimedOut,
+            Err(false) => return HeadRead::Gone,
+        }
+    }
+}
+
+/// The length of the longest (possibly unfinished) line in `buf`.
+fn longest_line(buf: &[u8]) -> usize {
+    buf.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0)
+}
+
+/// Reads what is available into `buf`, waiting for readability.
+async fn read_some(stream: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    buf.reserve(4096);
+    loop {
+        stream.readable().await?;
+        match stream.try_read_buf(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
+/// Reads into `scratch`, waiting for readability.
+async fn read_into(stream: &TcpStream, scratch: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        match stream.try_read(scratch) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
+/// Reads and drops the request body. `Err(Some(status))` answers then
+/// closes; `Err(None)` just closes.
+async fn discard_body(stream: &TcpStream, buf: &mut Vec<u8>, head: &RequestHead, max: u64) -> Result<(), Option<Status>> {
+    if let Some(mut left) = head.content_length {
+        let take = (left as usize).min(buf.len());
+        buf.drain(..take);
+        left -= take as u64;
+        let mut scratch = vec![0u8; DISCARD_BUFFER];
+        while left > 0 {
+            let want = (left as usize).min(scratch.len());
+            let n = match tokio::time::timeout(CLIENT_BODY_TIMEOUT, read_into(stream, &mut scratch[..want])).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return Err(None),
+                Ok(Ok(n)) => n,
+                Err(_) => return Err(Some(Status::REQUEST_TIME_OUT)),
+            };
+            left -= n as u64;
+        }
+        return Ok(());
+    }
+    if head.chunked {
+        let mut dec = ChunkedDecoder::new((max != 0).then_some(max));
+        loop {
+            match dec.feed(buf, |_| {}) {
+                Ok(used) => {
+                    buf.drain(..used);
+                }
+                Err(e) => return Err(Some(e.status())),
+            }
+            if dec.is_done() {
+                return Ok(());
+            }
+            match tokio::time::timeout(CLIENT_BODY_TIMEOUT, read_some(stream, buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return Err(None),
+                Ok(Ok(_)) => {}
+                Err(_) => return Err(Some(Status::REQUEST_TIME_OUT)),
+            }
+            if buf.len() > DISCARD_BUFFER * 4 {
+                // The decoder consumes what it can; a buffer this large
+                // means a chunk-size line that never ends.
+                return Err(Some(Status::BAD_REQUEST));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// nginx's lingering close: stop writing, then read and drop what the
+/// client still sends for a bounded time, so that our last response is not
+/// destroyed by a reset.
+async fn linger(stream: TcpStream) {
+    let std = match stream.into_std() {
+        Ok(s) => s,
+        Err(_) => return,
+    };
+    let _ = std.shutdown(std::net::Shutdown::Write);
+    let Ok(stream) = TcpStream::from_std(std) else {
+        return;
+    };
+    let until = tokio::time::Instant::now() + LINGERING_TIME;
+    let mut scratch = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(LINGERING_TIMEOUT, read_into(&stream, &mut scratch)).await {
+            Ok(Ok(n)) if n > 0 && tokio::time::Instant::now() < until => continue,
+            _ => return,
+        }
+    }
+}
+
+/// Writes the access log lines of a request.
+fn log_access(site: &Site, r: &Req<'_>, conf: &LocConf, sent: &Sent) {
+    let AccessLogs::Logs(logs) = &conf.access_log else {
+        return;
+    };
+    for l in logs {
+        let (Some(format), Some(writer)) = (site.log_format(&l.format), site.access_writer(&l.target)) else {
+            continue;
+        };
+        let mut line = String::with_capacity(256);
+        for p in &format.template.parts {
+            match p {
+                crate::config::template::Part::Literal(s) => line.push_str(s),
+                crate::config::template::Part::Var(v) => match r.var(v, Some(sent)) {
+                    Some(val) if !val.is_empty() => line.push_str(&escape_log(&val)),
+                    _ => line.push('-'),
+                },
+            }
+        }
+        writer.write_line(line.as_bytes());
+    }
+}
+
+/// nginx's default log escaping: `"`, `\` and bytes outside printable ASCII
+/// become `\xXX`.
+fn escape_log(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for b in s.bytes() {
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}

@@ -1,0 +1,237 @@
+//! Writing a reply to the client: the head, then the body from memory or
+//! from a file, with `sendfile()` in slices of `sendfile_max_chunk` or with
+//! reads into a bounded buffer. Each wait for the socket is bounded by
+//! `send_timeout`, as in nginx (the time between two successive writes).
+//!
+//! Memory per connection is bounded: a file is never read whole; at most one
+//! [`OUTPUT_BUFFER_SIZE`] buffer is in flight with `sendfile off`.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::http::range::ByteRange;
+use crate::io::file::{FileError, FileLayer, OpenFile};
+use crate::sys::file as sysfile;
+
+use super::reply::Body;
+
+/// The buffer for `sendfile off` (nginx's `output_buffers 2 32k` uses 32k).
+pub const OUTPUT_BUFFER_SIZE: usize = 32 * 1024;
+
+/// A file body up to this size is read into the head's buffer and sent with
+/// one `write()`: one system call instead of two for small files.
+pub const INLINE_FILE_MAX: u64 = 16 * 1024;
+
+/// Why sending stopped.
+#[derive(Debug)]
+pub enum SendError {
+    /// The client went away or the socket failed.
+    Io(io::Error),
+    /// No progress for `send_timeout`.
+    TimedOut,
+    /// Reading the file failed after the head was sent (e.g. the file shrank).
+    File(FileError),
+    /// The file ended before the promised length (truncated while sent).
+    Truncated,
+}
+
+/// How a body is sent.
+pub struct SendParams<'a> {
+    /// `send_timeout`.
+    pub timeout: Duration,
+    /// `sendfile`.
+    pub sendfile: bool,
+    /// `sendfile_max_chunk` (0 = unbounded).
+    pub max_chunk: u64,
+    /// `tcp_nopush`.
+    pub nopush: bool,
+    /// Where file operations run.
+    pub files: FileLayer<'a>,
+}
+
+/// Bytes written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Written {
+    /// Everything, head included.
+    pub total: u64,
+    /// The body alone.
+    pub body: u64,
+}
+
+/// The connection's socket as file operations on pool threads see it: a
+/// duplicate descriptor, so a pool task can never write to a descriptor
+/// number the connection has closed and the kernel has reused.
+#[derive(Default)]
+pub struct SocketForPools(Option<Arc<OwnedFd>>);
+
+impl SocketForPools {
+    fn get(&mut self, stream: &TcpStream) -> io::Result<Arc<OwnedFd>> {
+        if let Some(fd) = &self.0 {
+            return Ok(fd.clone());
+        }
+        let fd = Arc::new(stream.as_fd().try_clone_to_owned()?);
+        self.0 = Some(fd.clone());
+        Ok(fd)
+    }
+}
+
+/// Writes all of `buf`, bounding each wait by `timeout`.
+pub async fn write_all(stream: &TcpStream, mut buf: &[u8], timeout: Duration) -> Result<(), SendError> {
+    while !buf.is_empty() {
+        tokio::time::timeout(timeout, stream.writable())
+            .await
+            .map_err(|_| SendError::TimedOut)?
+            .map_err(SendError::Io)?;
+        match stream.try_write(buf) {
+            Ok(0) => return Err(SendError::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(SendError::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Sends `head` and `body` (without the body for HEAD requests).
+pub async fn send(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    mut head: Vec<u8>,
+    body: &Body,
+    head_only: bool,
+    p: &SendParams<'_>,
+) -> Result<Written, SendError> {
+    let head_len = head.len() as u64;
+    let mut w = Written::default();
+    if head_only {
+        write_all(stream, &head, p.timeout).await?;
+        w.total = head_len;
+        return Ok(w);
+    }
+    match body {
+        Body::Empty => {
+            write_all(stream, &head, p.timeout).await?;
+        }
+        Body::Bytes(b) => {
+            head.extend_from_slice(b);
+            write_all(stream, &head, p.timeout).await?;
+            w.body = b.len() as u64;
+        }
+        Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
+            let data = p.files.read_at(file, range.len() as usize, range.start).await.map_err(SendError::File)?;
+            if (data.len() as u64) < range.len() {
+                return Err(SendError::Truncated);
+            }
+            head.extend_from_slice(&data);
+            write_all(stream, &head, p.timeout).await?;
+            w.body = range.len();
+        }
+        Body::File { file, range } => {
+            let cork = p.sendfile && p.nopush;
+            if cork {
+                let _ = sysfile_cork(stream, true);
+            }
+            write_all(stream, &head, p.timeout).await?;
+            w.body = send_range(stream, pool_sock, file, *range, p).await?;
+            if cork {
+                let _ = sysfile_cork(stream, false);
+            }
+        }
+        Body::Multipart { file, parts } => {
+            write_all(stream, &head, p.timeout).await?;
+            for (part_head, range) in parts.parts() {
+                write_all(stream, part_head, p.timeout).await?;
+                send_range(stream, pool_sock, file, range, p).await?;
+            }
+            write_all(stream, parts.trailer(), p.timeout).await?;
+            w.body = parts.content_length();
+        }
+    }
+    w.total = head_len + w.body;
+    Ok(w)
+}
+
+fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
+    crate::sys::socket::set_tcp_nopush(stream, on)
+}
+
+/// Sends one range of a file; returns the bytes sent.
+async fn send_range(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    file: &OpenFile,
+    range: ByteRange,
+    p: &SendParams<'_>,
+) -> Result<u64, SendError> {
+    let mut off = range.start;
+    while off < range.end {
+        let left = range.end - off;
+        let n = if p.sendfile {
+            let chunk = if p.max_chunk == 0 { left } else { left.min(p.max_chunk) } as usize;
+            sendfile_once(stream, pool_sock, file, off, chunk, p).await?
+        } else {
+            let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
+            let data = p.files.read_at(file, chunk, off).await.map_err(SendError::File)?;
+            if data.is_empty() {
+                return Err(SendError::Truncated);
+            }
+            write_all(stream, &data, p.timeout).await?;
+            data.len()
+        };
+        off += n as u64;
+        if p.max_chunk != 0 && off < range.end {
+            // One slice per turn: let the loop's other connections run, as
+            // nginx reposts the write event after sendfile_max_chunk.
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok(range.len())
+}
+
+/// One `sendfile()` of up to `chunk` bytes, on the loop or in the pool,
+/// waiting (bounded) for the socket when it is full.
+async fn sendfile_once(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    file: &OpenFile,
+    off: u64,
+    chunk: usize,
+    p: &SendParams<'_>,
+) -> Result<usize, SendError> {
+    loop {
+        tokio::time::timeout(p.timeout, stream.writable())
+            .await
+            .map_err(|_| SendError::TimedOut)?
+            .map_err(SendError::Io)?;
+        let result = if p.files.pool.is_none() {
+            stream.try_io(Interest::WRITABLE, || {
+                let mut o = off;
+                sysfile::sendfile(stream, &*file.fd, &mut o, chunk)
+            })
+        } else {
+            let sock = pool_sock.get(stream).map_err(SendError::Io)?;
+            match p.files.sendfile(&sock, file, off, chunk).await {
+                Ok(n) => Ok(n),
+                Err(e) if e.errno() == Some(libc::EAGAIN) => {
+                    // The socket is full: tell tokio, so that `writable()`
+                    // waits for the next edge instead of spinning.
+                    let _ = stream.try_io(Interest::WRITABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+                    continue;
+                }
+                Err(e) if e.errno().is_some() => Err(io::Error::from_raw_os_error(e.errno().unwrap_or(libc::EIO))),
+                Err(e) => return Err(SendError::File(e)),
+            }
+        };
+        match result {
+            Ok(0) => return Err(SendError::Truncated),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(SendError::Io(e)),
+        }
+    }
+}

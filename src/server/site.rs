@@ -1,0 +1,124 @@
+//! One configuration generation, ready to serve: the typed configuration
+//! plus everything derived from it once (virtual-host tables, MIME tables,
+//! pools, open logs). Shared read-only by every worker through an `Arc`; a
+//! reload builds a new `Site` while the old one finishes its requests.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::config::model::{AccessLogs, Config, HttpConf, LogFormat, LogTarget, Server};
+use crate::io::Pools;
+use crate::log::{Destination, ErrorLog, Level, LogFiles, LogWriter};
+use crate::sys::error::SysError;
+
+use super::vhost::VirtualHosts;
+
+/// Everything the workers need from one configuration.
+pub struct Site {
+    /// The configuration itself.
+    pub config: Config,
+    /// Server selection tables.
+    pub vhosts: VirtualHosts,
+    /// The named thread pools.
+    pub pools: Pools,
+    /// The error log.
+    pub error_log: ErrorLog,
+    /// Access log writers by destination.
+    pub access_logs: HashMap<Destination, Arc<LogWriter>>,
+    /// Every open log file, for reopen (SIGUSR1) and flush at exit.
+    pub log_files: LogFiles,
+    /// The `Server` header value with `server_tokens on`.
+    pub signature_full: String,
+}
+
+/// The error log threshold nowait's config names map to.
+pub fn level_of(l: crate::config::model::LogLevel) -> Level {
+    Level::from_name(l.name()).unwrap_or(Level::Error)
+}
+
+fn destination(t: &LogTarget) -> Destination {
+    match t {
+        LogTarget::Stderr => Destination::Stderr,
+        LogTarget::File(p) => Destination::File(p.clone()),
+    }
+}
+
+impl Site {
+    /// Opens the logs and starts the pools of `config`. `files` carries log
+    /// files already open from a previous generation (kept, not reopened).
+    pub fn new(config: Config, mut files: LogFiles, thread_init: crate::io::pool::ThreadInit) -> Result<Site, SysError> {
+        let mut error_log = ErrorLog::new();
+        for e in &config.main.error_logs {
+            let w = files.open(destination(&e.target))?;
+            error_log.add(w, level_of(e.level));
+        }
+        let mut access_logs = HashMap::new();
+        if let Some(h) = &config.http {
+            for conf in all_loc_confs(h) {
+                if let AccessLogs::Logs(list) = &conf.access_log {
+                    for l in list {
+                        let d = destination(&l.target);
+                        if !access_logs.contains_key(&d) {
+                            let w = files.open(d.clone())?;
+                            access_logs.insert(d, w);
+                        }
+                    }
+                }
+            }
+        }
+        let mut pools = Pools::new();
+        for p in &config.main.thread_pools {
+            pools
+                .add_with_init(&p.name, p.threads, p.max_queue, Some(thread_init.clone()))
+                .map_err(|e| SysError::with_arg("pthread_create", format!("thread pool \"{}\"", p.name), e))?;
+        }
+        let vhosts = config.http.as_ref().map(VirtualHosts::new).unwrap_or_default();
+        Ok(Site {
+            signature_full: format!("{}/{}", crate::NAME, crate::VERSION),
+            config,
+            vhosts,
+            pools,
+            error_log,
+            access_logs,
+            log_files: files,
+        })
+    }
+
+    /// The http block (a site without one serves nothing).
+    pub fn http(&self) -> Option<&HttpConf> {
+        self.config.http.as_ref()
+    }
+
+    /// The server for a connection and host.
+    pub fn server(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> Option<&Server> {
+        let h = self.http()?;
+        h.servers.get(self.vhosts.find(socket_addr, local, host))
+    }
+
+    /// A log format by name.
+    pub fn log_format(&self, name: &str) -> Option<&LogFormat> {
+        self.http()?.log_formats.get(name)
+    }
+
+    /// The access log writer for a target.
+    pub fn access_writer(&self, t: &LogTarget) -> Option<&Arc<LogWriter>> {
+        self.access_logs.get(&destination(t))
+    }
+}
+
+/// Every resolved location configuration, to find the logs they write.
+fn all_loc_confs(h: &HttpConf) -> Vec<&crate::config::inherit::LocConf> {
+    fn walk<'a>(locs: &'a [crate::config::model::Location], out: &mut Vec<&'a crate::config::inherit::LocConf>) {
+        for l in locs {
+            out.push(&l.conf);
+            walk(&l.locations, out);
+        }
+    }
+    let mut out = vec![&h.conf];
+    for s in &h.servers {
+        out.push(&s.conf);
+        walk(&s.locations, &mut out);
+    }
+    out
+}

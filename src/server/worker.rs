@@ -1,0 +1,258 @@
+//! Worker event loops: one thread each, each a tokio current-thread runtime
+//! (the reactor and the timers), accepting on its listening sockets and
+//! serving the connections it accepted, never handing one to another thread.
+//!
+//! `worker_connections` is enforced per worker: at the limit a worker stops
+//! accepting until one of its connections closes (no busy loop: it waits on
+//! a notification). Shared sockets are taken as `accept_mutex` says; see
+//! `docs/architecture.md`.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+
+use crate::log::Level;
+
+use super::conn::{self, ConnInfo};
+use super::site::Site;
+
+/// What the main thread tells a generation of workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Serve.
+    Run,
+    /// Stop accepting, finish in-flight requests, close idle connections, exit.
+    Quit,
+    /// Exit now.
+    Stop,
+}
+
+/// nginx's `accept_mutex_delay`: how long a worker that did not get the
+/// accept mutex waits before trying again.
+pub const ACCEPT_MUTEX_DELAY: Duration = Duration::from_millis(500);
+/// After `accept()` fails for lack of descriptors or memory, nginx stops
+/// accepting for this long instead of spinning.
+pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(500);
+
+/// Connection serial numbers, shared by every worker (`$connection`).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// `accept_mutex on`: one worker at a time holds the right to accept on the
+/// shared sockets, as in nginx.
+#[derive(Debug, Default)]
+pub struct AcceptMutex(AtomicBool);
+
+impl AcceptMutex {
+    fn try_lock(&self) -> bool {
+        self.0.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    fn unlock(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// One worker's sockets: each with the address it was bound to and whether
+/// it is shared with other workers.
+pub struct WorkerSockets {
+    /// (bound address, socket, shared with other workers).
+    pub sockets: Vec<(SocketAddr, std::net::TcpListener, bool)>,
+}
+
+/// A started worker.
+pub struct Worker {
+    /// Its thread.
+    pub thread: JoinHandle<()>,
+}
+
+/// Starts worker `id`. `init` runs first on the new thread (privilege drop).
+pub fn spawn(
+    id: usize,
+    generation: u64,
+    site: Arc<Site>,
+    sockets: WorkerSockets,
+    control: watch::Receiver<Control>,
+    accept_mutex: Option<Arc<AcceptMutex>>,
+    init: Arc<dyn Fn() + Send + Sync>,
+) -> std::io::Result<Worker> {
+    let thread = std::thread::Builder::new()
+        .name(format!("worker#{id}.{generation}"))
+        .spawn(move || {
+            init();
+            let _ = crate::sys::signal::block_all_in_thread();
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    site.error_log.log(Level::Emerg, None, format_args!("worker {id} could not start its event loop: {e}"));
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, run(site, sockets, control, accept_mutex));
+        })?;
+    Ok(Worker { thread })
+}
+
+/// The worker's life: accept until told to quit, then drain.
+async fn run(
+    site: Arc<Site>,
+    sockets: WorkerSockets,
+    control: watch::Receiver<Control>,
+    accept_mutex: Option<Arc<AcceptMutex>>,
+) {
+    let active = Rc::new(Cell::new(0usize));
+    let freed = Rc::new(Notify::new());
+    let max = site.config.events.worker_connections;
+    let (quit_tx, quit_rx) = watch::channel(false);
+    let mut acceptors = Vec::new();
+    for (addr, sock, shared) in sockets.sockets {
+        let listener = match TcpListener::from_std(sock) {
+            Ok(l) => l,
+            Err(e) => {
+                site.error_log.log(Level::Emerg, None, format_args!("epoll_ctl() for {addr} failed ({e})"));
+                continue;
+            }
+        };
+        let mutex = if shared { accept_mutex.clone() } else { None };
+        acceptors.push(tokio::task::spawn_local(accept_loop(
+            site.clone(),
+            addr,
+            listener,
+            control.clone(),
+            mutex,
+            active.clone(),
+            freed.clone(),
+            max,
+            quit_rx.clone(),
+        )));
+    }
+    let mut control = control;
+    loop {
+        let c = *control.borrow_and_update();
+        match c {
+            Control::Run => {}
+            Control::Quit => break,
+            Control::Stop => return,
+        }
+        if control.changed().await.is_err() {
+            return;
+        }
+    }
+    // Quit: stop accepting, let idle keep-alive connections go, let the
+    // busy ones finish; a later Stop cuts them short.
+    for a in &acceptors {
+        a.abort();
+    }
+    let _ = quit_tx.send(true);
+    while active.get() > 0 {
+        tokio::select! {
+            _ = freed.notified() => {}
+            r = control.changed() => {
+                if r.is_err() || *control.borrow() == Control::Stop {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn accept_loop(
+    site: Arc<Site>,
+    addr: SocketAddr,
+    listener: TcpListener,
+    mut control: watch::Receiver<Control>,
+    mutex: Option<Arc<AcceptMutex>>,
+    active: Rc<Cell<usize>>,
+    freed: Rc<Notify>,
+    max: usize,
+    quit: watch::Receiver<bool>,
+) {
+    let multi = site.config.events.multi_accept;
+    loop {
+        while active.get() >= max {
+            freed.notified().await;
+        }
+        if let Some(m) = &mutex {
+            if !m.try_lock() {
+                tokio::time::sleep(ACCEPT_MUTEX_DELAY).await;
+                continue;
+            }
+        }
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = control.changed() => {
+                if let Some(m) = &mutex { m.unlock(); }
+                if *control.borrow() != Control::Run { return; }
+                continue;
+            }
+        };
+        let mut batch = vec![accepted];
+        if multi {
+            while active.get() + batch.len() < max {
+                match listener.try_accept_now() {
+                    Some(r) => batch.push(r),
+                    None => break,
+                }
+            }
+        }
+        if let Some(m) = &mutex {
+            m.unlock();
+        }
+        for accepted in batch {
+            match accepted {
+                Ok((stream, peer)) => {
+                    let local = stream.local_addr().unwrap_or(addr);
+                    let info = ConnInfo {
+                        peer,
+                        local,
+                        socket_addr: addr,
+                        conn_no: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+                    };
+                    if site.http().is_some_and(|h| h.conf.tcp_nodelay) {
+                        let _ = stream.set_nodelay(true);
+                    }
+                    active.set(active.get() + 1);
+                    let (site, active, freed, quit) = (site.clone(), active.clone(), freed.clone(), quit.clone());
+                    tokio::task::spawn_local(async move {
+                        conn::serve(stream, info, site, quit).await;
+                        active.set(active.get() - 1);
+                        freed.notify_one();
+                    });
+                }
+                Err(e) => {
+                    site.error_log.log(Level::Alert, None, format_args!("accept4() on {addr} failed ({e})"));
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) {
+                        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    }
+                }
+            }
+        }
+        if !multi {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// `accept()` without waiting, for `multi_accept on`.
+trait TryAcceptNow {
+    fn try_accept_now(&self) -> Option<std::io::Result<(tokio::net::TcpStream, SocketAddr)>>;
+}
+
+impl TryAcceptNow for TcpListener {
+    fn try_accept_now(&self) -> Option<std::io::Result<(tokio::net::TcpStream, SocketAddr)>> {
+        use std::task::{Context, Poll};
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match self.poll_accept(&mut cx) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
+    }
+}
