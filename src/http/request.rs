@@ -186,21 +186,82 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError>
     }
 
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let (headers_len, parsed) = match httparse::parse_headers(&buf[line_end..], &mut slots) {
-        Ok(httparse::Status::Complete(done)) => done,
+    let (headers_len, headers) = match httparse::parse_headers(&buf[line_end..], &mut slots) {
+        Ok(httparse::Status::Complete((len, parsed))) => (len, collect_headers(parsed)),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
+        Err(httparse::Error::HeaderName | httparse::Error::Token) => {
+            // nginx's `ignore_invalid_headers on`: a line whose name has
+            // characters outside a token, or that has no colon at all, is
+            // skipped rather than refused. Parse again without such lines.
+            let Some((len, kept)) = without_invalid_lines(&buf[line_end..]) else {
+                return Ok(None);
+            };
+            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            match httparse::parse_headers(&kept, &mut slots) {
+                Ok(httparse::Status::Complete((_, parsed))) => (len, collect_headers(parsed)),
+                Ok(httparse::Status::Partial) => return Err(HeadError::InvalidHeaderLine),
+                Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
+                Err(_) => return Err(HeadError::InvalidHeaderLine),
+            }
+        }
         Err(_) => return Err(HeadError::InvalidHeaderLine),
     };
-    let headers = parsed
+    let head = build_head(line, headers)?;
+    Ok(Some((head, line_end + headers_len)))
+}
+
+/// Owned header fields, without those nginx ignores: names with `_`
+/// (`underscores_in_headers off`).
+fn collect_headers(parsed: &[httparse::Header<'_>]) -> Vec<Header> {
+    parsed
         .iter()
+        .filter(|h| !h.name.contains('_'))
         .map(|h| Header {
             name: h.name.to_string(),
             value: trim_ows(h.value).to_vec(),
         })
-        .collect();
-    let head = build_head(line, headers)?;
-    Ok(Some((head, line_end + headers_len)))
+        .collect()
+}
+
+/// Whether `c` may appear in a field name (RFC 9110 §5.6.2 `tchar`).
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// The header section (up to and including its empty line) with the lines
+/// nginx ignores removed, and the section's length in the original bytes;
+/// `None` while the section is incomplete. Lines that must be refused
+/// (obsolete folding, a space before the colon, bad bytes) are kept for
+/// `httparse` to refuse.
+fn without_invalid_lines(section: &[u8]) -> Option<(usize, Vec<u8>)> {
+    let mut kept = Vec::with_capacity(section.len());
+    let mut pos = 0;
+    loop {
+        let nl = section[pos..].iter().position(|&c| c == b'\n')? + pos;
+        let line = &section[pos..=nl];
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        pos = nl + 1;
+        if body.is_empty() {
+            kept.extend_from_slice(line);
+            return Some((pos, kept));
+        }
+        let folded = matches!(body[0], b' ' | b'\t');
+        let ignorable = !folded
+            && match body.iter().position(|&c| c == b':') {
+                None => !body.contains(&0) && !body.contains(&b'\r'),
+                Some(colon) => {
+                    let name = &body[..colon];
+                    !name.is_empty()
+                        && !name.iter().any(|&c| matches!(c, b' ' | b'\t' | 0 | b'\r'))
+                        && !name.iter().all(|&c| is_tchar(c))
+                }
+            };
+        if !ignorable {
+            kept.extend_from_slice(line);
+        }
+    }
 }
 
 /// Says which error an oversized, still incomplete head deserves, as nginx
@@ -246,19 +307,22 @@ fn parse_request_line(line: &[u8]) -> Result<RequestLine, HeadError> {
     if target.iter().any(|&c| c < 0x21 || c == 0x7f) {
         return Err(HeadError::InvalidRequest);
     }
-    let version = match parts.next() {
-        None => Version::Http09,
-        Some(v) => parse_version(v)?,
-    };
+    let raw_version = parts.next();
     if parts.next().is_some() {
         return Err(HeadError::InvalidRequest);
     }
+    // As nginx, the target is judged before the version: `PRI * HTTP/2.0`
+    // (an HTTP/2 preface) is a 400, not a 505.
+    let uri = uri::parse_target(target).map_err(HeadError::InvalidUri)?;
+    let version = match raw_version {
+        None => Version::Http09,
+        Some(v) => parse_version(v)?,
+    };
     // Methods are ASCII by the check above.
     let method = Method::from_token(&String::from_utf8_lossy(method));
     if version == Version::Http09 && method != Method::Get {
         return Err(HeadError::InvalidRequest);
     }
-    let uri = uri::parse_target(target).map_err(HeadError::InvalidUri)?;
     Ok(RequestLine {
         method,
         target: target.to_vec(),

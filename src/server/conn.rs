@@ -41,7 +41,7 @@ pub const CLIENT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const LINGERING_TIME: Duration = Duration::from_secs(30);
 /// See [`LINGERING_TIME`].
 pub const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
-/// The read size while discarding a body.
+/// What a chunked body may leave unparsed in the buffer, times four.
 const DISCARD_BUFFER: usize = 16 * 1024;
 
 thread_local! {
@@ -131,44 +131,23 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
             log_access(&site, &r, conf, &Sent { status: 444, ..Sent::default() });
             return;
         }
+        // A client that asked to be told before sending its body hears
+        // `100 Continue` when the request found content, as from nginx.
+        if head.expect_continue && reply.content && send::write_all(&stream, CONTINUE, conf.send_timeout).await.is_err() {
+            return;
+        }
+        // Drop the part of the body already read, as nginx does before it
+        // answers; a body that is already invalid ends keep-alive.
+        let mut discard = BodyDiscard::new(&head, conf.client_max_body_size);
+        let body_ok = discard.feed(&mut buf).is_ok();
         let http09 = head.version == Version::Http09;
-        let mut keep_alive = head.keep_alive
+        let keep_alive = head.keep_alive
             && !http09
             && !reply.close
             && !conf.keepalive_timeout.is_zero()
             && requests < conf.keepalive_requests
+            && body_ok
             && !*quit.borrow();
-
-        // The body is read and thrown away (static locations take none).
-        if head.has_body() {
-            let send_100 = head.expect_continue && reply.status.0 < 300 && buf.is_empty();
-            if head.expect_continue && !send_100 && buf.is_empty() {
-                // The client waits for a 100 we will not send; do not wait
-                // for its body either: answer, then close.
-                keep_alive = false;
-            } else {
-                if send_100 && send::write_all(&stream, CONTINUE, conf.send_timeout).await.is_err() {
-                    return;
-                }
-                match discard_body(&stream, &mut buf, &head, conf.client_max_body_size).await {
-                    Ok(()) => {}
-                    Err(status) => {
-                        if let Some(status) = status {
-                            let mut reply = Reply::special(status);
-                            reply.fill_special_page(&default_server_signature(conf));
-                            let h = response_head(&reply, conf, false, &reply_len(&reply));
-                            let _ = send::write_all(&stream, &h, conf.send_timeout).await;
-                            if let Body::Bytes(b) = &reply.body {
-                                let _ = send::write_all(&stream, b, conf.send_timeout).await;
-                            }
-                            log_access(&site, &r, conf, &Sent { status: status.0, ..Sent::default() });
-                        }
-                        linger(stream).await;
-                        return;
-                    }
-                }
-            }
-        }
 
         let head_only = head.method == crate::http::request::Method::Head;
         let head_bytes = if http09 { Vec::new() } else { response_head(&reply, conf, keep_alive, &reply_len(&reply)) };
@@ -202,10 +181,25 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
             Err(send::SendError::Io(_)) => return,
         }
         if !keep_alive {
-            if reply.close {
+            if reply.close || head.has_body() {
                 linger(stream).await;
             }
             return;
+        }
+        // The body is read and thrown away after the answer (static
+        // locations take none), so that the next request starts where it ends.
+        if !discard.is_done() {
+            if let Err(status) = discard.finish(&stream, &mut buf).await {
+                if let Some(status) = status {
+                    site.error_log.log(
+                        Level::Info,
+                        Some(info.conn_no),
+                        format_args!("client sent an invalid or too large body ({}){}", status.0, r.log_context()),
+                    );
+                }
+                linger(stream).await;
+                return;
+            }
         }
         idle_timeout = conf.keepalive_timeout;
         if conf.tcp_nodelay {
@@ -263,12 +257,18 @@ async fn read_head(
     loop {
         if !buf.is_empty() {
             match request::parse_head(buf) {
-                Ok(Some((h, n))) => return HeadRead::Head(h, n),
+                Ok(Some((h, n))) => {
+                    if n > srv.client_header_buffer_size as usize {
+                        if let Some(e) = oversized(&buf[..n], max_line, max_total) {
+                            return HeadRead::Bad(e.status(), e.to_string());
+                        }
+                    }
+                    return HeadRead::Head(h, n);
+                }
                 Ok(None) => {}
                 Err(e) => return HeadRead::Bad(e.status(), e.to_string()),
             }
-            if buf.len() > max_total || longest_line(buf) > max_line {
-                let e = request::oversized_head_error(buf);
+            if let Some(e) = oversized(buf, max_line, max_total) {
                 return HeadRead::Bad(e.status(), e.to_string());
             }
             deadline.get_or_insert_with(|| tokio::time::Instant::now() + srv.client_header_timeout);
@@ -293,9 +293,18 @@ async fn read_head(
     }
 }
 
-/// The length of the longest (possibly unfinished) line in `buf`.
-fn longest_line(buf: &[u8]) -> usize {
-    buf.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap_or(0)
+/// Whether a (possibly partial) head breaks `large_client_header_buffers`:
+/// a line longer than one buffer, or more than all of them together. A
+/// request line too long is 414, anything else 400 ("Request Header Or
+/// Cookie Too Large"), as nginx decides.
+fn oversized(head: &[u8], max_line: usize, max_total: usize) -> Option<request::HeadError> {
+    for (i, line) in head.split(|&b| b == b'\n').enumerate() {
+        if line.len() > max_line {
+            let upto = if i == 0 { max_line.min(head.len()) } else { head.len() };
+            return Some(request::oversized_head_error(&head[..upto]));
+        }
+    }
+    (head.len() > max_total).then(|| request::oversized_head_error(head))
 }
 
 /// Reads what is available into `buf`, waiting for readability.
@@ -321,50 +330,72 @@ async fn read_into(stream: &TcpStream, scratch: &mut [u8]) -> std::io::Result<us
     }
 }
 
-/// Reads and drops the request body. `Err(Some(status))` answers then
-/// closes; `Err(None)` just closes.
-async fn discard_body(stream: &TcpStream, buf: &mut Vec<u8>, head: &RequestHead, max: u64) -> Result<(), Option<Status>> {
-    if let Some(mut left) = head.content_length {
-        let take = (left as usize).min(buf.len());
-        buf.drain(..take);
-        left -= take as u64;
-        let mut scratch = vec![0u8; DISCARD_BUFFER];
-        while left > 0 {
-            let want = (left as usize).min(scratch.len());
-            let n = match tokio::time::timeout(CLIENT_BODY_TIMEOUT, read_into(stream, &mut scratch[..want])).await {
-                Ok(Ok(0)) | Ok(Err(_)) => return Err(None),
-                Ok(Ok(n)) => n,
-                Err(_) => return Err(Some(Status::REQUEST_TIME_OUT)),
-            };
-            left -= n as u64;
+/// A request body being read and dropped.
+enum BodyDiscard {
+    /// No body, or all of it dropped.
+    Done,
+    /// `Content-Length`: this many bytes are left.
+    Length(u64),
+    /// Chunked framing.
+    Chunked(ChunkedDecoder),
+}
+
+impl BodyDiscard {
+    fn new(head: &RequestHead, max: u64) -> BodyDiscard {
+        match head.content_length {
+            Some(0) => BodyDiscard::Done,
+            Some(n) => BodyDiscard::Length(n),
+            None if head.chunked => BodyDiscard::Chunked(ChunkedDecoder::new((max != 0).then_some(max))),
+            None => BodyDiscard::Done,
         }
-        return Ok(());
     }
-    if head.chunked {
-        let mut dec = ChunkedDecoder::new((max != 0).then_some(max));
-        loop {
-            match dec.feed(buf, |_| {}) {
-                Ok(used) => {
-                    buf.drain(..used);
+
+    fn is_done(&self) -> bool {
+        matches!(self, BodyDiscard::Done)
+    }
+
+    /// Drops what of the body `buf` holds; `Err` with the status for a
+    /// body that cannot be valid.
+    fn feed(&mut self, buf: &mut Vec<u8>) -> Result<(), Status> {
+        match self {
+            BodyDiscard::Done => {}
+            BodyDiscard::Length(left) => {
+                let take = (*left).min(buf.len() as u64) as usize;
+                buf.drain(..take);
+                *left -= take as u64;
+                if *left == 0 {
+                    *self = BodyDiscard::Done;
                 }
-                Err(e) => return Err(Some(e.status())),
             }
-            if dec.is_done() {
+            BodyDiscard::Chunked(dec) => {
+                let used = dec.feed(buf, |_| {}).map_err(|e| e.status())?;
+                buf.drain(..used);
+                if dec.is_done() {
+                    *self = BodyDiscard::Done;
+                } else if buf.len() > DISCARD_BUFFER * 4 {
+                    // The decoder takes what it can; this much left over
+                    // means a chunk-size line that never ends.
+                    return Err(Status::BAD_REQUEST);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and drops the rest. `Err(Some(status))` for an invalid body,
+    /// `Err(None)` when the client went away or stalled.
+    async fn finish(&mut self, stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), Option<Status>> {
+        loop {
+            self.feed(buf).map_err(Some)?;
+            if self.is_done() {
                 return Ok(());
             }
             match tokio::time::timeout(CLIENT_BODY_TIMEOUT, read_some(stream, buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) => return Err(None),
+                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(None),
                 Ok(Ok(_)) => {}
-                Err(_) => return Err(Some(Status::REQUEST_TIME_OUT)),
-            }
-            if buf.len() > DISCARD_BUFFER * 4 {
-                // The decoder consumes what it can; a buffer this large
-                // means a chunk-size line that never ends.
-                return Err(Some(Status::BAD_REQUEST));
             }
         }
     }
-    Ok(())
 }
 
 /// nginx's lingering close: stop writing, then read and drop what the

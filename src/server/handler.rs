@@ -13,7 +13,8 @@ use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::locate;
-use super::reply::{Reply, ADD_HEADER_STATUSES};
+use super::reply::{Body, Reply, ADD_HEADER_STATUSES};
+use crate::http::conditional;
 use super::request::Req;
 use super::site::Site;
 use super::static_file::{self, absolute_url, Served};
@@ -69,7 +70,26 @@ fn reply_return(r: &Req<'_>, ret: &Return, conf: &LocConf) -> Reply {
         reply.location = Some(if text.starts_with('/') { absolute_url(r, &text) } else { text });
         return reply;
     }
-    Reply::text(status, text, &conf.default_type)
+    let mut reply = Reply::text(status, text, &conf.default_type);
+    reply.content = true;
+    if status == Status::OK {
+        // nginx's not-modified filter sees `return` too: `If-None-Match: *`
+        // matches any response.
+        let h = r.head;
+        let c = conditional::Conditions {
+            if_modified_since: h.if_modified_since.as_deref(),
+            if_unmodified_since: h.if_unmodified_since.as_deref(),
+            if_match: h.if_match.as_deref(),
+            if_none_match: h.if_none_match.as_deref(),
+        };
+        let v = conditional::Validators { last_modified: None, etag: None };
+        match conditional::evaluate(&c, &v, conditional::IfModifiedSince::Exact) {
+            conditional::Outcome::Proceed => {}
+            conditional::Outcome::NotModified => reply = Reply::new(Status::NOT_MODIFIED, Body::Empty),
+            conditional::Outcome::PreconditionFailed => reply = Reply::special(Status::PRECONDITION_FAILED),
+        }
+    }
+    reply
 }
 
 /// Serves `r` through its server's configuration.
@@ -207,8 +227,6 @@ async fn error_page<'a>(
                 };
                 rep.special = false;
                 rep.accept_ranges = false;
-                rep.etag = None;
-                rep.last_modified = None;
                 rep.close = status.closes_connection();
                 return Some(Handled { reply: rep, conf, pool });
             }

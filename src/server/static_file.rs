@@ -153,9 +153,14 @@ fn directory_redirect(r: &Req<'_>, uri: &str) -> Reply {
 /// `http://host[:port]` + `path`, nginx's `absolute_redirect on` with
 /// `port_in_redirect on`.
 pub fn absolute_url(r: &Req<'_>, path: &str) -> String {
-    let host = r.host();
+    // nginx's `server_name_in_redirect off`: the request's host, else our
+    // own address.
+    let host = match &r.head.host {
+        Some(h) => h.clone(),
+        None => r.local.ip().to_string(),
+    };
     let port = r.local.port();
-    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.into_owned() };
+    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
     if port == 80 {
         format!("http://{host}{path}")
     } else {
@@ -165,6 +170,12 @@ pub fn absolute_url(r: &Req<'_>, path: &str) -> String {
 
 /// A `200`, `206`, `304`, `412` or `416` for an open regular file.
 fn file_reply(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> Reply {
+    let mut reply = file_reply_inner(r, conf, uri, file);
+    reply.content = true;
+    reply
+}
+
+fn file_reply_inner(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> Reply {
     let size = file.meta.size;
     let mtime = file.meta.mtime_sec;
     let etag = file_etag(mtime, size);
@@ -208,9 +219,10 @@ fn file_reply(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> Reply {
             reply
         }
         RangeSpec::Unsatisfiable => {
+            // nginx sends no validators with a 416.
             let mut reply = Reply::special(Status::RANGE_NOT_SATISFIABLE);
             reply.content_range = Some(range::unsatisfiable_content_range(size));
-            return with_validators(reply, mtime, etag);
+            return reply;
         }
         RangeSpec::Satisfiable(ranges) if ranges.len() == 1 => {
             let mut reply = Reply::new(Status::PARTIAL_CONTENT, Body::File { file, range: ranges[0] });

@@ -9,6 +9,10 @@
 //! `*_temp_path`, `include mime.types`) resolve inside the prefix, which also
 //! receives a copy of the repository's `conf/mime.types`.
 //!
+//! A line ending in `# nginx only` is dropped for nowait: it carries
+//! directives nowait has no use for (nginx's request-body and proxy temp
+//! paths, which a static server that discards bodies never writes).
+//!
 //! Placeholders substituted in the configuration: `{port}` (the free port)
 //! and `{prefix}` (the prefix directory, no trailing slash). Anything else,
 //! such as a document root, is the caller's to substitute first.
@@ -89,6 +93,14 @@ impl Server {
         let prefix = TempDir::new(kind.name());
         let dir = prefix.path().to_path_buf();
         let port = free_port();
+        let conf: String = match kind {
+            Kind::Nowait => conf
+                .lines()
+                .filter(|l| !l.trim_end().ends_with("# nginx only"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            Kind::Nginx => conf.to_string(),
+        };
         let conf = conf
             .replace("{port}", &port.to_string())
             .replace("{prefix}", &dir.to_string_lossy());
