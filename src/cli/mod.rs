@@ -68,7 +68,11 @@ fn version_facts() -> String {
          conf-path: {prefix}{conf}\n\
          features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n",
         arch = std::env::consts::ARCH,
-        profile = if cfg!(debug_assertions) { "debug" } else { "release" },
+        profile = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
         prefix = DEFAULT_PREFIX,
         conf = DEFAULT_CONF,
     )
@@ -76,7 +80,11 @@ fn version_facts() -> String {
 
 /// Makes `p` absolute against `base`.
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
 }
 
 /// What the command line resolved to: where things are and what to load.
@@ -88,8 +96,12 @@ pub struct Invocation {
 }
 
 fn invocation(args: Args) -> Result<Invocation, String> {
-    let cwd = std::env::current_dir().map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
-    let mut prefix = absolute(&cwd, args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)));
+    let cwd = std::env::current_dir()
+        .map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
+    let mut prefix = absolute(
+        &cwd,
+        args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)),
+    );
     if !prefix.as_os_str().to_string_lossy().ends_with('/') {
         prefix.as_mut_os_string().push("/");
     }
@@ -101,7 +113,10 @@ fn invocation(args: Args) -> Result<Invocation, String> {
         }
     };
     if conf_file.is_some() && (args.root.is_some() || args.listen.is_some()) {
-        return Err("[emerg] \"--root\" and \"--listen\" apply only when no configuration file is used".into());
+        return Err(
+            "[emerg] \"--root\" and \"--listen\" apply only when no configuration file is used"
+                .into(),
+        );
     }
     let embedded_root = absolute(&cwd, args.root.as_deref().unwrap_or(Path::new(".")));
     let embedded_root = embedded_root.canonicalize().unwrap_or(embedded_root);
@@ -111,7 +126,10 @@ fn invocation(args: Args) -> Result<Invocation, String> {
             conf_file,
             globals: args.globals.clone(),
             embedded_root,
-            embedded_listen: args.listen.clone().unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
+            embedded_listen: args
+                .listen
+                .clone()
+                .unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
         },
         args,
     })
@@ -134,7 +152,12 @@ pub fn main() -> i32 {
         }
     };
     if args.version || args.help {
-        eprintln!("{} version: {}/{}", crate::NAME, crate::NAME, crate::VERSION);
+        eprintln!(
+            "{} version: {}/{}",
+            crate::NAME,
+            crate::NAME,
+            crate::VERSION
+        );
         if args.version_full {
             eprint!("{}", version_facts());
         }

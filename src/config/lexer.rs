@@ -116,7 +116,11 @@ impl<'a> Lexer<'a> {
                     if words.is_empty() {
                         return Err(self.err(format!("unexpected \"{}\"", ch as char)));
                     }
-                    let end = if ch == b'{' { End::BlockStart } else { End::Semicolon };
+                    let end = if ch == b'{' {
+                        End::BlockStart
+                    } else {
+                        End::Semicolon
+                    };
                     return Ok(self.statement(words, end, start_line));
                 }
                 b'}' => {
@@ -249,16 +253,26 @@ fn unescape(raw: &[u8], quoted: bool) -> Word {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::source::Origin;
+    use super::*;
 
     fn lex(text: &str) -> Result<Vec<(Vec<String>, End, u32)>, String> {
-        let mut lx = Lexer::new(text, Loc { origin: Origin::CommandLine, line: 0 });
+        let mut lx = Lexer::new(
+            text,
+            Loc {
+                origin: Origin::CommandLine,
+                line: 0,
+            },
+        );
         let mut out = Vec::new();
         loop {
             let st = lx.next_statement().map_err(|e| e.to_string())?;
             let end = st.end;
-            out.push((st.words.into_iter().map(|w| w.value).collect(), end, st.line));
+            out.push((
+                st.words.into_iter().map(|w| w.value).collect(),
+                end,
+                st.line,
+            ));
             if end == End::Eof {
                 return Ok(out);
             }
@@ -270,7 +284,14 @@ mod tests {
         let got = lex("worker_processes 2; # c\nhttp {\n  root '/a b';\n}\n").unwrap();
         assert_eq!(got[0].0, vec!["worker_processes", "2"]);
         assert_eq!(got[1], (vec!["http".to_string()], End::BlockStart, 2));
-        assert_eq!(got[2], (vec!["root".to_string(), "/a b".to_string()], End::Semicolon, 3));
+        assert_eq!(
+            got[2],
+            (
+                vec!["root".to_string(), "/a b".to_string()],
+                End::Semicolon,
+                3
+            )
+        );
         assert_eq!(got[3].1, End::BlockEnd);
         assert_eq!(got[4].1, End::Eof);
     }
@@ -289,7 +310,14 @@ mod tests {
         let got = lex("set $a ${b}c;").unwrap();
         assert_eq!(got[0].0, vec!["set", "$a", "${b}c"]);
         let got = lex("location /x{ }").unwrap();
-        assert_eq!(got[0], (vec!["location".to_string(), "/x".to_string()], End::BlockStart, 1));
+        assert_eq!(
+            got[0],
+            (
+                vec!["location".to_string(), "/x".to_string()],
+                End::BlockStart,
+                1
+            )
+        );
     }
 
     #[test]
@@ -297,7 +325,11 @@ mod tests {
         assert!(lex("a \"b\"c;").unwrap_err().contains("unexpected \"c\""));
         assert!(lex(";").unwrap_err().contains("unexpected \";\""));
         assert!(lex("a }").unwrap_err().contains("unexpected \"}\""));
-        assert!(lex("a b").unwrap_err().contains("unexpected end of file, expecting \";\" or \"}\""));
+        assert!(
+            lex("a b")
+                .unwrap_err()
+                .contains("unexpected end of file, expecting \";\" or \"}\"")
+        );
         assert!(lex("a \"b").unwrap_err().contains("unexpected end of file"));
     }
 

@@ -62,7 +62,10 @@ pub struct Loaded {
 /// message found (errors and warnings, in order).
 pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     let conf_dir = match &opts.conf_file {
-        Some(f) => f.parent().map(PathBuf::from).unwrap_or_else(|| opts.prefix.clone()),
+        Some(f) => f
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| opts.prefix.clone()),
         None => opts.prefix.clone(),
     };
     let mut reader = Reader::new(conf_dir);

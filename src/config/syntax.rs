@@ -55,7 +55,11 @@ impl Reader {
 
     /// Reads a file and every file it includes. `at` is the location of the
     /// `include` (or `None` for the main file), used in the error message.
-    pub fn read_file(&mut self, path: &Path, at: Option<&Loc>) -> Result<Vec<Directive>, ConfError> {
+    pub fn read_file(
+        &mut self,
+        path: &Path,
+        at: Option<&Loc>,
+    ) -> Result<Vec<Directive>, ConfError> {
         self.read_file_depth(path, at, 0)
     }
 
@@ -67,7 +71,11 @@ impl Reader {
     ) -> Result<Vec<Directive>, ConfError> {
         let text = std::fs::read(path).map_err(|e| {
             ConfError::emerg(
-                format!("open() \"{}\" failed ({})", path.display(), crate::config::errno_text(&e)),
+                format!(
+                    "open() \"{}\" failed ({})",
+                    path.display(),
+                    crate::config::errno_text(&e)
+                ),
                 at.cloned(),
             )
         })?;
@@ -145,10 +153,17 @@ impl Reader {
         }
     }
 
-    fn include(&mut self, pattern: &str, loc: &Loc, depth: usize) -> Result<Vec<Directive>, ConfError> {
+    fn include(
+        &mut self,
+        pattern: &str,
+        loc: &Loc,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfError> {
         if depth >= MAX_INCLUDE_DEPTH {
             return Err(ConfError::emerg(
-                format!("too deep \"include\" of \"{pattern}\" (more than {MAX_INCLUDE_DEPTH} levels)"),
+                format!(
+                    "too deep \"include\" of \"{pattern}\" (more than {MAX_INCLUDE_DEPTH} levels)"
+                ),
                 Some(loc.clone()),
             ));
         }
@@ -163,9 +178,15 @@ impl Reader {
         }
         let full_str = full.to_string_lossy().into_owned();
         let paths = glob::glob(&full_str).map_err(|e| {
-            ConfError::emerg(format!("glob() \"{full_str}\" failed ({e})"), Some(loc.clone()))
+            ConfError::emerg(
+                format!("glob() \"{full_str}\" failed ({e})"),
+                Some(loc.clone()),
+            )
         })?;
-        let mut list: Vec<PathBuf> = paths.filter_map(Result::ok).filter(|p| !p.is_dir()).collect();
+        let mut list: Vec<PathBuf> = paths
+            .filter_map(Result::ok)
+            .filter(|p| !p.is_dir())
+            .collect();
         list.sort();
         for p in list {
             out.extend(self.read_file_depth(&p, Some(loc), depth + 1)?);
@@ -186,7 +207,11 @@ mod tests {
     fn tree_with_blocks_and_lines() {
         let mut r = Reader::new(PathBuf::from("/"));
         let t = r
-            .read_text("events {}\nhttp {\n server {\n  listen 80;\n }\n}\n", Origin::CommandLine, 0)
+            .read_text(
+                "events {}\nhttp {\n server {\n  listen 80;\n }\n}\n",
+                Origin::CommandLine,
+                0,
+            )
             .unwrap();
         assert_eq!(t.len(), 2);
         let http = &t[1];
@@ -213,13 +238,24 @@ mod tests {
         std::fs::write(dir.join("conf.d/b.conf"), "b 2;\n").unwrap();
         std::fs::write(dir.join("conf.d/a.conf"), "a 1;\n").unwrap();
         let mut r = Reader::new(dir.clone());
-        let t = r.read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0).unwrap();
+        let t = r
+            .read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0)
+            .unwrap();
         let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(t[0].loc.to_string(), format!("{}:1", dir.join("conf.d/a.conf").display()));
-        let e = r.read_text("include nope.conf;\n", Origin::CommandLine, 0).unwrap_err();
+        assert_eq!(
+            t[0].loc.to_string(),
+            format!("{}:1", dir.join("conf.d/a.conf").display())
+        );
+        let e = r
+            .read_text("include nope.conf;\n", Origin::CommandLine, 0)
+            .unwrap_err();
         assert!(e.to_string().starts_with("open() \""), "{e}");
-        assert!(e.to_string().ends_with("failed (2: No such file or directory) in command line"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("failed (2: No such file or directory) in command line"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
