@@ -78,13 +78,17 @@ fn version_facts() -> String {
     )
 }
 
-/// Makes `p` absolute against `base`.
+/// Makes `p` absolute against `base`, without `.` components: `-p .` names
+/// the current directory, and messages and `-T` headers print
+/// `/srv/examples/x.conf`, not `/srv/./examples/x.conf`. (`..` is kept: with
+/// symbolic links it cannot be dropped without asking the file system.)
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
+    let joined = if p.is_absolute() {
         p.to_path_buf()
     } else {
         base.join(p)
-    }
+    };
+    joined.components().collect()
 }
 
 /// What the command line resolved to: where things are and what to load.
@@ -138,7 +142,7 @@ fn invocation(args: Args) -> Result<Invocation, String> {
 fn conf_name(load: &LoadOptions) -> String {
     match &load.conf_file {
         Some(p) => p.display().to_string(),
-        None => "(embedded)".to_string(),
+        None => config::EMBEDDED_NAME.to_string(),
     }
 }
 
@@ -207,6 +211,14 @@ pub fn main() -> i32 {
             inv.load.embedded_listen
         ));
     }
+    // Directives parsed for the caching-proxy release cannot run yet.
+    let refused = config::refuse_not_implemented(&loaded.config);
+    if !refused.is_empty() {
+        for m in &refused {
+            say(&format!("[emerg] {m}"));
+        }
+        return 1;
+    }
     crate::process::run(loaded.config, inv)
 }
 
@@ -229,5 +241,26 @@ fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32
             say(&format!("configuration file {name} test failed"));
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `-p . -c examples/x.conf` printed `/cwd/./examples/x.conf`.
+    #[test]
+    fn absolute_drops_dot_components() {
+        let cwd = Path::new("/srv/nowait");
+        assert_eq!(
+            absolute(cwd, Path::new("./examples/x.conf")),
+            PathBuf::from("/srv/nowait/examples/x.conf")
+        );
+        assert_eq!(absolute(cwd, Path::new(".")), PathBuf::from("/srv/nowait"));
+        assert_eq!(absolute(cwd, Path::new("/a/./b")), PathBuf::from("/a/b"));
+        assert_eq!(
+            absolute(cwd, Path::new("../x")),
+            PathBuf::from("/srv/nowait/../x")
+        );
     }
 }

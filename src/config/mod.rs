@@ -34,6 +34,9 @@ use build::{Builder, MainSet, Scope};
 use source::Origin;
 use syntax::Reader;
 
+/// The name the embedded configuration goes by in messages and in `-T`.
+pub const EMBEDDED_NAME: &str = "(embedded)";
+
 /// What to load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -80,6 +83,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
         Some(f) => reader.read_file(f, None),
         None => {
             let text = embedded::text(&opts.embedded_root.to_string_lossy(), &opts.embedded_listen);
+            // Kept like a file so that `-T` shows what runs.
+            reader.files.push(source::SourceFile {
+                path: PathBuf::from(EMBEDDED_NAME),
+                text: text.clone(),
+            });
             reader.read_text(&text, Origin::Embedded, 0)
         }
     };
@@ -118,6 +126,20 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     })
 }
 
+/// The messages that refuse to start a configuration using directives that
+/// are parsed but not served yet ([`table::Status::NotYet`]), one per use in
+/// the order written, e.g. `"proxy_pass" is not implemented yet in
+/// /etc/nowait/nowait.conf:40`; the caller prints each as `[emerg]`. Empty
+/// when the configuration can run. `-t` does not call this: testing such a
+/// configuration succeeds.
+pub fn refuse_not_implemented(config: &Config) -> Vec<String> {
+    config
+        .not_implemented
+        .iter()
+        .map(|(name, loc)| format!("\"{name}\" is not implemented yet in {loc}"))
+        .collect()
+}
+
 /// `errno: text` as nginx prints a system error, e.g. `2: No such file or directory`.
 pub fn errno_text(e: &std::io::Error) -> String {
     match e.raw_os_error() {
@@ -142,4 +164,73 @@ pub fn dump(config: &Config) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Loaded, Vec<ConfError>> {
+        let dir = std::env::temp_dir().join(format!(
+            "nowait-config-mod-{}-{}",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("nowait.conf");
+        std::fs::write(&file, text).unwrap();
+        let r = load(&LoadOptions {
+            prefix: dir.clone(),
+            conf_file: Some(file),
+            globals: None,
+            embedded_root: dir.clone(),
+            embedded_listen: embedded::DEFAULT_LISTEN.into(),
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        r
+    }
+
+    #[test]
+    fn refuse_not_implemented_names_every_use() {
+        let text = "events {}\nhttp {\n upstream b { server 127.0.0.1:1; }\n server {\n  location / {\n   proxy_pass http://b;\n  }\n }\n}\n";
+        let l = load_text(text).unwrap();
+        let msgs = refuse_not_implemented(&l.config);
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(
+            msgs[0].starts_with("\"upstream\" is not implemented yet in /"),
+            "{msgs:?}"
+        );
+        assert!(msgs[0].ends_with("nowait.conf:3"), "{msgs:?}");
+        assert!(
+            msgs[1].starts_with("\"proxy_pass\" is not implemented yet in /"),
+            "{msgs:?}"
+        );
+        assert!(msgs[1].ends_with("nowait.conf:6"), "{msgs:?}");
+    }
+
+    #[test]
+    fn refuse_not_implemented_accepts_a_static_server() {
+        let l = load_text("events {}\nhttp { server { location / { aio threads; } } }\n").unwrap();
+        assert!(refuse_not_implemented(&l.config).is_empty());
+    }
+
+    /// Regression: `-T` printed nothing for the embedded configuration.
+    #[test]
+    fn embedded_configuration_is_dumped() {
+        let dir = std::env::temp_dir();
+        let l = load(&LoadOptions {
+            prefix: dir.clone(),
+            conf_file: None,
+            globals: None,
+            embedded_root: dir,
+            embedded_listen: embedded::DEFAULT_LISTEN.into(),
+        })
+        .unwrap();
+        let d = dump(&l.config);
+        assert!(
+            d.starts_with("# configuration file (embedded):\n# nowait's embedded"),
+            "{d}"
+        );
+        assert!(d.contains("listen \"127.0.0.1:8080\";"), "{d}");
+    }
 }
