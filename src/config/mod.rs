@@ -99,6 +99,13 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     let mut b = Builder::new(opts.prefix.clone());
     let mut main_set = MainSet::default();
     b.walk(&mut Scope::Main(&mut main_set), &tree);
+    if main_set.events.is_none() {
+        // As nginx: the block is required even when it would set nothing.
+        b.diags.push(ConfError::emerg(
+            "no \"events\" section in configuration",
+            None,
+        ));
+    }
     let events = main_set.events.take().unwrap_or_default();
     let mut http = main_set.http.take();
     let mut main = build::finish_main(main_set, &opts.prefix);

@@ -96,10 +96,7 @@ pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
     });
     for entry in d.block.as_deref().unwrap_or_default() {
         if entry.block.is_some() {
-            b.error(
-                format!("unexpected \"{{\" after \"{}\"", entry.name),
-                &entry.loc,
-            );
+            b.error("unexpected \"{\"", &entry.loc);
             continue;
         }
         for ext in &entry.args {

@@ -145,7 +145,7 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         l.bind = true;
     }
     if s.listens.iter().any(|o| o.addr == l.addr) {
-        return Err(format!("duplicate listen {}", l.addr));
+        return Err(format!("a duplicate listen {}", l.addr));
     }
     s.listens.push(l);
     Ok(())

@@ -124,6 +124,12 @@ impl Reader {
                 End::BlockEnd => return Err(ConfError::emerg("unexpected \"}\"", Some(loc))),
                 End::Semicolon | End::BlockStart => {}
             }
+            if st.end == End::BlockStart && loc.origin == Origin::CommandLine {
+                return Err(ConfError::emerg(
+                    "block directives are not supported in -g option",
+                    Some(loc),
+                ));
+            }
             let mut words = st.words.into_iter();
             let Some(name) = words.next() else {
                 continue;
@@ -209,7 +215,7 @@ mod tests {
         let t = r
             .read_text(
                 "events {}\nhttp {\n server {\n  listen 80;\n }\n}\n",
-                Origin::CommandLine,
+                Origin::Embedded,
                 0,
             )
             .unwrap();
@@ -225,7 +231,7 @@ mod tests {
     #[test]
     fn unbalanced_braces() {
         let mut r = Reader::new(PathBuf::from("/"));
-        let e = r.read_text("http {\n", Origin::CommandLine, 0).unwrap_err();
+        let e = r.read_text("http {\n", Origin::Embedded, 0).unwrap_err();
         assert_eq!(e.message, "unexpected end of file, expecting \"}\"");
         let e = r.read_text("}\n", Origin::CommandLine, 0).unwrap_err();
         assert_eq!(e.message, "unexpected \"}\"");
@@ -257,5 +263,18 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Regression: `-g "http { }"` was accepted; nginx refuses blocks in -g.
+    #[test]
+    fn no_blocks_on_the_command_line() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let e = r
+            .read_text("events { }", Origin::CommandLine, 0)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "block directives are not supported in -g option in command line"
+        );
     }
 }
