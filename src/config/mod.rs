@@ -99,8 +99,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     let mut b = Builder::new(opts.prefix.clone());
     let mut main_set = MainSet::default();
     b.walk(&mut Scope::Main(&mut main_set), &tree);
-    if main_set.events.is_none() {
+    if main_set.events.is_none() && !tree.iter().any(|d| d.name == "events") {
         // As nginx: the block is required even when it would set nothing.
+        // (A written but broken `events` has its own error already.)
         b.diags.push(ConfError::emerg(
             "no \"events\" section in configuration",
             None,
