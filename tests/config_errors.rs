@@ -956,3 +956,40 @@ fn relative_paths_resolve_against_the_prefix() {
         )
     );
 }
+
+/// Regression: 100 000 nested blocks overflowed the stack and aborted the
+/// process; now an error at the first block too deep.
+#[test]
+fn regression_deep_nesting_is_an_error() {
+    let text = format!("{EV}{}", "a {\n".repeat(100_000));
+    emerg(
+        "deep-nesting",
+        &text,
+        "too deep nesting of blocks (more than 64 levels)",
+        66,
+    );
+}
+
+/// Regression: a pool name made of several `split_clients` variables was
+/// checked by spelling out every combination, 60^6 names here: the load
+/// never finished. Past 4096 combinations the name is left to the request.
+#[test]
+fn regression_pool_name_combinations_are_bounded() {
+    let values: String = (0..60).map(|i| format!("        1% v{i};\n")).collect();
+    let text = format!(
+        "{EV}http {{\n    split_clients $uri $a {{\n{values}    }}\n    server {{\n        listen 127.0.0.1:18080;\n        aio threads=$a$a$a$a$a$a;\n    }}\n}}\n"
+    );
+    ok("pool-combinations", &text);
+    // Few enough combinations are still checked at load time, every one.
+    let text = format!(
+        "thread_pool xy threads=1;\nthread_pool yx threads=1;\nthread_pool yy threads=1;\n\
+         {EV}http {{\n    split_clients $uri $a {{\n        50% x;\n        * y;\n    }}\n    \
+         server {{\n        listen 127.0.0.1:18080;\n        aio threads=$a$a;\n    }}\n}}\n"
+    );
+    emerg(
+        "pool-combinations-small",
+        &text,
+        "unknown thread pool \"xx\"",
+        12,
+    );
+}

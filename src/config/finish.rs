@@ -38,8 +38,15 @@ fn check_variables(b: &mut Builder) {
     }
 }
 
+/// The most names [`possible_values`] spells out. Each variable multiplies
+/// the count by its number of values, so `$a$a$a$a$a$a` over 60 values would
+/// be 46 billion strings; past this bound the pool is left to be checked per
+/// request, as nginx does for every variable pool name.
+pub const MAX_POSSIBLE_VALUES: usize = 4096;
+
 /// The values a template can take when its variables are all defined by
-/// `split_clients` with fixed values; `None` when it depends on the request.
+/// `split_clients` with fixed values; `None` when it depends on the request
+/// (or could take more than [`MAX_POSSIBLE_VALUES`] values).
 fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>> {
     let mut out = vec![String::new()];
     for part in &t.parts {
@@ -48,6 +55,9 @@ fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>>
             Part::Var(v) => {
                 let sc = http?.split_clients.iter().find(|s| &s.var == v)?;
                 let vals: Vec<&str> = sc.parts.iter().map(|(_, v)| v.as_str()).collect();
+                if out.len().saturating_mul(vals.len()) > MAX_POSSIBLE_VALUES {
+                    return None;
+                }
                 out = out
                     .iter()
                     .flat_map(|o| vals.iter().map(move |v| format!("{o}{v}")))

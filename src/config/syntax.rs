@@ -16,6 +16,12 @@ use super::source::{Loc, Origin, SourceFile};
 /// How deep `include` may nest before it is taken for a loop.
 pub const MAX_INCLUDE_DEPTH: usize = 32;
 
+/// How deep blocks may nest, counted across included files. Reading and
+/// applying a block recurses, so without a bound a file of `a {` repeated
+/// overflows the stack and aborts; real configurations nest a handful deep
+/// (http → server → location → location).
+pub const MAX_BLOCK_DEPTH: usize = 64;
+
 /// One directive: its name, its arguments, and its block if it has one.
 #[derive(Clone, Debug)]
 pub struct Directive {
@@ -42,6 +48,8 @@ pub struct Reader {
     conf_dir: PathBuf,
     /// Every file read, in order, for `-T`.
     pub files: Vec<SourceFile>,
+    /// How many blocks enclose the statement being read.
+    block_depth: usize,
 }
 
 impl Reader {
@@ -50,6 +58,7 @@ impl Reader {
         Reader {
             conf_dir,
             files: Vec::new(),
+            block_depth: 0,
         }
     }
 
@@ -146,7 +155,16 @@ impl Reader {
                 continue;
             }
             let block = if st.end == End::BlockStart {
-                Some(self.read_block(lexer, depth, true)?)
+                if self.block_depth >= MAX_BLOCK_DEPTH {
+                    return Err(ConfError::emerg(
+                        format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH} levels)"),
+                        Some(loc),
+                    ));
+                }
+                self.block_depth += 1;
+                let body = self.read_block(lexer, depth, true);
+                self.block_depth -= 1;
+                Some(body?)
             } else {
                 None
             };
@@ -276,5 +294,19 @@ mod tests {
             e.to_string(),
             "block directives are not supported in -g option in command line"
         );
+    }
+
+    /// Regression: 100 000 nested `a {` overflowed the stack and aborted.
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let text = "a {\n".repeat(100_000);
+        let e = r.read_text(&text, Origin::Embedded, 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "too deep nesting of blocks (more than 64 levels) in embedded configuration:65"
+        );
+        let ok = format!("{}{}", "a {\n".repeat(64), "}\n".repeat(64));
+        assert_eq!(r.read_text(&ok, Origin::Embedded, 0).unwrap().len(), 1);
     }
 }
