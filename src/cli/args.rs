@@ -93,14 +93,14 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Args, String> {
         let Some(letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
             return Err(format!("invalid option: \"{arg}\""));
         };
-        let mut chars = letters.char_indices();
-        while let Some((i, c)) = chars.next() {
+        for (i, c) in letters.char_indices() {
             let rest = &letters[i + c.len_utf8()..];
             let mut take = |what: &str| -> Result<String, String> {
                 if !rest.is_empty() {
                     Ok(rest.to_string())
                 } else {
-                    it.next().ok_or_else(|| format!("option \"-{c}\" requires {what}"))
+                    it.next()
+                        .ok_or_else(|| format!("option \"-{c}\" requires {what}"))
                 }
             };
             match c {
@@ -135,7 +135,8 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Args, String> {
                 's' => {
                     let v = take("parameter")?;
                     a.signal = Some(
-                        SignalName::parse(&v).ok_or_else(|| format!("invalid option: \"-s {v}\""))?,
+                        SignalName::parse(&v)
+                            .ok_or_else(|| format!("invalid option: \"-s {v}\""))?,
                     );
                     break;
                 }
@@ -170,7 +171,10 @@ mod tests {
     fn errors_in_nginx_words() {
         assert_eq!(p(&["-x"]).unwrap_err(), "invalid option: \"x\"");
         assert_eq!(p(&["-c"]).unwrap_err(), "option \"-c\" requires file name");
-        assert_eq!(p(&["-s", "kill"]).unwrap_err(), "invalid option: \"-s kill\"");
+        assert_eq!(
+            p(&["-s", "kill"]).unwrap_err(),
+            "invalid option: \"-s kill\""
+        );
         assert_eq!(p(&["foo"]).unwrap_err(), "invalid option: \"foo\"");
     }
 

@@ -68,15 +68,27 @@ fn version_facts() -> String {
          conf-path: {prefix}{conf}\n\
          features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n",
         arch = std::env::consts::ARCH,
-        profile = if cfg!(debug_assertions) { "debug" } else { "release" },
+        profile = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
         prefix = DEFAULT_PREFIX,
         conf = DEFAULT_CONF,
     )
 }
 
-/// Makes `p` absolute against `base`.
+/// Makes `p` absolute against `base`, without `.` components: `-p .` names
+/// the current directory, and messages and `-T` headers print
+/// `/srv/examples/x.conf`, not `/srv/./examples/x.conf`. (`..` is kept: with
+/// symbolic links it cannot be dropped without asking the file system.)
 fn absolute(base: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
+    joined.components().collect()
 }
 
 /// What the command line resolved to: where things are and what to load.
@@ -88,8 +100,12 @@ pub struct Invocation {
 }
 
 fn invocation(args: Args) -> Result<Invocation, String> {
-    let cwd = std::env::current_dir().map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
-    let mut prefix = absolute(&cwd, args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)));
+    let cwd = std::env::current_dir()
+        .map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
+    let mut prefix = absolute(
+        &cwd,
+        args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)),
+    );
     if !prefix.as_os_str().to_string_lossy().ends_with('/') {
         prefix.as_mut_os_string().push("/");
     }
@@ -101,7 +117,10 @@ fn invocation(args: Args) -> Result<Invocation, String> {
         }
     };
     if conf_file.is_some() && (args.root.is_some() || args.listen.is_some()) {
-        return Err("[emerg] \"--root\" and \"--listen\" apply only when no configuration file is used".into());
+        return Err(
+            "[emerg] \"--root\" and \"--listen\" apply only when no configuration file is used"
+                .into(),
+        );
     }
     let embedded_root = absolute(&cwd, args.root.as_deref().unwrap_or(Path::new(".")));
     let embedded_root = embedded_root.canonicalize().unwrap_or(embedded_root);
@@ -112,7 +131,10 @@ fn invocation(args: Args) -> Result<Invocation, String> {
             globals: args.globals.clone(),
             error_log: args.error_log.clone(),
             embedded_root,
-            embedded_listen: args.listen.clone().unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
+            embedded_listen: args
+                .listen
+                .clone()
+                .unwrap_or_else(|| config::embedded::DEFAULT_LISTEN.to_string()),
         },
         args,
     })
@@ -121,7 +143,7 @@ fn invocation(args: Args) -> Result<Invocation, String> {
 fn conf_name(load: &LoadOptions) -> String {
     match &load.conf_file {
         Some(p) => p.display().to_string(),
-        None => "(embedded)".to_string(),
+        None => config::EMBEDDED_NAME.to_string(),
     }
 }
 
@@ -135,7 +157,12 @@ pub fn main() -> i32 {
         }
     };
     if args.version || args.help {
-        eprintln!("{} version: {}/{}", crate::NAME, crate::NAME, crate::VERSION);
+        eprintln!(
+            "{} version: {}/{}",
+            crate::NAME,
+            crate::NAME,
+            crate::VERSION
+        );
         if args.version_full {
             eprint!("{}", version_facts());
         }
@@ -185,6 +212,14 @@ pub fn main() -> i32 {
             inv.load.embedded_listen
         ));
     }
+    // Directives parsed for the caching-proxy release cannot run yet.
+    let refused = config::refuse_not_implemented(&loaded.config);
+    if !refused.is_empty() {
+        for m in &refused {
+            say(&format!("[emerg] {m}"));
+        }
+        return 1;
+    }
     crate::process::run(loaded.config, inv)
 }
 
@@ -207,5 +242,26 @@ fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32
             say(&format!("configuration file {name} test failed"));
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `-p . -c examples/x.conf` printed `/cwd/./examples/x.conf`.
+    #[test]
+    fn absolute_drops_dot_components() {
+        let cwd = Path::new("/srv/nowait");
+        assert_eq!(
+            absolute(cwd, Path::new("./examples/x.conf")),
+            PathBuf::from("/srv/nowait/examples/x.conf")
+        );
+        assert_eq!(absolute(cwd, Path::new(".")), PathBuf::from("/srv/nowait"));
+        assert_eq!(absolute(cwd, Path::new("/a/./b")), PathBuf::from("/a/b"));
+        assert_eq!(
+            absolute(cwd, Path::new("../x")),
+            PathBuf::from("/srv/nowait/../x")
+        );
     }
 }

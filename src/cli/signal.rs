@@ -1,10 +1,10 @@
 //! `-s stop|quit|reopen|reload`: signal the running server through the pid
 //! file its configuration names, with nginx's messages.
 
-use crate::config::{errno_text, Config};
+use crate::config::{Config, errno_text};
 use crate::sys::process::kill;
 
-use super::{say, SignalName};
+use super::{SignalName, say};
 
 /// The signal number nginx sends for each `-s` name.
 pub fn number(s: SignalName) -> i32 {
@@ -25,7 +25,11 @@ pub fn send(config: &Config, s: SignalName) -> i32 {
     let text = match std::fs::read_to_string(pid_path) {
         Ok(t) => t,
         Err(e) => {
-            say(&format!("[error] open() \"{}\" failed ({})", pid_path.display(), errno_text(&e)));
+            say(&format!(
+                "[error] open() \"{}\" failed ({})",
+                pid_path.display(),
+                errno_text(&e)
+            ));
             return 1;
         }
     };
@@ -33,7 +37,10 @@ pub fn send(config: &Config, s: SignalName) -> i32 {
     let pid = match trimmed.parse::<i32>() {
         Ok(p) if p > 0 => p,
         _ => {
-            say(&format!("[error] invalid PID number \"{trimmed}\" in \"{}\"", pid_path.display()));
+            say(&format!(
+                "[error] invalid PID number \"{trimmed}\" in \"{}\"",
+                pid_path.display()
+            ));
             return 1;
         }
     };
@@ -41,7 +48,10 @@ pub fn send(config: &Config, s: SignalName) -> i32 {
     match kill(pid, sig) {
         Ok(()) => 0,
         Err(e) => {
-            say(&format!("[alert] kill({pid}, {sig}) failed ({})", errno_text(&e)));
+            say(&format!(
+                "[alert] kill({pid}, {sig}) failed ({})",
+                errno_text(&e)
+            ));
             1
         }
     }

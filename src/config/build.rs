@@ -133,7 +133,8 @@ impl Builder {
 
     /// Records an error at `loc`.
     pub fn error(&mut self, message: impl Into<String>, loc: &Loc) {
-        self.diags.push(ConfError::emerg(message, Some(loc.clone())));
+        self.diags
+            .push(ConfError::emerg(message, Some(loc.clone())));
     }
 
     /// Records a warning at `loc`.
@@ -144,7 +145,11 @@ impl Builder {
     /// Resolves a path against the prefix, as nginx's `ngx_conf_full_name`.
     pub fn full_path(&self, p: &str) -> PathBuf {
         let p = Path::new(p);
-        if p.is_absolute() { p.to_path_buf() } else { self.prefix.join(p) }
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.prefix.join(p)
+        }
     }
 
     /// Parses a template argument and remembers its variables for checking.
@@ -171,15 +176,24 @@ impl Builder {
             return;
         }
         let Some(spec) = specs.find(|s| s.contexts & ctx != 0) else {
-            self.error(format!("\"{}\" directive is not allowed here", d.name), &d.loc);
+            self.error(
+                format!("\"{}\" directive is not allowed here", d.name),
+                &d.loc,
+            );
             return;
         };
         if spec.block && d.block.is_none() {
-            self.error(format!("directive \"{}\" has no opening \"{{\"", d.name), &d.loc);
+            self.error(
+                format!("directive \"{}\" has no opening \"{{\"", d.name),
+                &d.loc,
+            );
             return;
         }
         if !spec.block && d.block.is_some() {
-            self.error(format!("directive \"{}\" is not terminated by \";\"", d.name), &d.loc);
+            self.error(
+                format!("directive \"{}\" is not terminated by \";\"", d.name),
+                &d.loc,
+            );
             return;
         }
         if !spec.args.accepts(d.args.len()) {
@@ -214,9 +228,8 @@ pub fn invalid(d: &Directive, value: &str) -> String {
 
 /// Sets an on/off directive once.
 pub fn set_flag(slot: &mut Option<bool>, d: &Directive) -> Result<(), String> {
-    let v = super::value::flag(d.arg(0)).ok_or_else(|| {
-        format!("{}, it must be \"on\" or \"off\"", invalid(d, d.arg(0)))
-    })?;
+    let v = super::value::flag(d.arg(0))
+        .ok_or_else(|| format!("{}, it must be \"on\" or \"off\"", invalid(d, d.arg(0))))?;
     set_once(slot, v, &d.name)
 }
 

@@ -9,10 +9,10 @@ use std::path::Path;
 use super::build::Builder;
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
-    AccessLogs, Aio, HttpConf, Listen, Location, LogTarget, MainConf, Root, ThreadPoolConf,
-    DEFAULT_BACKLOG, DEFAULT_POOL,
+    AccessLogs, Aio, DEFAULT_BACKLOG, DEFAULT_POOL, HttpConf, Listen, Location, LogTarget,
+    MainConf, Root, ThreadPoolConf,
 };
-use super::template::{is_builtin, Part, Template};
+use super::template::{Part, Template, is_builtin};
 
 /// Merges and checks; errors go to the builder's diagnostics.
 pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>) {
@@ -29,14 +29,24 @@ fn check_variables(b: &mut Builder) {
     let uses = std::mem::take(&mut b.var_uses);
     let mut reported = HashSet::new();
     for (name, loc) in uses {
-        if !is_builtin(&name) && !b.defined_vars.contains(&name) && reported.insert((name.clone(), loc.clone().line)) {
+        if !is_builtin(&name)
+            && !b.defined_vars.contains(&name)
+            && reported.insert((name.clone(), loc.clone().line))
+        {
             b.error(format!("unknown \"{name}\" variable"), &loc);
         }
     }
 }
 
+/// The most names [`possible_values`] spells out. Each variable multiplies
+/// the count by its number of values, so `$a$a$a$a$a$a` over 60 values would
+/// be 46 billion strings; past this bound the pool is left to be checked per
+/// request, as nginx does for every variable pool name.
+pub const MAX_POSSIBLE_VALUES: usize = 4096;
+
 /// The values a template can take when its variables are all defined by
-/// `split_clients` with fixed values; `None` when it depends on the request.
+/// `split_clients` with fixed values; `None` when it depends on the request
+/// (or could take more than [`MAX_POSSIBLE_VALUES`] values).
 fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>> {
     let mut out = vec![String::new()];
     for part in &t.parts {
@@ -45,6 +55,9 @@ fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>>
             Part::Var(v) => {
                 let sc = http?.split_clients.iter().find(|s| &s.var == v)?;
                 let vals: Vec<&str> = sc.parts.iter().map(|(_, v)| v.as_str()).collect();
+                if out.len().saturating_mul(vals.len()) > MAX_POSSIBLE_VALUES {
+                    return None;
+                }
                 out = out
                     .iter()
                     .flat_map(|o| vals.iter().map(move |v| format!("{o}{v}")))
@@ -107,7 +120,11 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
 fn merge_http(b: &mut Builder, h: &mut HttpConf) {
     h.conf = h.set.resolve(&absolute_defaults(&b.prefix));
     let srv_http = h.srv_set.resolve(&SrvConf::default());
-    let default_port = if crate::sys::process::geteuid() == 0 { 80 } else { 8000 };
+    let default_port = if crate::sys::process::geteuid() == 0 {
+        80
+    } else {
+        8000
+    };
     for s in &mut h.servers {
         s.conf = s.set.resolve(&h.conf);
         s.srv = s.srv_set.resolve(&srv_http);
@@ -121,7 +138,7 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
                 rcvbuf: None,
                 sndbuf: None,
                 bind: false,
-                loc: s.loc.clone().unwrap_or_else(|| super::source::Loc {
+                loc: s.loc.clone().unwrap_or(super::source::Loc {
                     origin: super::source::Origin::Embedded,
                     line: 0,
                 }),

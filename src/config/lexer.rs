@@ -12,7 +12,7 @@
 //! The lexer owns no semantics: it only produces [`Statement`]s with lines.
 
 use super::error::ConfError;
-use super::source::Loc;
+use super::source::{Loc, Origin};
 
 /// A word of a statement, after quote and escape processing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +81,15 @@ impl<'a> Lexer<'a> {
         ConfError::emerg(msg, Some(self.loc()))
     }
 
+    /// The end of the input in the middle of a statement, in nginx's words:
+    /// a `-g` string is a "parameter" that must end with `;`.
+    fn eof_in_statement(&self) -> ConfError {
+        match self.loc.origin {
+            Origin::CommandLine => self.err("unexpected end of parameter, expecting \";\"".into()),
+            _ => self.err("unexpected end of file, expecting \";\" or \"}\"".into()),
+        }
+    }
+
     fn next_byte(&mut self) -> Option<u8> {
         let ch = *self.src.get(self.pos)?;
         self.pos += 1;
@@ -98,7 +107,7 @@ impl<'a> Lexer<'a> {
             // Between words: skip blanks and comments, look at terminators.
             let Some(ch) = self.next_byte() else {
                 if !words.is_empty() {
-                    return Err(self.err("unexpected end of file, expecting \";\" or \"}\"".into()));
+                    return Err(self.eof_in_statement());
                 }
                 return Ok(self.statement(words, End::Eof, start_line));
             };
@@ -116,7 +125,11 @@ impl<'a> Lexer<'a> {
                     if words.is_empty() {
                         return Err(self.err(format!("unexpected \"{}\"", ch as char)));
                     }
-                    let end = if ch == b'{' { End::BlockStart } else { End::Semicolon };
+                    let end = if ch == b'{' {
+                        End::BlockStart
+                    } else {
+                        End::Semicolon
+                    };
                     return Ok(self.statement(words, end, start_line));
                 }
                 b'}' => {
@@ -165,16 +178,14 @@ impl<'a> Lexer<'a> {
         let mut dollar = false;
         loop {
             let Some(ch) = self.next_byte() else {
-                return Err(self.err("unexpected end of file, expecting \";\" or \"}\"".into()));
+                return Err(self.eof_in_statement());
             };
             if ch == b'\\' {
                 raw.push(ch);
                 match self.next_byte() {
                     Some(c) => raw.push(c),
                     None => {
-                        return Err(
-                            self.err("unexpected end of file, expecting \";\" or \"}\"".into())
-                        );
+                        return Err(self.eof_in_statement());
                     }
                 }
                 dollar = false;
@@ -188,9 +199,7 @@ impl<'a> Lexer<'a> {
                         Some(b' ' | b'\t' | b'\r' | b'\n') => Ok((unescape(&raw, true), None)),
                         Some(c @ (b';' | b'{')) => Ok((unescape(&raw, true), Some(c))),
                         Some(c) => Err(self.err(format!("unexpected \"{}\"", c as char))),
-                        None => {
-                            Err(self.err("unexpected end of file, expecting \";\" or \"}\"".into()))
-                        }
+                        None => Err(self.eof_in_statement()),
                     };
                 }
                 raw.push(ch);
@@ -250,15 +259,25 @@ fn unescape(raw: &[u8], quoted: bool) -> Word {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use super::super::source::Origin;
 
     fn lex(text: &str) -> Result<Vec<(Vec<String>, End, u32)>, String> {
-        let mut lx = Lexer::new(text, Loc { origin: Origin::CommandLine, line: 0 });
+        lex_from(
+            text,
+            Origin::File(std::sync::Arc::from(std::path::Path::new("/t.conf"))),
+        )
+    }
+
+    fn lex_from(text: &str, origin: Origin) -> Result<Vec<(Vec<String>, End, u32)>, String> {
+        let mut lx = Lexer::new(text, Loc { origin, line: 0 });
         let mut out = Vec::new();
         loop {
             let st = lx.next_statement().map_err(|e| e.to_string())?;
             let end = st.end;
-            out.push((st.words.into_iter().map(|w| w.value).collect(), end, st.line));
+            out.push((
+                st.words.into_iter().map(|w| w.value).collect(),
+                end,
+                st.line,
+            ));
             if end == End::Eof {
                 return Ok(out);
             }
@@ -270,7 +289,14 @@ mod tests {
         let got = lex("worker_processes 2; # c\nhttp {\n  root '/a b';\n}\n").unwrap();
         assert_eq!(got[0].0, vec!["worker_processes", "2"]);
         assert_eq!(got[1], (vec!["http".to_string()], End::BlockStart, 2));
-        assert_eq!(got[2], (vec!["root".to_string(), "/a b".to_string()], End::Semicolon, 3));
+        assert_eq!(
+            got[2],
+            (
+                vec!["root".to_string(), "/a b".to_string()],
+                End::Semicolon,
+                3
+            )
+        );
         assert_eq!(got[3].1, End::BlockEnd);
         assert_eq!(got[4].1, End::Eof);
     }
@@ -289,7 +315,14 @@ mod tests {
         let got = lex("set $a ${b}c;").unwrap();
         assert_eq!(got[0].0, vec!["set", "$a", "${b}c"]);
         let got = lex("location /x{ }").unwrap();
-        assert_eq!(got[0], (vec!["location".to_string(), "/x".to_string()], End::BlockStart, 1));
+        assert_eq!(
+            got[0],
+            (
+                vec!["location".to_string(), "/x".to_string()],
+                End::BlockStart,
+                1
+            )
+        );
     }
 
     #[test]
@@ -297,7 +330,11 @@ mod tests {
         assert!(lex("a \"b\"c;").unwrap_err().contains("unexpected \"c\""));
         assert!(lex(";").unwrap_err().contains("unexpected \";\""));
         assert!(lex("a }").unwrap_err().contains("unexpected \"}\""));
-        assert!(lex("a b").unwrap_err().contains("unexpected end of file, expecting \";\" or \"}\""));
+        assert!(
+            lex("a b")
+                .unwrap_err()
+                .contains("unexpected end of file, expecting \";\" or \"}\"")
+        );
         assert!(lex("a \"b").unwrap_err().contains("unexpected end of file"));
     }
 
@@ -305,5 +342,20 @@ mod tests {
     fn empty_quoted_word() {
         let got = lex("server_name \"\";").unwrap();
         assert_eq!(got[0].0, vec!["server_name", ""]);
+    }
+
+    /// Regression: `-g "daemon off"` said "end of file", nginx says "end of parameter".
+    #[test]
+    fn command_line_ends_as_a_parameter() {
+        let e = lex_from("daemon off", Origin::CommandLine).unwrap_err();
+        assert_eq!(
+            e,
+            "unexpected end of parameter, expecting \";\" in command line"
+        );
+        let e = lex_from("daemon \"off", Origin::CommandLine).unwrap_err();
+        assert_eq!(
+            e,
+            "unexpected end of parameter, expecting \";\" in command line"
+        );
     }
 }

@@ -34,6 +34,9 @@ use build::{Builder, MainSet, Scope};
 use source::Origin;
 use syntax::Reader;
 
+/// The name the embedded configuration goes by in messages and in `-T`.
+pub const EMBEDDED_NAME: &str = "(embedded)";
+
 /// What to load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -64,7 +67,10 @@ pub struct Loaded {
 /// message found (errors and warnings, in order).
 pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     let conf_dir = match &opts.conf_file {
-        Some(f) => f.parent().map(PathBuf::from).unwrap_or_else(|| opts.prefix.clone()),
+        Some(f) => f
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| opts.prefix.clone()),
         None => opts.prefix.clone(),
     };
     let mut reader = Reader::new(conf_dir);
@@ -79,8 +85,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
         Some(f) => reader.read_file(f, None),
         None => {
             let text = embedded::text(&opts.embedded_root.to_string_lossy(), &opts.embedded_listen);
+            // Kept like a file so that `-T` shows what runs.
             reader.files.push(source::SourceFile {
-                path: PathBuf::from("(embedded)"),
+                path: PathBuf::from(EMBEDDED_NAME),
                 text: text.clone(),
             });
             reader.read_text(&text, Origin::Embedded, 0)
@@ -94,6 +101,14 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     let mut b = Builder::new(opts.prefix.clone());
     let mut main_set = MainSet::default();
     b.walk(&mut Scope::Main(&mut main_set), &tree);
+    if main_set.events.is_none() && !tree.iter().any(|d| d.name == "events") {
+        // As nginx: the block is required even when it would set nothing.
+        // (A written but broken `events` has its own error already.)
+        b.diags.push(ConfError::emerg(
+            "no \"events\" section in configuration",
+            None,
+        ));
+    }
     let events = main_set.events.take().unwrap_or_default();
     let mut http = main_set.http.take();
     let mut main = build::finish_main(main_set, &opts.prefix, opts.error_log.as_deref());
@@ -121,6 +136,20 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     })
 }
 
+/// The messages that refuse to start a configuration using directives that
+/// are parsed but not served yet ([`table::Status::NotYet`]), one per use in
+/// the order written, e.g. `"proxy_pass" is not implemented yet in
+/// /etc/nowait/nowait.conf:40`; the caller prints each as `[emerg]`. Empty
+/// when the configuration can run. `-t` does not call this: testing such a
+/// configuration succeeds.
+pub fn refuse_not_implemented(config: &Config) -> Vec<String> {
+    config
+        .not_implemented
+        .iter()
+        .map(|(name, loc)| format!("\"{name}\" is not implemented yet in {loc}"))
+        .collect()
+}
+
 /// `errno: text` as nginx prints a system error, e.g. `2: No such file or directory`.
 pub fn errno_text(e: &std::io::Error) -> String {
     match e.raw_os_error() {
@@ -145,4 +174,73 @@ pub fn dump(config: &Config) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Loaded, Vec<ConfError>> {
+        let dir = std::env::temp_dir().join(format!(
+            "nowait-config-mod-{}-{}",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("nowait.conf");
+        std::fs::write(&file, text).unwrap();
+        let r = load(&LoadOptions {
+            prefix: dir.clone(),
+            conf_file: Some(file),
+            globals: None,
+            embedded_root: dir.clone(),
+            embedded_listen: embedded::DEFAULT_LISTEN.into(),
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        r
+    }
+
+    #[test]
+    fn refuse_not_implemented_names_every_use() {
+        let text = "events {}\nhttp {\n upstream b { server 127.0.0.1:1; }\n server {\n  location / {\n   proxy_pass http://b;\n  }\n }\n}\n";
+        let l = load_text(text).unwrap();
+        let msgs = refuse_not_implemented(&l.config);
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(
+            msgs[0].starts_with("\"upstream\" is not implemented yet in /"),
+            "{msgs:?}"
+        );
+        assert!(msgs[0].ends_with("nowait.conf:3"), "{msgs:?}");
+        assert!(
+            msgs[1].starts_with("\"proxy_pass\" is not implemented yet in /"),
+            "{msgs:?}"
+        );
+        assert!(msgs[1].ends_with("nowait.conf:6"), "{msgs:?}");
+    }
+
+    #[test]
+    fn refuse_not_implemented_accepts_a_static_server() {
+        let l = load_text("events {}\nhttp { server { location / { aio threads; } } }\n").unwrap();
+        assert!(refuse_not_implemented(&l.config).is_empty());
+    }
+
+    /// Regression: `-T` printed nothing for the embedded configuration.
+    #[test]
+    fn embedded_configuration_is_dumped() {
+        let dir = std::env::temp_dir();
+        let l = load(&LoadOptions {
+            prefix: dir.clone(),
+            conf_file: None,
+            globals: None,
+            embedded_root: dir,
+            embedded_listen: embedded::DEFAULT_LISTEN.into(),
+        })
+        .unwrap();
+        let d = dump(&l.config);
+        assert!(
+            d.starts_with("# configuration file (embedded):\n# nowait's embedded"),
+            "{d}"
+        );
+        assert!(d.contains("listen \"127.0.0.1:8080\";"), "{d}");
+    }
 }

@@ -123,7 +123,10 @@ impl LogLevel {
 
     /// nginx's name of the level.
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, l)| *l == self).map_or("error", |(n, _)| n)
+        Self::ALL
+            .iter()
+            .find(|(_, l)| *l == self)
+            .map_or("error", |(n, _)| n)
     }
 }
 
@@ -237,7 +240,11 @@ pub const DEFAULT_BACKLOG: i32 = 511;
 impl Listen {
     /// Whether any socket option was written (nginx allows them once per address).
     pub fn has_options(&self) -> bool {
-        self.reuseport || self.backlog_set || self.rcvbuf.is_some() || self.sndbuf.is_some() || self.bind
+        self.reuseport
+            || self.backlog_set
+            || self.rcvbuf.is_some()
+            || self.sndbuf.is_some()
+            || self.bind
     }
 }
 
@@ -270,7 +277,11 @@ impl LocationMatch {
             LocationMatch::Exact(s) => format!("= {s}"),
             LocationMatch::PrefixNoRegex(s) => format!("^~ {s}"),
             LocationMatch::Prefix(s) => s.clone(),
-            LocationMatch::Regex { source, case_insensitive, .. } => {
+            LocationMatch::Regex {
+                source,
+                case_insensitive,
+                ..
+            } => {
                 format!("{} {source}", if *case_insensitive { "~*" } else { "~" })
             }
             LocationMatch::Named(s) => s.clone(),

@@ -1,7 +1,9 @@
 //! Setters for the main and `events` contexts.
 
-use super::build::{invalid, set_flag, set_once, Builder, Scope};
-use super::model::{ErrorLogConf, EventsConf, LogLevel, LogTarget, ThreadPoolConf, WorkerProcesses};
+use super::build::{Builder, Scope, invalid, set_flag, set_once};
+use super::model::{
+    ErrorLogConf, EventsConf, LogLevel, LogTarget, ThreadPoolConf, WorkerProcesses,
+};
 use super::syntax::Directive;
 use super::value;
 
@@ -18,7 +20,11 @@ fn main_set<'a>(scope: &'a mut Scope<'_>) -> &'a mut super::build::MainSet {
 }
 
 /// `worker_processes number | auto;`
-pub fn worker_processes(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn worker_processes(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = match d.arg(0) {
         "auto" => WorkerProcesses::Auto,
         s => match value::number(s) {
@@ -54,15 +60,22 @@ pub fn error_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
     let target = match d.arg(0) {
         "stderr" => LogTarget::Stderr,
         p if p.starts_with("syslog:") || p.starts_with("memory:") => {
-            return Err(format!("\"{}\" error logs are not implemented yet", p.split(':').next().unwrap_or(p)));
+            return Err(format!(
+                "\"{}\" error logs are not implemented yet",
+                p.split(':').next().unwrap_or(p)
+            ));
         }
         p => LogTarget::File(b.full_path(p)),
     };
     let level = match d.args.get(1) {
         None => LogLevel::Error,
-        Some(w) => LogLevel::parse(&w.value).ok_or_else(|| format!("invalid log level \"{}\"", w.value))?,
+        Some(w) => {
+            LogLevel::parse(&w.value).ok_or_else(|| format!("invalid log level \"{}\"", w.value))?
+        }
     };
-    main_set(scope).error_logs.push(ErrorLogConf { target, level });
+    main_set(scope)
+        .error_logs
+        .push(ErrorLogConf { target, level });
     Ok(())
 }
 
@@ -120,13 +133,18 @@ pub fn events(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
     }
     let mut ev = EventsConf::default();
     let mut seen = std::mem::take(&mut m.events_set);
-    b.walk(&mut Scope::Events(&mut ev, &mut seen), d.block.as_deref().unwrap_or_default());
+    b.walk(
+        &mut Scope::Events(&mut ev, &mut seen),
+        d.block.as_deref().unwrap_or_default(),
+    );
     m.events = Some(ev);
     m.events_set = seen;
     Ok(())
 }
 
-fn events_scope<'a>(scope: &'a mut Scope<'_>) -> (&'a mut EventsConf, &'a mut super::build::EventsSet) {
+fn events_scope<'a>(
+    scope: &'a mut Scope<'_>,
+) -> (&'a mut EventsConf, &'a mut super::build::EventsSet) {
     match scope {
         Scope::Events(e, s) => (e, s),
         _ => unreachable!("the table allows this directive in events only"),
@@ -141,7 +159,11 @@ fn once(seen: &mut bool, d: &Directive) -> Result<(), String> {
 }
 
 /// `worker_connections number;`
-pub fn worker_connections(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn worker_connections(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let (ev, seen) = events_scope(scope);
     once(&mut seen.worker_connections, d)?;
     match value::number(d.arg(0)) {
@@ -177,9 +199,9 @@ pub fn use_method(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
     once(&mut seen.use_method, d)?;
     match d.arg(0) {
         "epoll" => Ok(()),
-        m @ ("select" | "poll" | "kqueue" | "eventport" | "/dev/poll") => {
-            Err(format!("invalid event type \"{m}\": nowait uses epoll only"))
-        }
+        m @ ("select" | "poll" | "kqueue" | "eventport" | "/dev/poll") => Err(format!(
+            "invalid event type \"{m}\": nowait uses epoll only"
+        )),
         m => Err(format!("invalid event type \"{m}\"")),
     }
 }

@@ -4,22 +4,26 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::build::{invalid, set_flag, set_once, Builder, Scope};
+use super::build::{Builder, Scope, invalid, set_flag, set_once};
 use super::inherit::{LocSet, SrvSet};
 use super::model::{
-    AccessLog, AccessLogs, AddHeader, Aio, ErrorPage, HttpConf, LogFormat, LogTarget, Root, Types,
-    COMBINED_FORMAT,
+    AccessLog, AccessLogs, AddHeader, Aio, COMBINED_FORMAT, ErrorPage, HttpConf, LogFormat,
+    LogTarget, Root, Types,
 };
 use super::syntax::Directive;
 use super::template::{Part, Template};
 use super::value;
 
 fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
-    scope.loc_set().expect("the table allows this directive in http, server and location only")
+    scope
+        .loc_set()
+        .expect("the table allows this directive in http, server and location only")
 }
 
 fn ss<'a>(scope: &'a mut Scope<'_>) -> &'a mut SrvSet {
-    scope.srv_set().expect("the table allows this directive in http and server only")
+    scope
+        .srv_set()
+        .expect("the table allows this directive in http and server only")
 }
 
 /// `http { ... }`
@@ -38,7 +42,10 @@ pub fn http(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(),
             template: Template::parse(COMBINED_FORMAT).map_err(|e| e.to_string())?,
         },
     );
-    b.walk(&mut Scope::Http(&mut h), d.block.as_deref().unwrap_or_default());
+    b.walk(
+        &mut Scope::Http(&mut h),
+        d.block.as_deref().unwrap_or_default(),
+    );
     m.http = Some(h);
     Ok(())
 }
@@ -58,7 +65,9 @@ pub fn log_format(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
             match mode {
                 "default" => {}
                 "json" | "none" => {
-                    return Err(format!("\"escape={mode}\" of \"log_format\" is not implemented yet"));
+                    return Err(format!(
+                        "\"escape={mode}\" of \"log_format\" is not implemented yet"
+                    ));
                 }
                 _ => return Err(format!("unknown log format escaping \"{mode}\"")),
             }
@@ -66,11 +75,15 @@ pub fn log_format(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         }
     }
     if rest.is_empty() {
-        return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+        return Err(format!(
+            "invalid number of arguments in \"{}\" directive",
+            d.name
+        ));
     }
     let text: String = rest.iter().map(|w| w.value.as_str()).collect();
     let template = b.template(&text, &d.loc)?;
-    h.log_formats.insert(name.clone(), LogFormat { name, template });
+    h.log_formats
+        .insert(name.clone(), LogFormat { name, template });
     Ok(())
 }
 
@@ -78,10 +91,12 @@ pub fn log_format(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
 /// the same extension wins, with nginx's warning.
 pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let set = ls(scope);
-    let mut types = set.types.as_deref().cloned().unwrap_or(Types { by_ext: HashMap::new() });
+    let mut types = set.types.as_deref().cloned().unwrap_or(Types {
+        by_ext: HashMap::new(),
+    });
     for entry in d.block.as_deref().unwrap_or_default() {
         if entry.block.is_some() {
-            b.error(format!("unexpected \"{{\" after \"{}\"", entry.name), &entry.loc);
+            b.error("unexpected \"{\"", &entry.loc);
             continue;
         }
         for ext in &entry.args {
@@ -111,33 +126,51 @@ pub fn default_type(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
 /// `access_log path [format] | off;` — several at one level all apply.
 pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     if let Some(extra) = d.args.get(2) {
-        return Err(format!("parameter \"{}\" of \"access_log\" is not implemented yet", extra.value));
+        return Err(format!(
+            "parameter \"{}\" of \"access_log\" is not implemented yet",
+            extra.value
+        ));
     }
     let path = d.arg(0);
     let set = ls(scope);
     if path == "off" {
         if d.args.len() > 1 {
-            return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+            return Err(format!(
+                "invalid number of arguments in \"{}\" directive",
+                d.name
+            ));
         }
         if matches!(set.access_log, Some(AccessLogs::Logs(_))) {
-            return Err("\"access_log off\" cannot be combined with other access logs at one level".into());
+            return Err(
+                "\"access_log off\" cannot be combined with other access logs at one level".into(),
+            );
         }
         return set_once(&mut set.access_log, AccessLogs::Off, &d.name);
     }
     if path.starts_with("syslog:") {
         return Err("syslog access logs are not implemented yet".into());
     }
-    let format = d.args.get(1).map_or("combined", |w| w.value.as_str()).to_string();
+    let format = d
+        .args
+        .get(1)
+        .map_or("combined", |w| w.value.as_str())
+        .to_string();
     b.log_format_uses.push((format.clone(), d.loc.clone()));
     let log = AccessLog {
-        target: if path == "stderr" { LogTarget::Stderr } else { LogTarget::File(b.full_path(path)) },
+        target: if path == "stderr" {
+            LogTarget::Stderr
+        } else {
+            LogTarget::File(b.full_path(path))
+        },
         format,
     };
     let set = ls(scope);
     match &mut set.access_log {
         Some(AccessLogs::Logs(v)) => v.push(log),
         Some(AccessLogs::Off) => {
-            return Err("\"access_log off\" cannot be combined with other access logs at one level".into());
+            return Err(
+                "\"access_log off\" cannot be combined with other access logs at one level".into(),
+            );
         }
         None => set.access_log = Some(AccessLogs::Logs(vec![log])),
     }
@@ -147,7 +180,11 @@ pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
 macro_rules! flag_setter {
     ($fn_name:ident, $field:ident) => {
         #[doc = concat!("`", stringify!($field), " on | off;`")]
-        pub fn $fn_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+        pub fn $fn_name(
+            _: &mut Builder,
+            scope: &mut Scope<'_>,
+            d: &Directive,
+        ) -> Result<(), String> {
             set_flag(&mut ls(scope).$field, d)
         }
     };
@@ -168,28 +205,46 @@ fn time_arg(d: &Directive, i: usize) -> Result<std::time::Duration, String> {
 }
 
 /// `sendfile_max_chunk size;`
-pub fn sendfile_max_chunk(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn sendfile_max_chunk(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = size_arg(d, 0)?;
     set_once(&mut ls(scope).sendfile_max_chunk, v, &d.name)
 }
 
 /// `client_max_body_size size;`
-pub fn client_max_body_size(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn client_max_body_size(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = size_arg(d, 0)?;
     set_once(&mut ls(scope).client_max_body_size, v, &d.name)
 }
 
 /// `keepalive_timeout timeout;`
-pub fn keepalive_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn keepalive_timeout(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     if d.args.len() > 1 {
-        return Err("the header_timeout parameter of \"keepalive_timeout\" is not implemented yet".into());
+        return Err(
+            "the header_timeout parameter of \"keepalive_timeout\" is not implemented yet".into(),
+        );
     }
     let v = time_arg(d, 0)?;
     set_once(&mut ls(scope).keepalive_timeout, v, &d.name)
 }
 
 /// `keepalive_requests number;`
-pub fn keepalive_requests(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn keepalive_requests(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = value::number(d.arg(0)).ok_or_else(|| invalid(d, d.arg(0)))?;
     set_once(&mut ls(scope).keepalive_requests, v, &d.name)
 }
@@ -201,13 +256,21 @@ pub fn send_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
 }
 
 /// `client_header_timeout time;`
-pub fn client_header_timeout(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn client_header_timeout(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = time_arg(d, 0)?;
     set_once(&mut ss(scope).client_header_timeout, v, &d.name)
 }
 
 /// `client_header_buffer_size size;`
-pub fn client_header_buffer_size(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn client_header_buffer_size(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let v = size_arg(d, 0)?;
     if v == 0 {
         return Err(invalid(d, d.arg(0)));
@@ -216,7 +279,11 @@ pub fn client_header_buffer_size(_: &mut Builder, scope: &mut Scope<'_>, d: &Dir
 }
 
 /// `large_client_header_buffers number size;`
-pub fn large_client_header_buffers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn large_client_header_buffers(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let n = match value::number(d.arg(0)) {
         Some(n) if (1..=1024).contains(&n) => n as u32,
         _ => return Err(invalid(d, d.arg(0))),
@@ -225,7 +292,11 @@ pub fn large_client_header_buffers(_: &mut Builder, scope: &mut Scope<'_>, d: &D
     if size == 0 {
         return Err(invalid(d, d.arg(1)));
     }
-    set_once(&mut ss(scope).large_client_header_buffers, (n, size), &d.name)
+    set_once(
+        &mut ss(scope).large_client_header_buffers,
+        (n, size),
+        &d.name,
+    )
 }
 
 /// `aio off | threads[=pool];` — `aio on` (Linux native AIO with O_DIRECT)
@@ -263,7 +334,7 @@ fn path_template(b: &Builder, mut t: Template, is_root: bool) -> Template {
             *first = b.full_path(first).to_string_lossy().into_owned();
         }
     }
-    if is_root && t.parts.len() > 0 {
+    if is_root && !t.parts.is_empty() {
         if let Some(Part::Literal(last)) = t.parts.last_mut() {
             if last.len() > 1 && last.ends_with('/') {
                 last.pop();
@@ -281,11 +352,19 @@ fn path_template(b: &Builder, mut t: Template, is_root: bool) -> Template {
     t
 }
 
-fn root_or_alias(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive, alias: bool) -> Result<(), String> {
+fn root_or_alias(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+    alias: bool,
+) -> Result<(), String> {
     let raw = d.arg(0);
     for forbidden in ["document_root", "realpath_root"] {
         if Template::parse(raw).is_ok_and(|t| t.vars().any(|v| v == forbidden)) {
-            return Err(format!("the ${forbidden} variable cannot be used in the \"{}\" directive", d.name));
+            return Err(format!(
+                "the ${forbidden} variable cannot be used in the \"{}\" directive",
+                d.name
+            ));
         }
     }
     let t = b.template(raw, &d.loc)?;
@@ -293,10 +372,14 @@ fn root_or_alias(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive, alias: b
     let set = ls(scope);
     match (&set.root, alias) {
         (Some(Root::Root(_)), true) => {
-            return Err("\"alias\" directive is duplicate, \"root\" directive was specified earlier".into());
+            return Err(
+                "\"alias\" directive is duplicate, \"root\" directive was specified earlier".into(),
+            );
         }
         (Some(Root::Alias(_)), false) => {
-            return Err("\"root\" directive is duplicate, \"alias\" directive was specified earlier".into());
+            return Err(
+                "\"root\" directive is duplicate, \"alias\" directive was specified earlier".into(),
+            );
         }
         _ => {}
     }
@@ -322,7 +405,10 @@ pub fn index(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
             return Err(format!("index \"\" in \"{}\" directive is invalid", d.name));
         }
         if w.value.starts_with('/') && i + 1 != d.args.len() {
-            return Err(format!("only the last index in \"{}\" directive should be absolute", d.name));
+            return Err(format!(
+                "only the last index in \"{}\" directive should be absolute",
+                d.name
+            ));
         }
         list.push(b.template(&w.value, &d.loc)?);
     }
@@ -348,7 +434,10 @@ pub fn error_page(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         });
     }
     if last_code == 0 {
-        return Err(format!("invalid number of arguments in \"{}\" directive", d.name));
+        return Err(format!(
+            "invalid number of arguments in \"{}\" directive",
+            d.name
+        ));
     }
     let mut codes = Vec::new();
     for w in &d.args[..last_code] {
@@ -359,7 +448,14 @@ pub fn error_page(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         }
     }
     let uri = b.template(uri, &d.loc)?;
-    ls(scope).error_pages.get_or_insert_with(Vec::new).push(ErrorPage { codes, overwrite, uri });
+    ls(scope)
+        .error_pages
+        .get_or_insert_with(Vec::new)
+        .push(ErrorPage {
+            codes,
+            overwrite,
+            uri,
+        });
     Ok(())
 }
 
@@ -375,10 +471,13 @@ pub fn add_header(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         return Err(invalid(d, name));
     }
     let value = b.template(d.arg(1), &d.loc)?;
-    ls(scope).add_headers.get_or_insert_with(Vec::new).push(AddHeader {
-        name: name.to_string(),
-        value,
-        always,
-    });
+    ls(scope)
+        .add_headers
+        .get_or_insert_with(Vec::new)
+        .push(AddHeader {
+            name: name.to_string(),
+            value,
+            always,
+        });
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::build::{invalid, set_once, Builder, Scope};
+use super::build::{Builder, Scope, invalid, set_once};
 use super::model::{CachePath, SplitClients, Upstream};
 use super::syntax::Directive;
 use super::value;
@@ -27,16 +27,23 @@ pub fn upstream(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         servers: Vec::new(),
         loc: d.loc.clone(),
     };
-    b.walk(&mut Scope::Upstream(&mut u), d.block.as_deref().unwrap_or_default());
+    b.walk(
+        &mut Scope::Upstream(&mut u),
+        d.block.as_deref().unwrap_or_default(),
+    );
     if u.servers.is_empty() {
-        b.error(format!("no servers are inside upstream"), &d.loc);
+        b.error("no servers are inside upstream", &d.loc);
     }
     h.upstreams.push(u);
     Ok(())
 }
 
 /// `server address [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down];`
-pub fn upstream_server(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn upstream_server(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let Scope::Upstream(u) = scope else {
         unreachable!("the table allows this server in upstream only")
     };
@@ -78,7 +85,10 @@ pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
     let mut sum: u32 = 0;
     for e in d.block.as_deref().unwrap_or_default() {
         if e.args.len() != 1 || e.block.is_some() {
-            b.error("invalid number of arguments in \"split_clients\" entry", &e.loc);
+            b.error(
+                "invalid number of arguments in \"split_clients\" entry",
+                &e.loc,
+            );
             continue;
         }
         let share = if e.name == "*" {
@@ -102,7 +112,12 @@ pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
     let Scope::Http(h) = scope else {
         unreachable!("the table allows split_clients in http only")
     };
-    h.split_clients.push(SplitClients { key, var, parts, loc: d.loc.clone() });
+    h.split_clients.push(SplitClients {
+        key,
+        var,
+        parts,
+        loc: d.loc.clone(),
+    });
     Ok(())
 }
 
@@ -121,7 +136,11 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
 }
 
 /// `proxy_cache_path path [levels=1:2] keys_zone=name:size [use_temp_path=on|off] [inactive=time] [max_size=size];`
-pub fn proxy_cache_path(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn proxy_cache_path(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let path = b.full_path(d.arg(0));
     let mut levels = Vec::new();
     let mut zone = None;
@@ -146,7 +165,9 @@ pub fn proxy_cache_path(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -
                 }
             }
             "keys_zone" => {
-                let (name, size) = val.split_once(':').ok_or_else(|| format!("invalid keys zone size \"{p}\""))?;
+                let (name, size) = val
+                    .split_once(':')
+                    .ok_or_else(|| format!("invalid keys zone size \"{p}\""))?;
                 let size = value::size(size)
                     .filter(|&s| s >= 8192)
                     .ok_or_else(|| format!("invalid keys zone size \"{p}\""))?;
@@ -155,15 +176,26 @@ pub fn proxy_cache_path(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -
                 }
                 zone = Some((name.to_string(), size));
             }
-            "max_size" => max_size = Some(value::size(val).ok_or_else(|| format!("invalid max_size value \"{p}\""))?),
-            "inactive" => inactive = value::time(val, false).ok_or_else(|| format!("invalid inactive value \"{p}\""))?,
-            "use_temp_path" => {
-                use_temp_path = value::flag(val).ok_or_else(|| format!("invalid use_temp_path value \"{val}\", it must be \"on\" or \"off\""))?;
+            "max_size" => {
+                max_size = Some(
+                    value::size(val).ok_or_else(|| format!("invalid max_size value \"{p}\""))?,
+                )
             }
-            "min_free" | "manager_files" | "manager_sleep" | "manager_threshold" | "loader_files"
-            | "loader_sleep" | "loader_threshold" | "purger" | "purger_files" | "purger_sleep"
-            | "purger_threshold" => {
-                return Err(format!("the \"{key}\" parameter of \"proxy_cache_path\" is not implemented yet"));
+            "inactive" => {
+                inactive = value::time(val, false)
+                    .ok_or_else(|| format!("invalid inactive value \"{p}\""))?
+            }
+            "use_temp_path" => {
+                use_temp_path = value::flag(val).ok_or_else(|| {
+                    format!("invalid use_temp_path value \"{val}\", it must be \"on\" or \"off\"")
+                })?;
+            }
+            "min_free" | "manager_files" | "manager_sleep" | "manager_threshold"
+            | "loader_files" | "loader_sleep" | "loader_threshold" | "purger" | "purger_files"
+            | "purger_sleep" | "purger_threshold" => {
+                return Err(format!(
+                    "the \"{key}\" parameter of \"proxy_cache_path\" is not implemented yet"
+                ));
             }
             _ => return Err(format!("invalid parameter \"{p}\"")),
         }
@@ -204,14 +236,22 @@ pub fn proxy_cache(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
 }
 
 /// `proxy_cache_key string;`
-pub fn proxy_cache_key(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn proxy_cache_key(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let t = b.template(d.arg(0), &d.loc)?;
     let set = scope.loc_set().expect("http, server or location");
     set_once(&mut set.proxy_cache_key, Some(t), &d.name)
 }
 
 /// `proxy_cache_valid [code ...] time;`
-pub fn proxy_cache_valid(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn proxy_cache_valid(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let n = d.args.len();
     let time = value::time(d.arg(n - 1), false).ok_or_else(|| invalid(d, d.arg(n - 1)))?;
     let mut codes = Vec::new();
@@ -225,6 +265,8 @@ pub fn proxy_cache_valid(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) 
         }
     }
     let set = scope.loc_set().expect("http, server or location");
-    set.proxy_cache_valid.get_or_insert_with(Vec::new).push((codes, time));
+    set.proxy_cache_valid
+        .get_or_insert_with(Vec::new)
+        .push((codes, time));
     Ok(())
 }

@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 use super::build::{Builder, Scope};
-use super::model::{Listen, Location, LocationMatch, Return, Server, DEFAULT_BACKLOG};
+use super::model::{DEFAULT_BACKLOG, Listen, Location, LocationMatch, Return, Server};
 use super::syntax::Directive;
 use super::value;
 
@@ -16,22 +16,36 @@ pub fn server(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         loc: Some(d.loc.clone()),
         ..Server::default()
     };
-    b.walk(&mut Scope::Server(&mut s), d.block.as_deref().unwrap_or_default());
+    b.walk(
+        &mut Scope::Server(&mut s),
+        d.block.as_deref().unwrap_or_default(),
+    );
     h.servers.push(s);
     Ok(())
 }
 
 /// Listen parameters nginx has that nowait does not implement yet.
 const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &[
-    "ssl", "http2", "quic", "proxy_protocol", "deferred", "fastopen", "ipv6only", "so_keepalive",
-    "accept_filter", "setfib", "udp",
+    "ssl",
+    "http2",
+    "quic",
+    "proxy_protocol",
+    "deferred",
+    "fastopen",
+    "ipv6only",
+    "so_keepalive",
+    "accept_filter",
+    "setfib",
+    "udp",
 ];
 
 /// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
 /// `[v6]:port`, or a host name resolved now, as nginx does at start-up.
 pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
     if s.starts_with("unix:") {
-        return Err(format!("unix domain sockets in \"{s}\" of the \"listen\" directive are not implemented yet"));
+        return Err(format!(
+            "unix domain sockets in \"{s}\" of the \"listen\" directive are not implemented yet"
+        ));
     }
     let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
     let port_of = |p: &str| match value::number(p) {
@@ -39,16 +53,23 @@ pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
         _ => Err(bad_port()),
     };
     if s.bytes().all(|c| c.is_ascii_digit()) {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port_of(s)?));
+        return Ok(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port_of(s)?,
+        ));
     }
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => port_of(p)?,
             None if after.is_empty() => 80,
             None => return Err(bad_port()),
         };
-        let ip: IpAddr = h.parse().map_err(|_| format!("invalid IPv6 address in \"{s}\" of the \"listen\" directive"))?;
+        let ip: IpAddr = h
+            .parse()
+            .map_err(|_| format!("invalid IPv6 address in \"{s}\" of the \"listen\" directive"))?;
         return Ok(SocketAddr::new(ip, port));
     } else if let Some((h, p)) = s.rsplit_once(':') {
         (h, port_of(p)?)
@@ -102,7 +123,8 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
             "rcvbuf" | "sndbuf" => {
                 let size = value::size(val)
                     .filter(|&n| n > 0 && n <= i32::MAX as u64)
-                    .ok_or_else(|| format!("invalid {key} \"{val}\""))? as usize;
+                    .ok_or_else(|| format!("invalid {key} \"{val}\""))?
+                    as usize;
                 if key == "rcvbuf" {
                     l.rcvbuf = Some(size);
                 } else {
@@ -110,7 +132,9 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
                 }
             }
             k if UNIMPLEMENTED_LISTEN_PARAMS.contains(&k) => {
-                return Err(format!("the \"{k}\" parameter of \"listen\" is not implemented yet"));
+                return Err(format!(
+                    "the \"{k}\" parameter of \"listen\" is not implemented yet"
+                ));
             }
             _ => return Err(format!("invalid parameter \"{p}\"")),
         }
@@ -121,7 +145,7 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         l.bind = true;
     }
     if s.listens.iter().any(|o| o.addr == l.addr) {
-        return Err(format!("duplicate listen {}", l.addr));
+        return Err(format!("a duplicate listen {}", l.addr));
     }
     s.listens.push(l);
     Ok(())
@@ -135,14 +159,19 @@ pub fn server_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
     for w in &d.args {
         let name = w.value.as_str();
         if let Some(re) = name.strip_prefix('~') {
-            regex::Regex::new(re).map_err(|e| format!("invalid server name regex \"{re}\": {}", first_line(&e.to_string())))?;
+            regex::Regex::new(re).map_err(|e| {
+                format!(
+                    "invalid server name regex \"{re}\": {}",
+                    first_line(&e.to_string())
+                )
+            })?;
             s.names.push(name.to_string());
             continue;
         }
         let lower = name.to_ascii_lowercase();
         let stars = lower.matches('*').count();
-        let wildcard_ok = stars == 0
-            || (stars == 1 && (lower.starts_with("*.") || lower.ends_with(".*")));
+        let wildcard_ok =
+            stars == 0 || (stars == 1 && (lower.starts_with("*.") || lower.ends_with(".*")));
         if !wildcard_ok || lower == "." {
             return Err(format!("server name \"{name}\" is invalid"));
         }
@@ -152,7 +181,11 @@ pub fn server_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
 }
 
 fn first_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Parses a location's modifier and URI.
@@ -178,10 +211,22 @@ fn location_match(d: &Directive) -> Result<LocationMatch, String> {
         "^~" => LocationMatch::PrefixNoRegex(uri),
         "~" | "~*" => {
             let ci = modifier == "~*";
-            let pattern = if ci { format!("(?i){uri}") } else { uri.clone() };
-            let re = regex::Regex::new(&pattern)
-                .map_err(|e| format!("invalid regular expression \"{uri}\": {}", first_line(&e.to_string())))?;
-            LocationMatch::Regex { source: uri, re, case_insensitive: ci }
+            let pattern = if ci {
+                format!("(?i){uri}")
+            } else {
+                uri.clone()
+            };
+            let re = regex::Regex::new(&pattern).map_err(|e| {
+                format!(
+                    "invalid regular expression \"{uri}\": {}",
+                    first_line(&e.to_string())
+                )
+            })?;
+            LocationMatch::Regex {
+                source: uri,
+                re,
+                case_insensitive: ci,
+            }
         }
         "" if uri.starts_with('@') => LocationMatch::Named(uri),
         "" => LocationMatch::Prefix(uri),
@@ -206,16 +251,25 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         let inner = matcher.describe();
         match &parent.matcher {
             LocationMatch::Exact(p) => {
-                return Err(format!("location \"{inner}\" cannot be inside the exact location \"{p}\""));
+                return Err(format!(
+                    "location \"{inner}\" cannot be inside the exact location \"{p}\""
+                ));
             }
             LocationMatch::Named(p) => {
-                return Err(format!("location \"{inner}\" cannot be inside the named location \"{p}\""));
+                return Err(format!(
+                    "location \"{inner}\" cannot be inside the named location \"{p}\""
+                ));
             }
             LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) => {
                 if let LocationMatch::Named(n) = &matcher {
-                    return Err(format!("named location \"{n}\" can be on the server level only"));
+                    return Err(format!(
+                        "named location \"{n}\" can be on the server level only"
+                    ));
                 }
-                if let LocationMatch::Exact(u) | LocationMatch::Prefix(u) | LocationMatch::PrefixNoRegex(u) = &matcher {
+                if let LocationMatch::Exact(u)
+                | LocationMatch::Prefix(u)
+                | LocationMatch::PrefixNoRegex(u) = &matcher
+                {
                     if !u.starts_with(p.as_str()) {
                         return Err(format!("location \"{u}\" is outside location \"{p}\""));
                     }
@@ -223,7 +277,9 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
             }
             LocationMatch::Regex { .. } => {
                 if let LocationMatch::Named(n) = &matcher {
-                    return Err(format!("named location \"{n}\" can be on the server level only"));
+                    return Err(format!(
+                        "named location \"{n}\" can be on the server level only"
+                    ));
                 }
             }
         }
@@ -234,7 +290,10 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         _ => unreachable!("the table allows location in server and location only"),
     };
     if let Some(key) = duplicate_key(&matcher) {
-        if siblings.iter().any(|o| duplicate_key(&o.matcher) == Some(key)) {
+        if siblings
+            .iter()
+            .any(|o| duplicate_key(&o.matcher) == Some(key))
+        {
             return Err(format!("duplicate location \"{}\"", key.1));
         }
     }
@@ -247,7 +306,10 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         locations: Vec::new(),
         loc: d.loc.clone(),
     };
-    b.walk(&mut Scope::Location(&mut loc), d.block.as_deref().unwrap_or_default());
+    b.walk(
+        &mut Scope::Location(&mut loc),
+        d.block.as_deref().unwrap_or_default(),
+    );
     match scope {
         Scope::Server(s) => s.locations.push(loc),
         Scope::Location(l) => l.locations.push(loc),
@@ -271,9 +333,14 @@ pub fn return_(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<
             },
         },
         _ if d.args.len() == 1
-            && (first.starts_with("http://") || first.starts_with("https://") || first.starts_with("$scheme")) =>
+            && (first.starts_with("http://")
+                || first.starts_with("https://")
+                || first.starts_with("$scheme")) =>
         {
-            Return { code: 302, text: Some(b.template(first, &d.loc)?) }
+            Return {
+                code: 302,
+                text: Some(b.template(first, &d.loc)?),
+            }
         }
         _ => return Err(format!("invalid return code \"{first}\"")),
     };
@@ -286,7 +353,10 @@ pub fn return_(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<
     if slot.is_none() {
         *slot = Some(ret);
     } else {
-        b.warn("\"return\" after an earlier \"return\" in the same block is never reached", &d.loc);
+        b.warn(
+            "\"return\" after an earlier \"return\" in the same block is never reached",
+            &d.loc,
+        );
     }
     Ok(())
 }

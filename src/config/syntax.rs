@@ -16,6 +16,12 @@ use super::source::{Loc, Origin, SourceFile};
 /// How deep `include` may nest before it is taken for a loop.
 pub const MAX_INCLUDE_DEPTH: usize = 32;
 
+/// How deep blocks may nest, counted across included files. Reading and
+/// applying a block recurses, so without a bound a file of `a {` repeated
+/// overflows the stack and aborts; real configurations nest a handful deep
+/// (http → server → location → location).
+pub const MAX_BLOCK_DEPTH: usize = 64;
+
 /// One directive: its name, its arguments, and its block if it has one.
 #[derive(Clone, Debug)]
 pub struct Directive {
@@ -42,6 +48,8 @@ pub struct Reader {
     conf_dir: PathBuf,
     /// Every file read, in order, for `-T`.
     pub files: Vec<SourceFile>,
+    /// How many blocks enclose the statement being read.
+    block_depth: usize,
 }
 
 impl Reader {
@@ -50,12 +58,17 @@ impl Reader {
         Reader {
             conf_dir,
             files: Vec::new(),
+            block_depth: 0,
         }
     }
 
     /// Reads a file and every file it includes. `at` is the location of the
     /// `include` (or `None` for the main file), used in the error message.
-    pub fn read_file(&mut self, path: &Path, at: Option<&Loc>) -> Result<Vec<Directive>, ConfError> {
+    pub fn read_file(
+        &mut self,
+        path: &Path,
+        at: Option<&Loc>,
+    ) -> Result<Vec<Directive>, ConfError> {
         self.read_file_depth(path, at, 0)
     }
 
@@ -67,7 +80,11 @@ impl Reader {
     ) -> Result<Vec<Directive>, ConfError> {
         let text = std::fs::read(path).map_err(|e| {
             ConfError::emerg(
-                format!("open() \"{}\" failed ({})", path.display(), crate::config::errno_text(&e)),
+                format!(
+                    "open() \"{}\" failed ({})",
+                    path.display(),
+                    crate::config::errno_text(&e)
+                ),
                 at.cloned(),
             )
         })?;
@@ -116,6 +133,12 @@ impl Reader {
                 End::BlockEnd => return Err(ConfError::emerg("unexpected \"}\"", Some(loc))),
                 End::Semicolon | End::BlockStart => {}
             }
+            if st.end == End::BlockStart && loc.origin == Origin::CommandLine {
+                return Err(ConfError::emerg(
+                    "block directives are not supported in -g option",
+                    Some(loc),
+                ));
+            }
             let mut words = st.words.into_iter();
             let Some(name) = words.next() else {
                 continue;
@@ -132,7 +155,16 @@ impl Reader {
                 continue;
             }
             let block = if st.end == End::BlockStart {
-                Some(self.read_block(lexer, depth, true)?)
+                if self.block_depth >= MAX_BLOCK_DEPTH {
+                    return Err(ConfError::emerg(
+                        format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH} levels)"),
+                        Some(loc),
+                    ));
+                }
+                self.block_depth += 1;
+                let body = self.read_block(lexer, depth, true);
+                self.block_depth -= 1;
+                Some(body?)
             } else {
                 None
             };
@@ -145,10 +177,17 @@ impl Reader {
         }
     }
 
-    fn include(&mut self, pattern: &str, loc: &Loc, depth: usize) -> Result<Vec<Directive>, ConfError> {
+    fn include(
+        &mut self,
+        pattern: &str,
+        loc: &Loc,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfError> {
         if depth >= MAX_INCLUDE_DEPTH {
             return Err(ConfError::emerg(
-                format!("too deep \"include\" of \"{pattern}\" (more than {MAX_INCLUDE_DEPTH} levels)"),
+                format!(
+                    "too deep \"include\" of \"{pattern}\" (more than {MAX_INCLUDE_DEPTH} levels)"
+                ),
                 Some(loc.clone()),
             ));
         }
@@ -163,9 +202,15 @@ impl Reader {
         }
         let full_str = full.to_string_lossy().into_owned();
         let paths = glob::glob(&full_str).map_err(|e| {
-            ConfError::emerg(format!("glob() \"{full_str}\" failed ({e})"), Some(loc.clone()))
+            ConfError::emerg(
+                format!("glob() \"{full_str}\" failed ({e})"),
+                Some(loc.clone()),
+            )
         })?;
-        let mut list: Vec<PathBuf> = paths.filter_map(Result::ok).filter(|p| !p.is_dir()).collect();
+        let mut list: Vec<PathBuf> = paths
+            .filter_map(Result::ok)
+            .filter(|p| !p.is_dir())
+            .collect();
         list.sort();
         for p in list {
             out.extend(self.read_file_depth(&p, Some(loc), depth + 1)?);
@@ -186,7 +231,11 @@ mod tests {
     fn tree_with_blocks_and_lines() {
         let mut r = Reader::new(PathBuf::from("/"));
         let t = r
-            .read_text("events {}\nhttp {\n server {\n  listen 80;\n }\n}\n", Origin::CommandLine, 0)
+            .read_text(
+                "events {}\nhttp {\n server {\n  listen 80;\n }\n}\n",
+                Origin::Embedded,
+                0,
+            )
             .unwrap();
         assert_eq!(t.len(), 2);
         let http = &t[1];
@@ -200,7 +249,7 @@ mod tests {
     #[test]
     fn unbalanced_braces() {
         let mut r = Reader::new(PathBuf::from("/"));
-        let e = r.read_text("http {\n", Origin::CommandLine, 0).unwrap_err();
+        let e = r.read_text("http {\n", Origin::Embedded, 0).unwrap_err();
         assert_eq!(e.message, "unexpected end of file, expecting \"}\"");
         let e = r.read_text("}\n", Origin::CommandLine, 0).unwrap_err();
         assert_eq!(e.message, "unexpected \"}\"");
@@ -213,13 +262,51 @@ mod tests {
         std::fs::write(dir.join("conf.d/b.conf"), "b 2;\n").unwrap();
         std::fs::write(dir.join("conf.d/a.conf"), "a 1;\n").unwrap();
         let mut r = Reader::new(dir.clone());
-        let t = r.read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0).unwrap();
+        let t = r
+            .read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0)
+            .unwrap();
         let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(t[0].loc.to_string(), format!("{}:1", dir.join("conf.d/a.conf").display()));
-        let e = r.read_text("include nope.conf;\n", Origin::CommandLine, 0).unwrap_err();
+        assert_eq!(
+            t[0].loc.to_string(),
+            format!("{}:1", dir.join("conf.d/a.conf").display())
+        );
+        let e = r
+            .read_text("include nope.conf;\n", Origin::CommandLine, 0)
+            .unwrap_err();
         assert!(e.to_string().starts_with("open() \""), "{e}");
-        assert!(e.to_string().ends_with("failed (2: No such file or directory) in command line"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("failed (2: No such file or directory) in command line"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Regression: `-g "http { }"` was accepted; nginx refuses blocks in -g.
+    #[test]
+    fn no_blocks_on_the_command_line() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let e = r
+            .read_text("events { }", Origin::CommandLine, 0)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "block directives are not supported in -g option in command line"
+        );
+    }
+
+    /// Regression: 100 000 nested `a {` overflowed the stack and aborted.
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let text = "a {\n".repeat(100_000);
+        let e = r.read_text(&text, Origin::Embedded, 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "too deep nesting of blocks (more than 64 levels) in embedded configuration:65"
+        );
+        let ok = format!("{}{}", "a {\n".repeat(64), "}\n".repeat(64));
+        assert_eq!(r.read_text(&ok, Origin::Embedded, 0).unwrap().len(), 1);
     }
 }

@@ -113,7 +113,9 @@ macro_rules! spec {
 }
 
 /// Every directive. Two entries may share a name when their contexts differ
-/// (`server` in `http` and in `upstream`).
+/// (`server` in `http` and in `upstream`). One line per directive, so the
+/// table reads as a table: rustfmt would spread each entry over ten lines.
+#[rustfmt::skip]
 pub static DIRECTIVES: &[Spec] = &[
     // main
     spec!("worker_processes", MAIN, Exactly(1), false, Ready, set_core::worker_processes, "worker_processes number | auto;", "1"),

@@ -43,7 +43,10 @@ impl Template {
             }
             let (name, next) = if b.get(i + 1) == Some(&b'{') {
                 let Some(close) = s[i + 2..].find('}') else {
-                    return Err(format!("the closing bracket in \"{}\" variable is missing", &s[i + 2..]));
+                    return Err(format!(
+                        "the closing bracket in \"{}\" variable is missing",
+                        &s[i + 2..]
+                    ));
                 };
                 (&s[i + 2..i + 2 + close], i + 3 + close)
             } else {
@@ -162,7 +165,10 @@ mod tests {
     #[test]
     fn parts() {
         let t = Template::parse("pool_$disk").unwrap();
-        assert_eq!(t.parts, vec![Part::Literal("pool_".into()), Part::Var("disk".into())]);
+        assert_eq!(
+            t.parts,
+            vec![Part::Literal("pool_".into()), Part::Var("disk".into())]
+        );
         let t = Template::parse("${host}x$uri/").unwrap();
         assert_eq!(
             t.parts,

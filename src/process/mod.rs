@@ -61,14 +61,6 @@ pub fn worker_count(c: &Config) -> usize {
     }
 }
 
-/// The messages for directives that parse but do not work yet.
-pub fn refuse_not_implemented(c: &Config) -> Vec<String> {
-    c.not_implemented
-        .iter()
-        .map(|(name, loc)| format!("\"{name}\" is not implemented yet in {loc}"))
-        .collect()
-}
-
 fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
     let all = c.http.iter().flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter().cloned()));
     listen::wanted(all)
@@ -139,13 +131,7 @@ fn start_generation(site: Arc<Site>, listeners: &Listeners, workers: usize, id: 
 
 /// Runs the server; returns the exit code.
 pub fn run(config: Config, inv: Invocation) -> i32 {
-    let refused = refuse_not_implemented(&config);
-    if !refused.is_empty() {
-        for m in refused {
-            say(&format!("[emerg] {m}"));
-        }
-        return 1;
-    }
+    // The command line has already refused directives not implemented yet.
     let (identity, warning) = match identity::resolve(&config.main) {
         Ok(x) => x,
         Err(e) => {
@@ -305,7 +291,7 @@ fn reload(inv: &Invocation, listeners: &mut Listeners, init: &Arc<dyn Fn() + Sen
         diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
     })?;
     let config = loaded.config;
-    let refused = refuse_not_implemented(&config);
+    let refused = crate::config::refuse_not_implemented(&config);
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }

@@ -1,0 +1,394 @@
+//! Black-box tests of the command line: the real binary, run with nginx's
+//! flags, its exit code and its messages on stderr/stdout compared with
+//! nginx's. Serving is not tested here.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use nowait::cli::{SignalName, signal};
+use nowait::config::table::DIRECTIVES;
+
+/// The four configurations of the brief, in `examples/`.
+const EXAMPLES: [&str; 4] = [
+    "benchmark.conf",
+    "aio-threads.conf",
+    "named-pools.conf",
+    "cache-three-disks.conf",
+];
+
+/// What one run of the binary produced.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn nowait(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the nowait binary runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+fn example(name: &str) -> String {
+    examples_dir().join(name).to_string_lossy().into_owned()
+}
+
+/// A fresh, empty directory for one test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("nowait-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn every_example_tests_successfully() {
+    let prefix = TempDir::new("examples");
+    for name in EXAMPLES {
+        let file = example(name);
+        let r = nowait(&["-t", "-p", prefix.path(), "-c", &file]);
+        assert_eq!(r.code, Some(0), "{name}: {}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            format!(
+                "nowait: the configuration file {file} syntax is ok\n\
+                 nowait: configuration file {file} test is successful\n"
+            ),
+            "{name}"
+        );
+        assert_eq!(r.stdout, "", "{name}");
+    }
+}
+
+#[test]
+fn dump_prints_every_file_read() {
+    let prefix = TempDir::new("dump");
+    let mime = examples_dir().join("mime.types");
+    let mime_text = std::fs::read_to_string(&mime).unwrap();
+    for name in EXAMPLES {
+        let file = example(name);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let r = nowait(&["-T", "-p", prefix.path(), "-c", &file]);
+        assert_eq!(r.code, Some(0), "{name}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("test is successful"),
+            "{name}: {}",
+            r.stderr
+        );
+        let main = format!("# configuration file {file}:\n{text}");
+        assert!(r.stdout.starts_with(&main), "{name}:\n{}", r.stdout);
+        let includes_mime = text.contains("include mime.types;");
+        let mime_section = format!("# configuration file {}:\n{mime_text}", mime.display());
+        assert_eq!(r.stdout.contains(&mime_section), includes_mime, "{name}");
+    }
+}
+
+#[test]
+fn quiet_test_prints_nothing_on_success() {
+    let prefix = TempDir::new("quiet");
+    let r = nowait(&[
+        "-q",
+        "-t",
+        "-p",
+        prefix.path(),
+        "-c",
+        &example("benchmark.conf"),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stderr, "");
+    assert_eq!(r.stdout, "");
+    // Grouped, as nginx reads them.
+    let r = nowait(&["-qt", "-p", prefix.path(), "-c", &example("benchmark.conf")]);
+    assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""));
+}
+
+#[test]
+fn quiet_test_still_reports_errors() {
+    let dir = TempDir::new("quiet-errors");
+    let conf = dir.write("nowait.conf", "events {}\nbogus;\n");
+    let r = nowait(&["-q", "-t", "-p", dir.path(), "-c", &conf]);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr,
+        format!(
+            "nowait: [emerg] unknown directive \"bogus\" in {conf}:2\n\
+             nowait: configuration file {conf} test failed\n"
+        )
+    );
+}
+
+#[test]
+fn version_and_build_facts() {
+    let v = format!("nowait version: nowait/{}\n", env!("CARGO_PKG_VERSION"));
+    let r = nowait(&["-v"]);
+    assert_eq!(
+        (r.code, r.stderr.as_str(), r.stdout.as_str()),
+        (Some(0), v.as_str(), "")
+    );
+    let r = nowait(&["-V"]);
+    assert_eq!(r.code, Some(0));
+    assert!(r.stderr.starts_with(&v), "{}", r.stderr);
+    for fact in ["built for ", "prefix: ", "conf-path: ", "features: "] {
+        assert!(r.stderr.contains(fact), "{fact}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn help_lists_every_flag() {
+    for flag in ["-h", "-?", "--help"] {
+        let r = nowait(&[flag]);
+        assert_eq!(r.code, Some(0), "{flag}");
+        assert!(r.stderr.contains("Usage: nowait "), "{flag}: {}", r.stderr);
+        for opt in [
+            "-?,-h",
+            "-v ",
+            "-V ",
+            "-t ",
+            "-T ",
+            "-q ",
+            "-s signal",
+            "-p prefix",
+            "-e filename",
+            "-c filename",
+            "-g directives",
+            "--root",
+            "--listen",
+            "--directives",
+        ] {
+            assert!(r.stderr.contains(opt), "{flag}: no {opt} in {}", r.stderr);
+        }
+    }
+}
+
+#[test]
+fn bad_options_in_nginx_words() {
+    for (args, msg) in [
+        (&["-x"][..], "nowait: invalid option: \"x\"\n"),
+        (&["-tx"][..], "nowait: invalid option: \"x\"\n"),
+        (&["-c"][..], "nowait: option \"-c\" requires file name\n"),
+        (
+            &["-p"][..],
+            "nowait: option \"-p\" requires directory name\n",
+        ),
+        (&["-g"][..], "nowait: option \"-g\" requires parameters\n"),
+        (&["-s"][..], "nowait: option \"-s\" requires parameter\n"),
+        (&["-s", "kill"][..], "nowait: invalid option: \"-s kill\"\n"),
+        (&["file"][..], "nowait: invalid option: \"file\"\n"),
+    ] {
+        let r = nowait(args);
+        assert_eq!((r.code, r.stderr.as_str()), (Some(1), msg), "{args:?}");
+    }
+}
+
+#[test]
+fn globals_from_the_command_line() {
+    let prefix = TempDir::new("globals");
+    let file = example("named-pools.conf");
+    let r = nowait(&[
+        "-t",
+        "-p",
+        prefix.path(),
+        "-c",
+        &file,
+        "-g",
+        "worker_processes 2;",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &file, "-g", "bogus;"]);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr,
+        format!(
+            "nowait: [emerg] unknown directive \"bogus\" in command line\n\
+             nowait: configuration file {file} test failed\n"
+        )
+    );
+}
+
+#[test]
+fn global_duplicated_by_the_file_is_reported_in_the_file() {
+    // As in nginx, -g is read first, so the file's directive is the duplicate.
+    let dir = TempDir::new("globals-dup");
+    let conf = dir.write("nowait.conf", "events {}\ndaemon on;\n");
+    let r = nowait(&["-t", "-p", dir.path(), "-c", &conf, "-g", "daemon off;"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains(&format!(
+            "nowait: [emerg] \"daemon\" directive is duplicate in {conf}:2\n"
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn signal_reload_sends_sighup_to_the_pid_in_the_pid_file() {
+    let dir = TempDir::new("signal");
+    let pid_file = dir.0.join("nowait.pid");
+    let conf = dir.write(
+        "nowait.conf",
+        &format!("pid {};\nevents {{}}\n", pid_file.display()),
+    );
+    let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+    std::fs::write(&pid_file, format!("{}\n", child.id())).unwrap();
+    let r = nowait(&["-s", "reload", "-p", dir.path(), "-c", &conf]);
+    if r.code != Some(0) {
+        let _ = child.kill();
+    }
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(signal::number(SignalName::Reload)));
+    assert_eq!(status.signal(), Some(1), "SIGHUP");
+}
+
+#[test]
+fn signal_with_a_missing_or_bad_pid_file() {
+    let dir = TempDir::new("signal-bad");
+    let pid_file = dir.0.join("run/nowait.pid");
+    let conf = dir.write("nowait.conf", "pid run/nowait.pid;\nevents {}\n");
+    let r = nowait(&["-s", "stop", "-p", dir.path(), "-c", &conf]);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr,
+        format!(
+            "nowait: [error] open() \"{}\" failed (2: No such file or directory)\n",
+            pid_file.display()
+        )
+    );
+
+    std::fs::create_dir_all(pid_file.parent().unwrap()).unwrap();
+    for garbage in ["garbage", "-5", "0", ""] {
+        std::fs::write(&pid_file, format!("{garbage}\n")).unwrap();
+        let r = nowait(&["-s", "quit", "-p", dir.path(), "-c", &conf]);
+        assert_eq!(r.code, Some(1), "{garbage:?}");
+        assert_eq!(
+            r.stderr,
+            format!(
+                "nowait: [error] invalid PID number \"{garbage}\" in \"{}\"\n",
+                pid_file.display()
+            ),
+            "{garbage:?}"
+        );
+    }
+}
+
+#[test]
+fn directives_reference_lists_the_whole_table() {
+    let r = nowait(&["--directives"]);
+    assert_eq!(r.code, Some(0));
+    assert!(
+        r.stdout.starts_with("| directive | syntax |"),
+        "{}",
+        r.stdout
+    );
+    for spec in DIRECTIVES {
+        assert!(
+            r.stdout.contains(&format!("| `{}` |", spec.name)),
+            "{} missing",
+            spec.name
+        );
+    }
+    // One row per entry, after the header and the separator.
+    assert_eq!(r.stdout.lines().count(), DIRECTIVES.len() + 2);
+}
+
+#[test]
+fn starting_with_unimplemented_directives_fails() {
+    let prefix = TempDir::new("start-proxy");
+    let file = example("cache-three-disks.conf");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line = 1 + text
+        .lines()
+        .position(|l| l.trim_start().starts_with("proxy_pass "))
+        .unwrap();
+    let r = nowait(&["-p", prefix.path(), "-c", &file]);
+    assert_eq!(r.code, Some(1));
+    let want = format!("nowait: [emerg] \"proxy_pass\" is not implemented yet in {file}:{line}\n");
+    assert!(r.stderr.contains(&want), "{}", r.stderr);
+    // -t accepts the same configuration.
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &file]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn embedded_configuration_without_a_file() {
+    let prefix = TempDir::new("embedded");
+    let r = nowait(&["-t", "-p", prefix.path()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "nowait: the configuration file (embedded) syntax is ok\n\
+         nowait: configuration file (embedded) test is successful\n"
+    );
+    let r = nowait(&["-T", "-p", prefix.path(), "--listen", "127.0.0.1:9999"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("# configuration file (embedded):\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("listen \"127.0.0.1:9999\";"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("application/octet-stream"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn root_and_listen_refused_with_a_configuration_file() {
+    let prefix = TempDir::new("root-with-file");
+    let r = nowait(&[
+        "-t",
+        "-p",
+        prefix.path(),
+        "-c",
+        &example("benchmark.conf"),
+        "--root",
+        "/",
+    ]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr
+            .contains("apply only when no configuration file is used"),
+        "{}",
+        r.stderr
+    );
+}
