@@ -262,6 +262,7 @@ fn check(dir: &Path, text: &[u8], globals: Option<String>) -> Option<String> {
     let file = dir.join("nowait.conf");
     std::fs::write(&file, text).unwrap();
     let opts = LoadOptions {
+        error_log: None,
         prefix: dir.to_path_buf(),
         conf_file: Some(file),
         globals,

@@ -249,7 +249,10 @@ pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> Main
                 Some(p) => LogTarget::File(prefix.join(p)),
                 None => LogTarget::File(prefix.join("logs/error.log")),
             };
-            vec![ErrorLogConf { target, level: LogLevel::Error }]
+            vec![ErrorLogConf {
+                target,
+                level: LogLevel::Error,
+            }]
         } else {
             set.error_logs
         },

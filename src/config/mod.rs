@@ -190,6 +190,7 @@ mod tests {
         let file = dir.join("nowait.conf");
         std::fs::write(&file, text).unwrap();
         let r = load(&LoadOptions {
+            error_log: None,
             prefix: dir.clone(),
             conf_file: Some(file),
             globals: None,
@@ -229,6 +230,7 @@ mod tests {
     fn embedded_configuration_is_dumped() {
         let dir = std::env::temp_dir();
         let l = load(&LoadOptions {
+            error_log: None,
             prefix: dir.clone(),
             conf_file: None,
             globals: None,

@@ -87,9 +87,15 @@ impl FileLayer<'_> {
         let owned: Arc<Path> = Arc::from(path);
         let p = owned.clone();
         self.run("open", move || {
-            let fd = sysfile::open_read(&p).map_err(|e| SysError::with_path(sysfile::OPEN, p.to_path_buf(), e))?;
-            let meta = sysfile::fstat(&fd).map_err(|e| SysError::with_path(sysfile::FSTAT, p.to_path_buf(), e))?;
-            Ok(OpenFile { fd: Arc::new(fd), meta, path: p })
+            let fd = sysfile::open_read(&p)
+                .map_err(|e| SysError::with_path(sysfile::OPEN, p.to_path_buf(), e))?;
+            let meta = sysfile::fstat(&fd)
+                .map_err(|e| SysError::with_path(sysfile::FSTAT, p.to_path_buf(), e))?;
+            Ok(OpenFile {
+                fd: Arc::new(fd),
+                meta,
+                path: p,
+            })
         })
         .await?
         .map_err(FileError::Sys)
@@ -98,13 +104,20 @@ impl FileLayer<'_> {
     /// `stat()` of `path` (following symlinks), for directory and index checks.
     pub async fn stat(&self, path: &Path) -> Result<FileMeta, FileError> {
         let p: PathBuf = path.to_path_buf();
-        self.run("stat", move || sysfile::stat(&p).map_err(|e| SysError::with_path(sysfile::STAT, p, e)))
-            .await?
-            .map_err(FileError::Sys)
+        self.run("stat", move || {
+            sysfile::stat(&p).map_err(|e| SysError::with_path(sysfile::STAT, p, e))
+        })
+        .await?
+        .map_err(FileError::Sys)
     }
 
     /// Reads up to `len` bytes at `off` (`pread`); a short result means end of file.
-    pub async fn read_at(&self, file: &OpenFile, len: usize, off: u64) -> Result<Vec<u8>, FileError> {
+    pub async fn read_at(
+        &self,
+        file: &OpenFile,
+        len: usize,
+        off: u64,
+    ) -> Result<Vec<u8>, FileError> {
         let fd = file.fd.clone();
         let path = file.path.clone();
         self.run("read", move || {
@@ -115,7 +128,9 @@ impl FileLayer<'_> {
                     Ok(0) => break,
                     Ok(n) => done += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(SysError::with_path(sysfile::PREAD, path.to_path_buf(), e)),
+                    Err(e) => {
+                        return Err(SysError::with_path(sysfile::PREAD, path.to_path_buf(), e));
+                    }
                 }
             }
             buf.truncate(done);
@@ -128,13 +143,20 @@ impl FileLayer<'_> {
     /// One `sendfile()` of up to `len` bytes at `off` into the non-blocking
     /// socket `sock`. `Ok(0)` means the file ended early (truncated);
     /// `EAGAIN` comes back as an error for the caller to wait for writability.
-    pub async fn sendfile(&self, sock: &Arc<OwnedFd>, file: &OpenFile, off: u64, len: usize) -> Result<usize, FileError> {
+    pub async fn sendfile(
+        &self,
+        sock: &Arc<OwnedFd>,
+        file: &OpenFile,
+        off: u64,
+        len: usize,
+    ) -> Result<usize, FileError> {
         let sock = sock.clone();
         let fd = file.fd.clone();
         let path = file.path.clone();
         self.run("sendfile", move || {
             let mut o = off;
-            sysfile::sendfile(&*sock, &*fd, &mut o, len).map_err(|e| SysError::with_path(sysfile::SENDFILE, path.to_path_buf(), e))
+            sysfile::sendfile(&*sock, &*fd, &mut o, len)
+                .map_err(|e| SysError::with_path(sysfile::SENDFILE, path.to_path_buf(), e))
         })
         .await?
         .map_err(FileError::Sys)

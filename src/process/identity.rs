@@ -36,16 +36,38 @@ pub fn resolve(main: &MainConf) -> Result<(Option<Identity>, Option<String>), St
         });
         return Ok((None, warn));
     }
-    let pw = getpwnam(user).map_err(|e| format!("getpwnam(\"{user}\") failed ({})", crate::config::errno_text(&e)))?;
+    let pw = getpwnam(user).map_err(|e| {
+        format!(
+            "getpwnam(\"{user}\") failed ({})",
+            crate::config::errno_text(&e)
+        )
+    })?;
     let gid = match group {
-        Some(g) => getgrnam(g).map_err(|e| format!("getgrnam(\"{g}\") failed ({})", crate::config::errno_text(&e)))?,
+        Some(g) => getgrnam(g).map_err(|e| {
+            format!(
+                "getgrnam(\"{g}\") failed ({})",
+                crate::config::errno_text(&e)
+            )
+        })?,
         // nginx uses the group named like the user; nowait falls back to
         // the user's primary group when there is none (Debian has no
         // "nobody" group, only "nogroup").
         None => getgrnam(user).unwrap_or(pw.gid),
     };
-    let groups = getgrouplist(user, gid).map_err(|e| format!("getgrouplist(\"{user}\") failed ({})", crate::config::errno_text(&e)))?;
-    Ok((Some(Identity { uid: pw.uid, gid, groups }), None))
+    let groups = getgrouplist(user, gid).map_err(|e| {
+        format!(
+            "getgrouplist(\"{user}\") failed ({})",
+            crate::config::errno_text(&e)
+        )
+    })?;
+    Ok((
+        Some(Identity {
+            uid: pw.uid,
+            gid,
+            groups,
+        }),
+        None,
+    ))
 }
 
 /// The start-of-thread hook that drops privileges (or does nothing).

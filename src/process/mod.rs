@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::cli::{say, Invocation};
+use crate::cli::{Invocation, say};
 use crate::config::model::{Config, LogTarget, WorkerProcesses};
 use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners};
 use crate::server::site::Site;
 use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSockets};
-use crate::sys::signal::{block_control_signals, Signal};
+use crate::sys::signal::{Signal, block_control_signals};
 
 /// How often the main thread looks for finished old generations.
 const REAP_INTERVAL: Duration = Duration::from_millis(500);
@@ -62,7 +62,10 @@ pub fn worker_count(c: &Config) -> usize {
 }
 
 fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
-    let all = c.http.iter().flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter().cloned()));
+    let all = c
+        .http
+        .iter()
+        .flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter().cloned()));
     listen::wanted(all)
 }
 
@@ -77,7 +80,10 @@ fn check_logs(c: &Config) -> Result<(), String> {
     }
     if let Some(h) = &c.http {
         let mut confs = vec![&h.conf];
-        fn walk<'a>(locs: &'a [crate::config::model::Location], out: &mut Vec<&'a crate::config::inherit::LocConf>) {
+        fn walk<'a>(
+            locs: &'a [crate::config::model::Location],
+            out: &mut Vec<&'a crate::config::inherit::LocConf>,
+        ) {
             for l in locs {
                 out.push(&l.conf);
                 walk(&l.locations, out);
@@ -102,31 +108,72 @@ fn check_logs(c: &Config) -> Result<(), String> {
             .append(true)
             .create(true)
             .open(&p)
-            .map_err(|e| format!("open() \"{}\" failed ({})", p.display(), crate::config::errno_text(&e)))?;
+            .map_err(|e| {
+                format!(
+                    "open() \"{}\" failed ({})",
+                    p.display(),
+                    crate::config::errno_text(&e)
+                )
+            })?;
     }
     Ok(())
 }
 
 /// Starts the workers of a site on the sockets.
-fn start_generation(site: Arc<Site>, listeners: &Listeners, workers: usize, id: u64, init: &Arc<dyn Fn() + Send + Sync>) -> Result<Generation, String> {
+fn start_generation(
+    site: Arc<Site>,
+    listeners: &Listeners,
+    workers: usize,
+    id: u64,
+    init: &Arc<dyn Fn() + Send + Sync>,
+) -> Result<Generation, String> {
     let (control, rx) = watch::channel(Control::Run);
-    let mutex = site.config.events.accept_mutex.then(|| Arc::new(AcceptMutex::default()));
+    let mutex = site
+        .config
+        .events
+        .accept_mutex
+        .then(|| Arc::new(AcceptMutex::default()));
     let mut started = Vec::new();
     for i in 0..workers {
         let sockets = listeners
             .for_worker(i)
-            .map_err(|e| format!("dup() of a listening socket failed ({})", crate::config::errno_text(&e)))?
+            .map_err(|e| {
+                format!(
+                    "dup() of a listening socket failed ({})",
+                    crate::config::errno_text(&e)
+                )
+            })?
             .into_iter()
             .map(|(addr, sock)| {
-                let shared = !listeners.by_addr.get(&addr).is_some_and(|a| a.listen.reuseport);
+                let shared = !listeners
+                    .by_addr
+                    .get(&addr)
+                    .is_some_and(|a| a.listen.reuseport);
                 (addr, sock, shared)
             })
             .collect();
-        let w = worker::spawn(i + 1, id, site.clone(), WorkerSockets { sockets }, rx.clone(), mutex.clone(), init.clone())
-            .map_err(|e| format!("could not start worker thread ({})", crate::config::errno_text(&e)))?;
+        let w = worker::spawn(
+            i + 1,
+            id,
+            site.clone(),
+            WorkerSockets { sockets },
+            rx.clone(),
+            mutex.clone(),
+            init.clone(),
+        )
+        .map_err(|e| {
+            format!(
+                "could not start worker thread ({})",
+                crate::config::errno_text(&e)
+            )
+        })?;
         started.push(w);
     }
-    Ok(Generation { control, workers: started, site })
+    Ok(Generation {
+        control,
+        workers: started,
+        site,
+    })
 }
 
 /// Runs the server; returns the exit code.
@@ -171,7 +218,10 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
     let signals = match block_control_signals() {
         Ok(s) => s,
         Err(e) => {
-            say(&format!("[emerg] sigprocmask() failed ({})", crate::config::errno_text(&e)));
+            say(&format!(
+                "[emerg] sigprocmask() failed ({})",
+                crate::config::errno_text(&e)
+            ));
             return 1;
         }
     };
@@ -197,13 +247,21 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         let sig = match signals.wait_timeout(REAP_INTERVAL) {
             Ok(s) => s,
             Err(e) => {
-                current.site.error_log.log(Level::Alert, None, format_args!("sigtimedwait() failed ({e})"));
+                current.site.error_log.log(
+                    Level::Alert,
+                    None,
+                    format_args!("sigtimedwait() failed ({e})"),
+                );
                 None
             }
         };
         reap(&mut old);
         if current.finished() {
-            current.site.error_log.log(Level::Alert, None, format_args!("every worker of the current generation has exited"));
+            current.site.error_log.log(
+                Level::Alert,
+                None,
+                format_args!("every worker of the current generation has exited"),
+            );
             current.join();
             for g in old {
                 g.join();
@@ -213,7 +271,11 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         match sig {
             None => {}
             Some(Signal::Reload) => {
-                current.site.error_log.log(Level::Notice, None, format_args!("signal 1 (SIGHUP) received, reconfiguring"));
+                current.site.error_log.log(
+                    Level::Notice,
+                    None,
+                    format_args!("signal 1 (SIGHUP) received, reconfiguring"),
+                );
                 match reload(&inv, &mut listeners, &init, generation_id + 1) {
                     Ok(next) => {
                         generation_id += 1;
@@ -222,26 +284,54 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                         old.push(prev);
                         log_started(&current, &listeners, worker_count(&current.site.config));
                     }
-                    Err(e) => current.site.error_log.log(Level::Emerg, None, format_args!("{e}; the previous configuration stays in use")),
+                    Err(e) => current.site.error_log.log(
+                        Level::Emerg,
+                        None,
+                        format_args!("{e}; the previous configuration stays in use"),
+                    ),
                 }
             }
             Some(Signal::Reopen) => {
-                current.site.error_log.log(Level::Notice, None, format_args!("signal 10 (SIGUSR1) received, reopening logs"));
+                current.site.error_log.log(
+                    Level::Notice,
+                    None,
+                    format_args!("signal 10 (SIGUSR1) received, reopening logs"),
+                );
                 for e in current.site.log_files.reopen_all() {
-                    current.site.error_log.log(Level::Alert, None, format_args!("{e}"));
+                    current
+                        .site
+                        .error_log
+                        .log(Level::Alert, None, format_args!("{e}"));
                 }
             }
             Some(Signal::Upgrade) => {
-                current.site.error_log.log(Level::Notice, None, format_args!("signal 12 (SIGUSR2) received: nowait has no binary upgrade, ignored"));
+                current.site.error_log.log(
+                    Level::Notice,
+                    None,
+                    format_args!(
+                        "signal 12 (SIGUSR2) received: nowait has no binary upgrade, ignored"
+                    ),
+                );
             }
             Some(s @ (Signal::Quit | Signal::Stop)) => {
                 let graceful = s == Signal::Quit;
                 current.site.error_log.log(
                     Level::Notice,
                     None,
-                    format_args!("{}, exiting", if graceful { "signal 3 (SIGQUIT) received, shutting down gracefully" } else { "signal 15 (SIGTERM) received" }),
+                    format_args!(
+                        "{}, exiting",
+                        if graceful {
+                            "signal 3 (SIGQUIT) received, shutting down gracefully"
+                        } else {
+                            "signal 15 (SIGTERM) received"
+                        }
+                    ),
                 );
-                let how = if graceful { Control::Quit } else { Control::Stop };
+                let how = if graceful {
+                    Control::Quit
+                } else {
+                    Control::Stop
+                };
                 for g in old.iter().chain(std::iter::once(&current)) {
                     let _ = g.control.send(how);
                 }
@@ -251,7 +341,8 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                 for g in old {
                     g.join();
                 }
-                site.error_log.log(Level::Notice, None, format_args!("exit"));
+                site.error_log
+                    .log(Level::Notice, None, format_args!("exit"));
                 site.log_files.flush_all();
                 return 0;
             }
@@ -263,13 +354,24 @@ fn log_started(g: &Generation, listeners: &Listeners, workers: usize) {
     let mut addrs: Vec<String> = listeners
         .by_addr
         .values()
-        .map(|a| format!("{}{}", a.listen.addr, if a.listen.reuseport { " reuseport" } else { "" }))
+        .map(|a| {
+            format!(
+                "{}{}",
+                a.listen.addr,
+                if a.listen.reuseport { " reuseport" } else { "" }
+            )
+        })
         .collect();
     addrs.sort();
     g.site.error_log.log(
         Level::Notice,
         None,
-        format_args!("{}/{} started {workers} worker(s) on {}", crate::NAME, crate::VERSION, addrs.join(", ")),
+        format_args!(
+            "{}/{} started {workers} worker(s) on {}",
+            crate::NAME,
+            crate::VERSION,
+            addrs.join(", ")
+        ),
     );
 }
 
@@ -286,9 +388,18 @@ fn reap(old: &mut Vec<Generation>) {
 }
 
 /// Loads the configuration again and starts a generation on it.
-fn reload(inv: &Invocation, listeners: &mut Listeners, init: &Arc<dyn Fn() + Send + Sync>, id: u64) -> Result<Generation, String> {
+fn reload(
+    inv: &Invocation,
+    listeners: &mut Listeners,
+    init: &Arc<dyn Fn() + Send + Sync>,
+    id: u64,
+) -> Result<Generation, String> {
     let loaded = crate::config::load(&inv.load).map_err(|diags| {
-        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+        diags
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
     })?;
     let config = loaded.config;
     let refused = crate::config::refuse_not_implemented(&config);
@@ -296,7 +407,9 @@ fn reload(inv: &Invocation, listeners: &mut Listeners, init: &Arc<dyn Fn() + Sen
         return Err(refused.join("; "));
     }
     let workers = worker_count(&config);
-    listeners.update(&wanted_listens(&config), workers).map_err(|e| e.to_string())?;
+    listeners
+        .update(&wanted_listens(&config), workers)
+        .map_err(|e| e.to_string())?;
     let site = Site::new(config, LogFiles::new(), init.clone()).map_err(|e| e.to_string())?;
     start_generation(Arc::new(site), listeners, workers, id, init)
 }

@@ -14,12 +14,20 @@ pub struct PidFile {
 impl PidFile {
     /// Writes `pid` and a newline to `path`, replacing any old file.
     pub fn write(path: &Path, pid: u32) -> Result<PidFile, String> {
-        let err = |e: std::io::Error| format!("open() \"{}\" failed ({})", path.display(), errno_text(&e));
+        let err = |e: std::io::Error| {
+            format!("open() \"{}\" failed ({})", path.display(), errno_text(&e))
+        };
         let mut f = std::fs::File::create(path).map_err(err)?;
         f.write_all(format!("{pid}\n").as_bytes()).map_err(|e| {
-            format!("write() to \"{}\" failed ({})", path.display(), errno_text(&e))
+            format!(
+                "write() to \"{}\" failed ({})",
+                path.display(),
+                errno_text(&e)
+            )
         })?;
-        Ok(PidFile { path: path.to_path_buf() })
+        Ok(PidFile {
+            path: path.to_path_buf(),
+        })
     }
 
     /// Where it is.

@@ -20,7 +20,7 @@ use crate::config::model::AccessLogs;
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::date::DateCache;
 use crate::http::request::{self, RequestHead, Version};
-use crate::http::response::{ResponseHead, CONTINUE};
+use crate::http::response::{CONTINUE, ResponseHead};
 use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
@@ -65,7 +65,7 @@ pub struct ConnInfo {
 /// How reading a head ended.
 enum HeadRead {
     /// A complete head, and its length in the buffer.
-    Head(RequestHead, usize),
+    Head(Box<RequestHead>, usize),
     /// The client closed, or nothing came in time between requests.
     Gone,
     /// A head began but did not complete within `client_header_timeout`.
@@ -75,7 +75,12 @@ enum HeadRead {
 }
 
 /// Serves a connection until it closes.
-pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit: watch::Receiver<bool>) {
+pub async fn serve(
+    stream: TcpStream,
+    info: ConnInfo,
+    site: Arc<Site>,
+    mut quit: watch::Receiver<bool>,
+) {
     let Some(default_server) = site.server(info.socket_addr, info.local, None) else {
         return;
     };
@@ -85,16 +90,35 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
     let mut idle_timeout = srv.client_header_timeout;
     let mut pool_sock = SocketForPools::default();
     loop {
-        let head = read_head(&stream, &mut buf, srv, idle_timeout, &mut quit, requests == 0).await;
+        let head = read_head(
+            &stream,
+            &mut buf,
+            srv,
+            idle_timeout,
+            &mut quit,
+            requests == 0,
+        )
+        .await;
         let (head, head_len) = match head {
             HeadRead::Head(h, n) => (h, n),
             HeadRead::Gone => return,
             HeadRead::TimedOut => {
-                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("client timed out while reading client request headers, client: {}", info.peer.ip()));
+                site.error_log.log(
+                    Level::Info,
+                    Some(info.conn_no),
+                    format_args!(
+                        "client timed out while reading client request headers, client: {}",
+                        info.peer.ip()
+                    ),
+                );
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("{msg}, client: {}", info.peer.ip()));
+                site.error_log.log(
+                    Level::Info,
+                    Some(info.conn_no),
+                    format_args!("{msg}, client: {}", info.peer.ip()),
+                );
                 let mut reply = Reply::special(status);
                 reply.fill_special_page(&default_server_signature(&default_server.conf));
                 let head = response_head(&reply, &default_server.conf, false, &reply_len(&reply));
@@ -128,12 +152,25 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
         buf.drain(..head_len);
 
         if reply.status.0 == 444 {
-            log_access(&site, &r, conf, &Sent { status: 444, ..Sent::default() });
+            log_access(
+                &site,
+                &r,
+                conf,
+                &Sent {
+                    status: 444,
+                    ..Sent::default()
+                },
+            );
             return;
         }
         // A client that asked to be told before sending its body hears
         // `100 Continue` when the request found content, as from nginx.
-        if head.expect_continue && reply.content && send::write_all(&stream, CONTINUE, conf.send_timeout).await.is_err() {
+        if head.expect_continue
+            && reply.content
+            && send::write_all(&stream, CONTINUE, conf.send_timeout)
+                .await
+                .is_err()
+        {
             return;
         }
         // Drop the part of the body already read, as nginx does before it
@@ -150,32 +187,71 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
             && !*quit.borrow();
 
         let head_only = head.method == crate::http::request::Method::Head;
-        let head_bytes = if http09 { Vec::new() } else { response_head(&reply, conf, keep_alive, &reply_len(&reply)) };
+        let head_bytes = if http09 {
+            Vec::new()
+        } else {
+            response_head(&reply, conf, keep_alive, &reply_len(&reply))
+        };
         let params = SendParams {
             timeout: conf.send_timeout,
             sendfile: conf.sendfile,
             max_chunk: conf.sendfile_max_chunk,
             nopush: conf.tcp_nopush,
-            files: FileLayer { pool: pool.as_ref() },
+            files: FileLayer {
+                pool: pool.as_ref(),
+            },
         };
-        let result = send::send(&stream, &mut pool_sock, head_bytes, &reply.body, head_only && !http09, &params).await;
+        let result = send::send(
+            &stream,
+            &mut pool_sock,
+            head_bytes,
+            &reply.body,
+            head_only && !http09,
+            &params,
+        )
+        .await;
         let sent = match &result {
-            Ok(w) => Sent { status: reply.status.0, body_bytes: w.body, bytes: w.total },
-            Err(_) => Sent { status: reply.status.0, ..Sent::default() },
+            Ok(w) => Sent {
+                status: reply.status.0,
+                body_bytes: w.body,
+                bytes: w.total,
+            },
+            Err(_) => Sent {
+                status: reply.status.0,
+                ..Sent::default()
+            },
         };
         log_access(&site, &r, conf, &sent);
         match result {
             Ok(_) => {}
             Err(send::SendError::TimedOut) => {
-                site.error_log.log(Level::Info, Some(info.conn_no), format_args!("client timed out while sending response to client{}", r.log_context()));
+                site.error_log.log(
+                    Level::Info,
+                    Some(info.conn_no),
+                    format_args!(
+                        "client timed out while sending response to client{}",
+                        r.log_context()
+                    ),
+                );
                 return;
             }
             Err(send::SendError::File(e)) => {
-                site.error_log.log(Level::Crit, Some(info.conn_no), format_args!("{e} while sending response to client{}", r.log_context()));
+                site.error_log.log(
+                    Level::Crit,
+                    Some(info.conn_no),
+                    format_args!("{e} while sending response to client{}", r.log_context()),
+                );
                 return;
             }
             Err(send::SendError::Truncated) => {
-                site.error_log.log(Level::Alert, Some(info.conn_no), format_args!("file was truncated while sending response to client{}", r.log_context()));
+                site.error_log.log(
+                    Level::Alert,
+                    Some(info.conn_no),
+                    format_args!(
+                        "file was truncated while sending response to client{}",
+                        r.log_context()
+                    ),
+                );
                 return;
             }
             Err(send::SendError::Io(_)) => return,
@@ -194,7 +270,11 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
                     site.error_log.log(
                         Level::Info,
                         Some(info.conn_no),
-                        format_args!("client sent an invalid or too large body ({}){}", status.0, r.log_context()),
+                        format_args!(
+                            "client sent an invalid or too large body ({}){}",
+                            status.0,
+                            r.log_context()
+                        ),
                     );
                 }
                 linger(stream).await;
@@ -209,7 +289,11 @@ pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, mut quit:
 }
 
 fn default_server_signature(conf: &LocConf) -> String {
-    if conf.server_tokens { format!("{}/{}", crate::NAME, crate::VERSION) } else { crate::NAME.to_string() }
+    if conf.server_tokens {
+        format!("{}/{}", crate::NAME, crate::VERSION)
+    } else {
+        crate::NAME.to_string()
+    }
 }
 
 /// The `Content-Length` to announce.
@@ -226,7 +310,11 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
     DATE.with(|d| {
         let mut d = d.borrow_mut();
         let date = d.get(SystemTime::now());
-        let extra: Vec<(&str, &str)> = reply.extra.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let extra: Vec<(&str, &str)> = reply
+            .extra
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
         let mut h = ResponseHead::new(reply.status, &server, date);
         h.content_type = reply.content_type.as_deref();
         h.content_length = *len;
@@ -263,7 +351,7 @@ async fn read_head(
                             return HeadRead::Bad(e.status(), e.to_string());
                         }
                     }
-                    return HeadRead::Head(h, n);
+                    return HeadRead::Head(Box::new(h), n);
                 }
                 Ok(None) => {}
                 Err(e) => return HeadRead::Bad(e.status(), e.to_string()),
@@ -276,8 +364,12 @@ async fn read_head(
         let idle = buf.is_empty();
         let wait = async {
             match deadline {
-                Some(d) => tokio::time::timeout_at(d, read_some(stream, buf)).await.map_err(|_| true),
-                None => tokio::time::timeout(idle_timeout, read_some(stream, buf)).await.map_err(|_| first),
+                Some(d) => tokio::time::timeout_at(d, read_some(stream, buf))
+                    .await
+                    .map_err(|_| true),
+                None => tokio::time::timeout(idle_timeout, read_some(stream, buf))
+                    .await
+                    .map_err(|_| first),
             }
         };
         let got = tokio::select! {
@@ -300,7 +392,11 @@ async fn read_head(
 fn oversized(head: &[u8], max_line: usize, max_total: usize) -> Option<request::HeadError> {
     for (i, line) in head.split(|&b| b == b'\n').enumerate() {
         if line.len() > max_line {
-            let upto = if i == 0 { max_line.min(head.len()) } else { head.len() };
+            let upto = if i == 0 {
+                max_line.min(head.len())
+            } else {
+                head.len()
+            };
             return Some(request::oversized_head_error(&head[..upto]));
         }
     }
@@ -345,7 +441,9 @@ impl BodyDiscard {
         match head.content_length {
             Some(0) => BodyDiscard::Done,
             Some(n) => BodyDiscard::Length(n),
-            None if head.chunked => BodyDiscard::Chunked(ChunkedDecoder::new((max != 0).then_some(max))),
+            None if head.chunked => {
+                BodyDiscard::Chunked(ChunkedDecoder::new((max != 0).then_some(max)))
+            }
             None => BodyDiscard::Done,
         }
     }
@@ -384,7 +482,11 @@ impl BodyDiscard {
 
     /// Reads and drops the rest. `Err(Some(status))` for an invalid body,
     /// `Err(None)` when the client went away or stalled.
-    async fn finish(&mut self, stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), Option<Status>> {
+    async fn finish(
+        &mut self,
+        stream: &TcpStream,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), Option<Status>> {
         loop {
             self.feed(buf).map_err(Some)?;
             if self.is_done() {
@@ -426,7 +528,9 @@ fn log_access(site: &Site, r: &Req<'_>, conf: &LocConf, sent: &Sent) {
         return;
     };
     for l in logs {
-        let (Some(format), Some(writer)) = (site.log_format(&l.format), site.access_writer(&l.target)) else {
+        let (Some(format), Some(writer)) =
+            (site.log_format(&l.format), site.access_writer(&l.target))
+        else {
             continue;
         };
         let mut line = String::with_capacity(256);
@@ -446,7 +550,9 @@ fn log_access(site: &Site, r: &Req<'_>, conf: &LocConf, sent: &Sent) {
 /// nginx's default log escaping: `"`, `\` and bytes outside printable ASCII
 /// become `\xXX`.
 fn escape_log(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

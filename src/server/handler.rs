@@ -13,11 +13,11 @@ use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::locate;
-use super::reply::{Body, Reply, ADD_HEADER_STATUSES};
-use crate::http::conditional;
+use super::reply::{ADD_HEADER_STATUSES, Body, Reply};
 use super::request::Req;
 use super::site::Site;
-use super::static_file::{self, absolute_url, Served};
+use super::static_file::{self, Served, absolute_url};
+use crate::http::conditional;
 
 /// nginx's limit on internal redirects per request (`index`, `error_page`).
 pub const MAX_INTERNAL_REDIRECTS: u32 = 10;
@@ -40,7 +40,7 @@ fn select<'a>(server: &'a Server, uri: &str) -> (Option<&'a Location>, &'a LocCo
 }
 
 /// The pool `aio` names for this request, or the error to answer.
-fn pool_for(site: &Site, r: &Req<'_>, conf: &LocConf) -> Result<Option<Arc<Pool>>, Reply> {
+fn pool_for(site: &Site, r: &Req<'_>, conf: &LocConf) -> Result<Option<Arc<Pool>>, Status> {
     let Aio::Threads(name) = &conf.aio else {
         return Ok(None);
     };
@@ -53,7 +53,7 @@ fn pool_for(site: &Site, r: &Req<'_>, conf: &LocConf) -> Result<Option<Arc<Pool>
                 Some(r.conn_no),
                 format_args!("thread pool \"{name}\" not found{}", r.log_context()),
             );
-            Err(Reply::special(Status::INTERNAL_SERVER_ERROR))
+            Err(Status::INTERNAL_SERVER_ERROR)
         }
     }
 }
@@ -67,7 +67,11 @@ fn reply_return(r: &Req<'_>, ret: &Return, conf: &LocConf) -> Reply {
     let text = r.expand(text);
     if crate::config::set_server::REDIRECT_CODES.contains(&ret.code) {
         let mut reply = Reply::special(status);
-        reply.location = Some(if text.starts_with('/') { absolute_url(r, &text) } else { text });
+        reply.location = Some(if text.starts_with('/') {
+            absolute_url(r, &text)
+        } else {
+            text
+        });
         return reply;
     }
     let mut reply = Reply::text(status, text, &conf.default_type);
@@ -82,11 +86,18 @@ fn reply_return(r: &Req<'_>, ret: &Return, conf: &LocConf) -> Reply {
             if_match: h.if_match.as_deref(),
             if_none_match: h.if_none_match.as_deref(),
         };
-        let v = conditional::Validators { last_modified: None, etag: None };
+        let v = conditional::Validators {
+            last_modified: None,
+            etag: None,
+        };
         match conditional::evaluate(&c, &v, conditional::IfModifiedSince::Exact) {
             conditional::Outcome::Proceed => {}
-            conditional::Outcome::NotModified => reply = Reply::new(Status::NOT_MODIFIED, Body::Empty),
-            conditional::Outcome::PreconditionFailed => reply = Reply::special(Status::PRECONDITION_FAILED),
+            conditional::Outcome::NotModified => {
+                reply = Reply::new(Status::NOT_MODIFIED, Body::Empty)
+            }
+            conditional::Outcome::PreconditionFailed => {
+                reply = Reply::special(Status::PRECONDITION_FAILED)
+            }
         }
     }
     reply
@@ -122,12 +133,16 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
         }
         let pool = match pool_for(site, r, conf) {
             Ok(p) => p,
-            Err(reply) => return finish(site, r, reply, conf, None, redirects).await,
+            Err(status) => {
+                return finish(site, r, Reply::special(status), conf, None, redirects).await;
+            }
         };
-        let files = FileLayer { pool: pool.as_ref() };
+        let files = FileLayer {
+            pool: pool.as_ref(),
+        };
         let uri = r.uri.clone();
         match static_file::serve(r, conf, loc, &uri, files).await {
-            Served::Reply(reply) => return finish(site, r, reply, conf, pool, redirects).await,
+            Served::Reply(reply) => return finish(site, r, *reply, conf, pool, redirects).await,
             Served::InternalRedirect(next) => {
                 redirects += 1;
                 if redirects > MAX_INTERNAL_REDIRECTS {
@@ -143,7 +158,11 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
             }
             Served::Error(status, msg) => {
                 if let Some(msg) = msg {
-                    site.error_log.log(Level::Error, Some(r.conn_no), format_args!("{msg}{}", r.log_context()));
+                    site.error_log.log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!("{msg}{}", r.log_context()),
+                    );
                 }
                 return finish(site, r, Reply::special(status), conf, pool, redirects).await;
             }
@@ -163,7 +182,11 @@ async fn finish<'a>(
 ) -> Handled<'a> {
     let mut out = Handled { reply, conf, pool };
     if out.reply.special {
-        if let Some(page) = conf.error_pages.iter().find(|p| p.codes.contains(&out.reply.status.0)) {
+        if let Some(page) = conf
+            .error_pages
+            .iter()
+            .find(|p| p.codes.contains(&out.reply.status.0))
+        {
             if let Some(h) = error_page(site, r, page, out.reply.status, redirects).await {
                 out = h;
             }
@@ -189,7 +212,11 @@ async fn error_page<'a>(
         };
         let mut reply = Reply::special(Status(code));
         reply.location = Some(target);
-        return Some(Handled { reply, conf: &r.server.conf, pool: None });
+        return Some(Handled {
+            reply,
+            conf: &r.server.conf,
+            pool: None,
+        });
     }
     if redirects >= MAX_INTERNAL_REDIRECTS {
         return None;
@@ -205,7 +232,9 @@ async fn error_page<'a>(
         reply_return(r, ret, conf)
     } else {
         let pool = pool_for(site, r, conf).ok()?;
-        let files = FileLayer { pool: pool.as_ref() };
+        let files = FileLayer {
+            pool: pool.as_ref(),
+        };
         // The page is fetched with GET whatever the request's method, as nginx does.
         let uri = r.uri.clone();
         let mut as_get = r.head.clone();
@@ -219,7 +248,8 @@ async fn error_page<'a>(
         as_get.if_unmodified_since = None;
         let sub = r.with_head(&as_get);
         match static_file::serve(&sub, conf, loc, &uri, files).await {
-            Served::Reply(mut rep) => {
+            Served::Reply(rep) => {
+                let mut rep = *rep;
                 rep.status = match page.overwrite {
                     Some(Some(c)) => Status(c),
                     Some(None) => rep.status,
@@ -228,7 +258,11 @@ async fn error_page<'a>(
                 rep.special = false;
                 rep.accept_ranges = false;
                 rep.close = status.closes_connection();
-                return Some(Handled { reply: rep, conf, pool });
+                return Some(Handled {
+                    reply: rep,
+                    conf,
+                    pool,
+                });
             }
             Served::InternalRedirect(_) | Served::Error(..) => return None,
         }
@@ -236,12 +270,20 @@ async fn error_page<'a>(
     if let Some(Some(c)) = page.overwrite {
         reply.status = Status(c);
     }
-    Some(Handled { reply, conf, pool: None })
+    Some(Handled {
+        reply,
+        conf,
+        pool: None,
+    })
 }
 
 /// The page body of special replies and `add_header`.
 fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
-    let signature = if h.conf.server_tokens { concat!("nowait/", env!("CARGO_PKG_VERSION")) } else { "nowait" };
+    let signature = if h.conf.server_tokens {
+        concat!("nowait/", env!("CARGO_PKG_VERSION"))
+    } else {
+        "nowait"
+    };
     h.reply.fill_special_page(signature);
     let status = h.reply.status.0;
     for a in &h.conf.add_headers {

@@ -28,7 +28,13 @@ pub struct BindError {
 impl std::fmt::Display for BindError {
     /// `bind() to 0.0.0.0:80 failed (98: Address already in use)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} to {} failed ({})", self.call, self.addr, crate::config::errno_text(&self.source))
+        write!(
+            f,
+            "{} to {} failed ({})",
+            self.call,
+            self.addr,
+            crate::config::errno_text(&self.source)
+        )
     }
 }
 
@@ -49,22 +55,41 @@ pub struct Listeners {
 }
 
 fn bind_one(l: &Listen, reuseport: bool) -> Result<TcpListener, BindError> {
-    let err = |call: &'static str| move |source| BindError { call, addr: l.addr, source };
-    let domain = if l.addr.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
-    let s = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), Some(Protocol::TCP))
-        .map_err(err("socket()"))?;
-    s.set_reuse_address(true).map_err(err("setsockopt(SO_REUSEADDR)"))?;
+    let err = |call: &'static str| {
+        move |source| BindError {
+            call,
+            addr: l.addr,
+            source,
+        }
+    };
+    let domain = if l.addr.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let s = Socket::new(
+        domain,
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )
+    .map_err(err("socket()"))?;
+    s.set_reuse_address(true)
+        .map_err(err("setsockopt(SO_REUSEADDR)"))?;
     if reuseport {
-        s.set_reuse_port(true).map_err(err("setsockopt(SO_REUSEPORT)"))?;
+        s.set_reuse_port(true)
+            .map_err(err("setsockopt(SO_REUSEPORT)"))?;
     }
     if l.addr.is_ipv6() {
-        s.set_only_v6(true).map_err(err("setsockopt(IPV6_V6ONLY)"))?;
+        s.set_only_v6(true)
+            .map_err(err("setsockopt(IPV6_V6ONLY)"))?;
     }
     if let Some(n) = l.rcvbuf {
-        s.set_recv_buffer_size(n).map_err(err("setsockopt(SO_RCVBUF)"))?;
+        s.set_recv_buffer_size(n)
+            .map_err(err("setsockopt(SO_RCVBUF)"))?;
     }
     if let Some(n) = l.sndbuf {
-        s.set_send_buffer_size(n).map_err(err("setsockopt(SO_SNDBUF)"))?;
+        s.set_send_buffer_size(n)
+            .map_err(err("setsockopt(SO_SNDBUF)"))?;
     }
     s.bind(&l.addr.into()).map_err(err("bind()"))?;
     s.listen(l.backlog).map_err(err("listen()"))?;
@@ -80,7 +105,12 @@ pub fn wanted(listens: impl Iterator<Item = Listen>) -> Vec<Listen> {
     let mut out: Vec<Listen> = Vec::new();
     for l in listens {
         match out.iter_mut().find(|o| o.addr == l.addr) {
-            Some(o) if l.has_options() => *o = Listen { default_server: o.default_server, ..l },
+            Some(o) if l.has_options() => {
+                *o = Listen {
+                    default_server: o.default_server,
+                    ..l
+                }
+            }
             Some(_) => {}
             None => out.push(l),
         }
@@ -91,7 +121,9 @@ pub fn wanted(listens: impl Iterator<Item = Listen>) -> Vec<Listen> {
         .map(|l| (l.addr.is_ipv4(), l.addr.port()))
         .collect();
     out.retain(|l| {
-        l.addr.ip().is_unspecified() || l.bind || !wildcard_ports.contains(&(l.addr.is_ipv4(), l.addr.port()))
+        l.addr.ip().is_unspecified()
+            || l.bind
+            || !wildcard_ports.contains(&(l.addr.is_ipv4(), l.addr.port()))
     });
     out
 }
@@ -119,7 +151,13 @@ impl Listeners {
                 }
             }
             sockets.truncate(count);
-            next.insert(l.addr, AddrSockets { listen: l.clone(), sockets });
+            next.insert(
+                l.addr,
+                AddrSockets {
+                    listen: l.clone(),
+                    sockets,
+                },
+            );
         }
         self.by_addr = next;
         Ok(())
@@ -130,7 +168,11 @@ impl Listeners {
     pub fn for_worker(&self, i: usize) -> io::Result<Vec<(SocketAddr, TcpListener)>> {
         let mut out = Vec::new();
         for (addr, a) in &self.by_addr {
-            let s = if a.listen.reuseport { &a.sockets[i % a.sockets.len()] } else { &a.sockets[0] };
+            let s = if a.listen.reuseport {
+                &a.sockets[i % a.sockets.len()]
+            } else {
+                &a.sockets[0]
+            };
             out.push((*addr, s.try_clone()?));
         }
         Ok(out)

@@ -20,11 +20,11 @@ fn find_level<'a>(locations: &'a [Location], uri: &str) -> (Option<&'a Location>
     for l in locations {
         match &l.matcher {
             LocationMatch::Exact(s) if s == uri => return (Some(l), true),
-            LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) => {
-                if uri.starts_with(p.as_str()) && (best.is_none() || p.len() > best_len) {
-                    best = Some(l);
-                    best_len = p.len();
-                }
+            LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p)
+                if uri.starts_with(p.as_str()) && (best.is_none() || p.len() > best_len) =>
+            {
+                best = Some(l);
+                best_len = p.len();
             }
             _ => {}
         }
@@ -69,13 +69,21 @@ pub fn find_named<'a>(locations: &'a [Location], name: &str) -> Option<&'a Locat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{load, LoadOptions};
+    use crate::config::{LoadOptions, load};
 
     fn server_locations(body: &str) -> Vec<Location> {
-        let dir = std::env::temp_dir().join(format!("nowait-locate-{}-{}", std::process::id(), body.len()));
+        let dir = std::env::temp_dir().join(format!(
+            "nowait-locate-{}-{}",
+            std::process::id(),
+            body.len()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("t.conf");
-        std::fs::write(&file, format!("events {{}} http {{ server {{ listen 127.0.0.1:1; {body} }} }}")).unwrap();
+        std::fs::write(
+            &file,
+            format!("events {{}} http {{ server {{ listen 127.0.0.1:1; {body} }} }}"),
+        )
+        .unwrap();
         let l = load(&LoadOptions {
             prefix: dir.clone(),
             conf_file: Some(file),
@@ -103,12 +111,17 @@ mod tests {
         assert_eq!(name(find(&locs, "/index.html")), "/");
         assert_eq!(name(find(&locs, "/documents/document.html")), "/documents/");
         assert_eq!(name(find(&locs, "/images/1.gif")), "^~ /images/");
-        assert_eq!(name(find(&locs, "/documents/1.jpg")), "~* \\.(gif|jpg|jpeg)$");
+        assert_eq!(
+            name(find(&locs, "/documents/1.jpg")),
+            "~* \\.(gif|jpg|jpeg)$"
+        );
     }
 
     #[test]
     fn nested_and_no_match() {
-        let locs = server_locations("location /a/ { location /a/b/ {} location ~ \\.txt$ {} } location ~ ^/a/b {}");
+        let locs = server_locations(
+            "location /a/ { location /a/b/ {} location ~ \\.txt$ {} } location ~ ^/a/b {}",
+        );
         // A regex of the outer level beats the longest prefix, as in nginx.
         assert_eq!(name(find(&locs, "/a/b/c")), "~ ^/a/b");
         assert_eq!(name(find(&locs, "/a/c")), "/a/");

@@ -68,7 +68,12 @@ impl Req<'_> {
         if let Some(h) = &self.head.host {
             return Cow::Borrowed(h);
         }
-        match self.server.names.first().filter(|n| !n.is_empty() && !n.starts_with(['~', '*', '.'])) {
+        match self
+            .server
+            .names
+            .first()
+            .filter(|n| !n.is_empty() && !n.starts_with(['~', '*', '.']))
+        {
             Some(n) => Cow::Borrowed(n),
             None => Cow::Owned(self.local.ip().to_string()),
         }
@@ -96,7 +101,11 @@ impl Req<'_> {
             "uri" | "document_uri" => Cow::Borrowed(self.uri.as_str()),
             "request_uri" => lossy(&self.head.uri.request_uri),
             "args" | "query_string" => lossy(self.head.uri.args.as_deref()?),
-            "is_args" => Cow::Borrowed(if self.head.uri.args.is_some() { "?" } else { "" }),
+            "is_args" => Cow::Borrowed(if self.head.uri.args.is_some() {
+                "?"
+            } else {
+                ""
+            }),
             "request_method" => Cow::Borrowed(self.head.method.as_str()),
             "request" => Cow::Owned(self.request_line()),
             "host" => self.host(),
@@ -119,7 +128,9 @@ impl Req<'_> {
                 Cow::Owned(format!("{}.{:03}", t.as_secs(), t.subsec_millis()))
             }
             "msec" => {
-                let t = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+                let t = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
                 Cow::Owned(format!("{}.{:03}", t.as_secs(), t.subsec_millis()))
             }
             "time_local" => Cow::Owned(crate::log::clock::with_now(|t| t.time_local.clone())),
@@ -139,7 +150,7 @@ impl Req<'_> {
             }
             n if n.starts_with("arg_") => {
                 let args = self.head.uri.args.as_deref()?;
-                let want = n["arg_".len()..].as_bytes();
+                let want = &n.as_bytes()["arg_".len()..];
                 let v = args.split(|&b| b == b'&').find_map(|kv| {
                     let (k, v) = match kv.iter().position(|&b| b == b'=') {
                         Some(i) => (&kv[..i], &kv[i + 1..]),

@@ -81,7 +81,11 @@ impl SocketForPools {
 }
 
 /// Writes all of `buf`, bounding each wait by `timeout`.
-pub async fn write_all(stream: &TcpStream, mut buf: &[u8], timeout: Duration) -> Result<(), SendError> {
+pub async fn write_all(
+    stream: &TcpStream,
+    mut buf: &[u8],
+    timeout: Duration,
+) -> Result<(), SendError> {
     while !buf.is_empty() {
         tokio::time::timeout(timeout, stream.writable())
             .await
@@ -123,7 +127,11 @@ pub async fn send(
             w.body = b.len() as u64;
         }
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
-            let data = p.files.read_at(file, range.len() as usize, range.start).await.map_err(SendError::File)?;
+            let data = p
+                .files
+                .read_at(file, range.len() as usize, range.start)
+                .await
+                .map_err(SendError::File)?;
             if (data.len() as u64) < range.len() {
                 return Err(SendError::Truncated);
             }
@@ -172,11 +180,19 @@ async fn send_range(
     while off < range.end {
         let left = range.end - off;
         let n = if p.sendfile {
-            let chunk = if p.max_chunk == 0 { left } else { left.min(p.max_chunk) } as usize;
+            let chunk = if p.max_chunk == 0 {
+                left
+            } else {
+                left.min(p.max_chunk)
+            } as usize;
             sendfile_once(stream, pool_sock, file, off, chunk, p).await?
         } else {
             let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
-            let data = p.files.read_at(file, chunk, off).await.map_err(SendError::File)?;
+            let data = p
+                .files
+                .read_at(file, chunk, off)
+                .await
+                .map_err(SendError::File)?;
             if data.is_empty() {
                 return Err(SendError::Truncated);
             }
@@ -220,10 +236,14 @@ async fn sendfile_once(
                 Err(e) if e.errno() == Some(libc::EAGAIN) => {
                     // The socket is full: tell tokio, so that `writable()`
                     // waits for the next edge instead of spinning.
-                    let _ = stream.try_io(Interest::WRITABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+                    let _ = stream.try_io(Interest::WRITABLE, || {
+                        Err::<(), _>(io::ErrorKind::WouldBlock.into())
+                    });
                     continue;
                 }
-                Err(e) if e.errno().is_some() => Err(io::Error::from_raw_os_error(e.errno().unwrap_or(libc::EIO))),
+                Err(e) if e.errno().is_some() => {
+                    Err(io::Error::from_raw_os_error(e.errno().unwrap_or(libc::EIO)))
+                }
                 Err(e) => return Err(SendError::File(e)),
             }
         };

@@ -47,7 +47,11 @@ fn destination(t: &LogTarget) -> Destination {
 impl Site {
     /// Opens the logs and starts the pools of `config`. `files` carries log
     /// files already open from a previous generation (kept, not reopened).
-    pub fn new(config: Config, mut files: LogFiles, thread_init: crate::io::pool::ThreadInit) -> Result<Site, SysError> {
+    pub fn new(
+        config: Config,
+        mut files: LogFiles,
+        thread_init: crate::io::pool::ThreadInit,
+    ) -> Result<Site, SysError> {
         let mut error_log = ErrorLog::new();
         for e in &config.main.error_logs {
             let w = files.open(destination(&e.target))?;
@@ -59,9 +63,9 @@ impl Site {
                 if let AccessLogs::Logs(list) = &conf.access_log {
                     for l in list {
                         let d = destination(&l.target);
-                        if !access_logs.contains_key(&d) {
-                            let w = files.open(d.clone())?;
-                            access_logs.insert(d, w);
+                        if let std::collections::hash_map::Entry::Vacant(e) = access_logs.entry(d) {
+                            let w = files.open(e.key().clone())?;
+                            e.insert(w);
                         }
                     }
                 }
@@ -71,9 +75,15 @@ impl Site {
         for p in &config.main.thread_pools {
             pools
                 .add_with_init(&p.name, p.threads, p.max_queue, Some(thread_init.clone()))
-                .map_err(|e| SysError::with_arg("pthread_create", format!("thread pool \"{}\"", p.name), e))?;
+                .map_err(|e| {
+                    SysError::with_arg("pthread_create", format!("thread pool \"{}\"", p.name), e)
+                })?;
         }
-        let vhosts = config.http.as_ref().map(VirtualHosts::new).unwrap_or_default();
+        let vhosts = config
+            .http
+            .as_ref()
+            .map(VirtualHosts::new)
+            .unwrap_or_default();
         Ok(Site {
             signature_full: format!("{}/{}", crate::NAME, crate::VERSION),
             config,
@@ -91,7 +101,12 @@ impl Site {
     }
 
     /// The server for a connection and host.
-    pub fn server(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> Option<&Server> {
+    pub fn server(
+        &self,
+        socket_addr: SocketAddr,
+        local: SocketAddr,
+        host: Option<&str>,
+    ) -> Option<&Server> {
         let h = self.http()?;
         h.servers.get(self.vhosts.find(socket_addr, local, host))
     }
@@ -109,7 +124,10 @@ impl Site {
 
 /// Every resolved location configuration, to find the logs they write.
 fn all_loc_confs(h: &HttpConf) -> Vec<&crate::config::inherit::LocConf> {
-    fn walk<'a>(locs: &'a [crate::config::model::Location], out: &mut Vec<&'a crate::config::inherit::LocConf>) {
+    fn walk<'a>(
+        locs: &'a [crate::config::model::Location],
+        out: &mut Vec<&'a crate::config::inherit::LocConf>,
+    ) {
         for l in locs {
             out.push(&l.conf);
             walk(&l.locations, out);

@@ -26,7 +26,7 @@ use super::request::Req;
 /// What the static handler decided.
 pub enum Served {
     /// A reply to send.
-    Reply(Reply),
+    Reply(Box<Reply>),
     /// Serve this URI instead (an `index` file was found).
     InternalRedirect(String),
     /// Fail with this status; the error is logged with the request context.
@@ -44,13 +44,15 @@ pub fn map_path(r: &Req<'_>, conf: &LocConf, location: Option<&Location>, uri: &
         Root::Alias(t) => {
             path.extend_from_slice(r.expand(t).as_bytes());
             let prefix_len = match location.map(|l| &l.matcher) {
-                Some(LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) | LocationMatch::Exact(p)) => {
-                    p.len().min(uri.len())
-                }
+                Some(
+                    LocationMatch::Prefix(p)
+                    | LocationMatch::PrefixNoRegex(p)
+                    | LocationMatch::Exact(p),
+                ) => p.len().min(uri.len()),
                 // A regex alias names the whole file (captures are expanded in it).
                 _ => uri.len(),
             };
-            path.extend_from_slice(uri[prefix_len..].as_bytes());
+            path.extend_from_slice(&uri.as_bytes()[prefix_len..]);
         }
     }
     PathBuf::from(OsStr::from_bytes(&path))
@@ -59,10 +61,14 @@ pub fn map_path(r: &Req<'_>, conf: &LocConf, location: Option<&Location>, uri: &
 /// Status and log message for a failed open, as nginx maps errno.
 fn open_failure(e: &FileError) -> (Status, Option<String>) {
     match e.errno() {
-        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => (Status::NOT_FOUND, Some(e.to_string())),
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => {
+            (Status::NOT_FOUND, Some(e.to_string()))
+        }
         Some(libc::EACCES | libc::EPERM | libc::ELOOP) => (Status::FORBIDDEN, Some(e.to_string())),
         _ => match e {
-            FileError::Overflow(_) | FileError::Lost(_) => (Status::INTERNAL_SERVER_ERROR, Some(e.to_string())),
+            FileError::Overflow(_) | FileError::Lost(_) => {
+                (Status::INTERNAL_SERVER_ERROR, Some(e.to_string()))
+            }
             FileError::Sys(_) => (Status::INTERNAL_SERVER_ERROR, Some(e.to_string())),
         },
     }
@@ -93,7 +99,7 @@ pub async fn serve(
     };
     match file.meta.kind {
         FileKind::Regular => {}
-        FileKind::Directory => return Served::Reply(directory_redirect(r, uri)),
+        FileKind::Directory => return Served::Reply(Box::new(directory_redirect(r, uri))),
         _ => {
             return Served::Error(
                 Status::NOT_FOUND,
@@ -104,11 +110,17 @@ pub async fn serve(
     if *method == Method::Post {
         return Served::Error(Status::NOT_ALLOWED, None);
     }
-    Served::Reply(file_reply(r, conf, uri, file))
+    Served::Reply(Box::new(file_reply(r, conf, uri, file)))
 }
 
 /// `index`: the first index file that exists is served by an internal redirect.
-async fn index(r: &Req<'_>, conf: &LocConf, uri: &str, dir: PathBuf, files: FileLayer<'_>) -> Served {
+async fn index(
+    r: &Req<'_>,
+    conf: &LocConf,
+    uri: &str,
+    dir: PathBuf,
+    files: FileLayer<'_>,
+) -> Served {
     for name in &conf.index {
         let name = r.expand(name);
         if name.starts_with('/') {
@@ -116,7 +128,9 @@ async fn index(r: &Req<'_>, conf: &LocConf, uri: &str, dir: PathBuf, files: File
         }
         let candidate = dir.join(&name);
         match files.stat(&candidate).await {
-            Ok(m) if m.kind != FileKind::Directory => return Served::InternalRedirect(format!("{uri}{name}")),
+            Ok(m) if m.kind != FileKind::Directory => {
+                return Served::InternalRedirect(format!("{uri}{name}"));
+            }
             Ok(_) => continue,
             Err(e) if matches!(e.errno(), Some(libc::ENOENT)) => continue,
             Err(e) => {
@@ -128,7 +142,10 @@ async fn index(r: &Req<'_>, conf: &LocConf, uri: &str, dir: PathBuf, files: File
     match files.stat(&dir).await {
         Ok(m) if m.kind == FileKind::Directory => Served::Error(
             Status::FORBIDDEN,
-            Some(format!("directory index of \"{}\" is forbidden", dir.display())),
+            Some(format!(
+                "directory index of \"{}\" is forbidden",
+                dir.display()
+            )),
         ),
         Ok(_) => Served::Error(Status::NOT_FOUND, None),
         Err(e) => {
@@ -140,7 +157,10 @@ async fn index(r: &Req<'_>, conf: &LocConf, uri: &str, dir: PathBuf, files: File
 
 /// `301` to the same URI with a slash, absolute as nginx writes it.
 fn directory_redirect(r: &Req<'_>, uri: &str) -> Reply {
-    let mut location = absolute_url(r, &crate::http::uri::percent_encode_path(format!("{uri}/").as_bytes()));
+    let mut location = absolute_url(
+        r,
+        &crate::http::uri::percent_encode_path(format!("{uri}/").as_bytes()),
+    );
     if let Some(args) = &r.head.uri.args {
         location.push('?');
         location.push_str(&String::from_utf8_lossy(args));
@@ -160,7 +180,11 @@ pub fn absolute_url(r: &Req<'_>, path: &str) -> String {
         None => r.local.ip().to_string(),
     };
     let port = r.local.port();
-    let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host };
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
     if port == 80 {
         format!("http://{host}{path}")
     } else {
@@ -187,7 +211,10 @@ fn file_reply_inner(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> R
         if_match: h.if_match.as_deref(),
         if_none_match: h.if_none_match.as_deref(),
     };
-    let validators = Validators { last_modified: Some(mtime), etag: Some(&etag) };
+    let validators = Validators {
+        last_modified: Some(mtime),
+        etag: Some(&etag),
+    };
     match conditional::evaluate(&conditions, &validators, IfModifiedSince::Exact) {
         Outcome::Proceed => {}
         Outcome::NotModified => {
@@ -207,14 +234,25 @@ fn file_reply_inner(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> R
         Some(range_header) if size > 0 => range::parse_range(range_header, size),
         _ => RangeSpec::Full,
     };
-    if let (Some(if_range), RangeSpec::Satisfiable(_) | RangeSpec::Unsatisfiable) = (&h.if_range, &spec) {
+    if let (Some(if_range), RangeSpec::Satisfiable(_) | RangeSpec::Unsatisfiable) =
+        (&h.if_range, &spec)
+    {
         if !range::if_range_matches(if_range, Some(&etag), Some(mtime)) {
             spec = RangeSpec::Full;
         }
     }
     let mut reply = match spec {
         RangeSpec::Full => {
-            let mut reply = Reply::new(Status::OK, Body::File { file, range: ByteRange { start: 0, end: size } });
+            let mut reply = Reply::new(
+                Status::OK,
+                Body::File {
+                    file,
+                    range: ByteRange {
+                        start: 0,
+                        end: size,
+                    },
+                },
+            );
             reply.accept_ranges = true;
             reply
         }
@@ -225,7 +263,13 @@ fn file_reply_inner(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> R
             return reply;
         }
         RangeSpec::Satisfiable(ranges) if ranges.len() == 1 => {
-            let mut reply = Reply::new(Status::PARTIAL_CONTENT, Body::File { file, range: ranges[0] });
+            let mut reply = Reply::new(
+                Status::PARTIAL_CONTENT,
+                Body::File {
+                    file,
+                    range: ranges[0],
+                },
+            );
             reply.content_range = Some(ranges[0].content_range(size));
             reply
         }
@@ -254,7 +298,11 @@ pub fn content_type(conf: &LocConf, uri: &str) -> String {
     match name.rsplit_once('.') {
         Some((_, ext)) if !ext.is_empty() => {
             let lower = ext.to_ascii_lowercase();
-            conf.types.by_ext.get(&lower).cloned().unwrap_or_else(|| conf.default_type.clone())
+            conf.types
+                .by_ext
+                .get(&lower)
+                .cloned()
+                .unwrap_or_else(|| conf.default_type.clone())
         }
         _ => conf.default_type.clone(),
     }

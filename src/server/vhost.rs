@@ -43,7 +43,10 @@ impl VirtualHosts {
         let mut has_default: HashMap<SocketAddr, bool> = HashMap::new();
         for (i, s) in http.servers.iter().enumerate() {
             for l in &s.listens {
-                let entry = by_addr.entry(l.addr).or_insert_with(|| AddrServers { default: i, ..Default::default() });
+                let entry = by_addr.entry(l.addr).or_insert_with(|| AddrServers {
+                    default: i,
+                    ..Default::default()
+                });
                 if l.default_server && !has_default.get(&l.addr).copied().unwrap_or(false) {
                     entry.default = i;
                     has_default.insert(l.addr, true);
@@ -76,7 +79,11 @@ impl VirtualHosts {
     /// The server index for a connection accepted on `socket_addr` whose
     /// local address is `local`, asking for `host` (lower-case, no port).
     pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {
-        let Some(a) = self.by_addr.get(&local).or_else(|| self.by_addr.get(&socket_addr)) else {
+        let Some(a) = self
+            .by_addr
+            .get(&local)
+            .or_else(|| self.by_addr.get(&socket_addr))
+        else {
             return 0;
         };
         let Some(host) = host else {
@@ -85,10 +92,18 @@ impl VirtualHosts {
         if let Some(&i) = a.exact.get(host) {
             return i;
         }
-        if let Some((_, i)) = a.head_wild.iter().find(|(s, _)| host.ends_with(s.as_str()) && host.len() > s.len()) {
+        if let Some((_, i)) = a
+            .head_wild
+            .iter()
+            .find(|(s, _)| host.ends_with(s.as_str()) && host.len() > s.len())
+        {
             return *i;
         }
-        if let Some((_, i)) = a.tail_wild.iter().find(|(p, _)| host.starts_with(p.as_str()) && host.len() > p.len()) {
+        if let Some((_, i)) = a
+            .tail_wild
+            .iter()
+            .find(|(p, _)| host.starts_with(p.as_str()) && host.len() > p.len())
+        {
             return *i;
         }
         if let Some((_, i)) = a.regex.iter().find(|(re, _)| re.is_match(host)) {

@@ -10,13 +10,13 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{Notify, watch};
 
 use crate::log::Level;
 
@@ -51,7 +51,9 @@ pub struct AcceptMutex(AtomicBool);
 
 impl AcceptMutex {
     fn try_lock(&self) -> bool {
-        self.0.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.0
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     fn unlock(&self) {
@@ -87,10 +89,17 @@ pub fn spawn(
         .spawn(move || {
             init();
             let _ = crate::sys::signal::block_all_in_thread();
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
-                    site.error_log.log(Level::Emerg, None, format_args!("worker {id} could not start its event loop: {e}"));
+                    site.error_log.log(
+                        Level::Emerg,
+                        None,
+                        format_args!("worker {id} could not start its event loop: {e}"),
+                    );
                     return;
                 }
             };
@@ -116,7 +125,11 @@ async fn run(
         let listener = match TcpListener::from_std(sock) {
             Ok(l) => l,
             Err(e) => {
-                site.error_log.log(Level::Emerg, None, format_args!("epoll_ctl() for {addr} failed ({e})"));
+                site.error_log.log(
+                    Level::Emerg,
+                    None,
+                    format_args!("epoll_ctl() for {addr} failed ({e})"),
+                );
                 continue;
             }
         };
@@ -220,7 +233,8 @@ async fn accept_loop(
                         let _ = stream.set_nodelay(true);
                     }
                     active.set(active.get() + 1);
-                    let (site, active, freed, quit) = (site.clone(), active.clone(), freed.clone(), quit.clone());
+                    let (site, active, freed, quit) =
+                        (site.clone(), active.clone(), freed.clone(), quit.clone());
                     tokio::task::spawn_local(async move {
                         conn::serve(stream, info, site, quit).await;
                         active.set(active.get() - 1);
@@ -228,8 +242,15 @@ async fn accept_loop(
                     });
                 }
                 Err(e) => {
-                    site.error_log.log(Level::Alert, None, format_args!("accept4() on {addr} failed ({e})"));
-                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) {
+                    site.error_log.log(
+                        Level::Alert,
+                        None,
+                        format_args!("accept4() on {addr} failed ({e})"),
+                    );
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) {
                         tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                     }
                 }

@@ -223,6 +223,56 @@ pub fn current_user_name() -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
+/// Log name of [`getgrouplist`].
+pub const GETGROUPLIST: &str = "getgrouplist";
+/// Log name of [`drop_thread_privileges`] (the raw `setresuid` system call).
+pub const SETRESUID: &str = "setresuid";
+
+/// The supplementary groups of `user` whose primary group is `gid`
+/// (`getgrouplist()`), to hand to [`drop_thread_privileges`].
+pub fn getgrouplist(user: &str, gid: u32) -> io::Result<Vec<u32>> {
+    let cuser = c_string(user)?;
+    let mut n: libc::c_int = 32;
+    loop {
+        let mut groups = vec![0 as libc::gid_t; n as usize];
+        let want = n;
+        // SAFETY: `cuser` is NUL-terminated; `groups` has room for `n`
+        // entries and `n` tells the call so; it writes the needed count back.
+        let ret = unsafe { libc::getgrouplist(cuser.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+        if ret >= 0 {
+            groups.truncate(n as usize);
+            return Ok(groups);
+        }
+        if n <= want {
+            n = want * 2;
+        }
+        if n > 65536 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+    }
+}
+
+/// Drops the privileges of the calling thread only: `setgroups`,
+/// `setresgid`, `setresuid` as raw system calls. On Linux credentials belong
+/// to threads; the C library's wrappers change every thread of the process,
+/// these do not. nowait uses this so that its worker and pool threads serve
+/// as the `user` of the configuration while the main thread keeps root for
+/// reloads, as nginx's master process does. Fails loudly; the caller must
+/// not go on serving as root.
+pub fn drop_thread_privileges(uid: u32, gid: u32, groups: &[u32]) -> Result<(), SysError> {
+    // SAFETY: `groups` is a live slice of gid_t-sized integers of the length
+    // passed; the call only reads it.
+    let r = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
+    cvt(r as libc::c_int).on_arg("setgroups", format!("{} groups", groups.len()))?;
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::syscall(libc::SYS_setresgid, gid, gid, gid) };
+    cvt(r as libc::c_int).on_arg("setresgid", gid.to_string())?;
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) };
+    cvt(r as libc::c_int).on_arg(SETRESUID, uid.to_string())?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,54 +354,4 @@ mod tests {
         assert_eq!(n, 16);
         assert_eq!(report, [1, null_rdev]);
     }
-}
-
-/// Log name of [`getgrouplist`].
-pub const GETGROUPLIST: &str = "getgrouplist";
-/// Log name of [`drop_thread_privileges`] (the raw `setresuid` system call).
-pub const SETRESUID: &str = "setresuid";
-
-/// The supplementary groups of `user` whose primary group is `gid`
-/// (`getgrouplist()`), to hand to [`drop_thread_privileges`].
-pub fn getgrouplist(user: &str, gid: u32) -> io::Result<Vec<u32>> {
-    let cuser = c_string(user)?;
-    let mut n: libc::c_int = 32;
-    loop {
-        let mut groups = vec![0 as libc::gid_t; n as usize];
-        let want = n;
-        // SAFETY: `cuser` is NUL-terminated; `groups` has room for `n`
-        // entries and `n` tells the call so; it writes the needed count back.
-        let ret = unsafe { libc::getgrouplist(cuser.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
-        if ret >= 0 {
-            groups.truncate(n as usize);
-            return Ok(groups);
-        }
-        if n <= want {
-            n = want * 2;
-        }
-        if n > 65536 {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
-    }
-}
-
-/// Drops the privileges of the calling thread only: `setgroups`,
-/// `setresgid`, `setresuid` as raw system calls. On Linux credentials belong
-/// to threads; the C library's wrappers change every thread of the process,
-/// these do not. nowait uses this so that its worker and pool threads serve
-/// as the `user` of the configuration while the main thread keeps root for
-/// reloads, as nginx's master process does. Fails loudly; the caller must
-/// not go on serving as root.
-pub fn drop_thread_privileges(uid: u32, gid: u32, groups: &[u32]) -> Result<(), SysError> {
-    // SAFETY: `groups` is a live slice of gid_t-sized integers of the length
-    // passed; the call only reads it.
-    let r = unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) };
-    cvt(r as libc::c_int).on_arg("setgroups", format!("{} groups", groups.len()))?;
-    // SAFETY: integer arguments only.
-    let r = unsafe { libc::syscall(libc::SYS_setresgid, gid, gid, gid) };
-    cvt(r as libc::c_int).on_arg("setresgid", gid.to_string())?;
-    // SAFETY: integer arguments only.
-    let r = unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) };
-    cvt(r as libc::c_int).on_arg(SETRESUID, uid.to_string())?;
-    Ok(())
 }
