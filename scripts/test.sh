@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every check nowait has, from a fresh clone: installs what the tests
+# need (Debian's nginx-light for the differential tests; rustfmt and clippy
+# when missing), then the gates in order: formatting, lints, all tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "installing test dependencies"
+if [[ $(id -u) -eq 0 ]]; then
+    scripts/install-test-deps.sh
+elif [[ ! -x /usr/sbin/nginx ]]; then
+    echo "nginx-light is missing and installing it needs root: run scripts/install-test-deps.sh as root" >&2
+    exit 1
+fi
+for component in rustfmt clippy; do
+    if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        rustup component add "$component"
+    fi
+done
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --all-targets
