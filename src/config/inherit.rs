@@ -89,6 +89,9 @@ inherited! {
         server_tokens: bool = true,
         /// `aio`.
         aio: Aio = Aio::Off,
+        /// `aio_fast_path` (nowait's): with `aio threads`, try each file
+        /// operation on the loop in a form that cannot block first.
+        aio_fast_path: bool = true,
         /// `aio_write`.
         aio_write: bool = false,
         /// `client_max_body_size` (0 disables the check).

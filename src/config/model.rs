@@ -302,6 +302,8 @@ pub struct Location {
     pub ret: Option<Return>,
     /// `proxy_pass` (parsed; served by the caching-proxy issue).
     pub proxy_pass: Option<Template>,
+    /// `nowait_status`: this location serves the measurements.
+    pub status_page: bool,
     /// Nested locations.
     pub locations: Vec<Location>,
     /// Where the block starts.

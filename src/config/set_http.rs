@@ -195,6 +195,7 @@ flag_setter!(tcp_nopush, tcp_nopush);
 flag_setter!(tcp_nodelay, tcp_nodelay);
 flag_setter!(server_tokens, server_tokens);
 flag_setter!(aio_write, aio_write);
+flag_setter!(aio_fast_path, aio_fast_path);
 
 fn size_arg(d: &Directive, i: usize) -> Result<u64, String> {
     value::size(d.arg(i)).ok_or_else(|| invalid(d, d.arg(i)))

@@ -303,6 +303,7 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         conf: Default::default(),
         ret: None,
         proxy_pass: None,
+        status_page: false,
         locations: Vec::new(),
         loc: d.loc.clone(),
     };
@@ -314,6 +315,18 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         Scope::Server(s) => s.locations.push(loc),
         Scope::Location(l) => l.locations.push(loc),
         _ => unreachable!("checked above"),
+    }
+    Ok(())
+}
+
+/// `nowait_status;` — the location answers with nowait's measurements in
+/// the Prometheus text format (as nginx's `stub_status`, richer).
+pub fn nowait_status(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Location(l) = scope else {
+        unreachable!("the table allows nowait_status in location only")
+    };
+    if std::mem::replace(&mut l.status_page, true) {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
     }
     Ok(())
 }

@@ -151,6 +151,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("large_client_header_buffers", HTTP | SERVER, Exactly(2), false, Ready, set_http::large_client_header_buffers, "large_client_header_buffers number size;", "4 8k"),
     spec!("server_tokens", HSL, Exactly(1), false, Ready, set_http::server_tokens, "server_tokens on | off;", "on"),
     spec!("aio", HSL, Exactly(1), false, Ready, set_http::aio, "aio off | threads[=pool];", "off"),
+    spec!("aio_fast_path", HSL, Exactly(1), false, Ready, set_http::aio_fast_path, "aio_fast_path on | off;", "on"),
+    spec!("nowait_status", LOCATION, Exactly(0), false, Ready, set_server::nowait_status, "nowait_status;", "—"),
     spec!("aio_write", HSL, Exactly(1), false, Ready, set_http::aio_write, "aio_write on | off;", "off"),
     spec!("root", HSL, Exactly(1), false, Ready, set_http::root, "root path;", "html"),
     spec!("alias", LOCATION, Exactly(1), false, Ready, set_http::alias, "alias path;", "—"),

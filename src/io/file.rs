@@ -1,7 +1,20 @@
-//! The file operations the server makes, each run where `aio` says: on the
-//! event loop (`aio off`, nginx's default and the benchmarks' baseline) or on
-//! a named thread pool (`aio threads[=pool]`), where the loop awaits the
-//! completion and serves other connections meanwhile.
+//! The file operations the server makes, each run where `aio` says, and —
+//! nowait's addition — first tried on the loop in a form that cannot block.
+//!
+//! | `aio` | `aio_fast_path` | where an operation runs |
+//! |---|---|---|
+//! | `off` (nginx's default) | — | on the event loop, blocking, as nginx does |
+//! | `threads` | `off` | always on the pool, as nginx (plus `open`/`stat` on the pool, as Cloudflare's patch) |
+//! | `threads` | `on` (default) | on the loop when it cannot block, on the pool only when it would |
+//!
+//! The fast paths: `open` is `openat2(RESOLVE_CACHED)`, which fails with
+//! `EAGAIN` when the path walk needs I/O; `stat` is the same with `O_PATH`
+//! then `fstat`; `read` is `preadv2(RWF_NOWAIT)`, which fails with `EAGAIN`
+//! (or reads short) when the data is not in the page cache; a `sendfile`
+//! slice is sent on the loop only when `cachestat()` says every page of it is
+//! resident. A missing call (`ENOSYS`) or a file system that refuses one
+//! (`EOPNOTSUPP`, `EINVAL`) sends the operation to the pool — never an error
+//! to the client — and the call is not tried again by this process.
 //!
 //! What must not happen here: an unbounded wait for a pool (a full queue fails
 //! at once, see [`super::pool`]), and a descriptor used by a pool thread after
@@ -12,8 +25,11 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::fault;
 use super::{Pool, SubmitError};
+use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
 use crate::sys::file::{self as sysfile, FileMeta};
 
@@ -59,14 +75,62 @@ impl fmt::Display for FileError {
     }
 }
 
+/// Whether each fast-path call still looks supported. Cleared the first time
+/// the kernel or a file system says it is not, so the loop stops paying for
+/// a call that always fails.
+struct Support {
+    openat2: AtomicBool,
+    preadv2: AtomicBool,
+    cachestat: AtomicBool,
+}
+
+static SUPPORT: Support = Support {
+    openat2: AtomicBool::new(true),
+    preadv2: AtomicBool::new(true),
+    cachestat: AtomicBool::new(true),
+};
+
+/// Whether `e` says "this call is not available here" rather than "no".
+fn unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL)
+    )
+}
+
+fn would_block(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EAGAIN)
+}
+
 /// Where one request's file operations run.
 #[derive(Clone, Copy)]
 pub struct FileLayer<'a> {
     /// The pool for `aio threads`; `None` for `aio off`.
     pub pool: Option<&'a Arc<Pool>>,
+    /// `aio_fast_path`: try the non-blocking form on the loop first.
+    pub fast: bool,
+}
+
+/// What a fast path concluded.
+enum Fast<T> {
+    /// Answered on the loop (success or a definite error).
+    Done(T),
+    /// Needs the slow path.
+    Slow,
 }
 
 impl FileLayer<'_> {
+    /// A layer that runs everything on the loop (`aio off`).
+    pub const INLINE: FileLayer<'static> = FileLayer {
+        pool: None,
+        fast: false,
+    };
+
+    /// Whether fast paths apply: only with a pool to fall back on.
+    fn fast_enabled(&self) -> bool {
+        self.fast && self.pool.is_some()
+    }
+
     /// Runs `f` on the pool, or here when there is none.
     async fn run<T, F>(&self, what: &'static str, f: F) -> Result<T, FileError>
     where
@@ -85,51 +149,60 @@ impl FileLayer<'_> {
     /// `open()` + `fstat()` of `path` for reading.
     pub async fn open(&self, path: &Path) -> Result<OpenFile, FileError> {
         let owned: Arc<Path> = Arc::from(path);
+        if self.fast_enabled() {
+            if let Fast::Done(r) = open_fast(&owned) {
+                return r;
+            }
+        }
         let p = owned.clone();
-        self.run("open", move || {
-            let fd = sysfile::open_read(&p)
-                .map_err(|e| SysError::with_path(sysfile::OPEN, p.to_path_buf(), e))?;
-            let meta = sysfile::fstat(&fd)
-                .map_err(|e| SysError::with_path(sysfile::FSTAT, p.to_path_buf(), e))?;
-            Ok(OpenFile {
-                fd: Arc::new(fd),
-                meta,
-                path: p,
-            })
-        })
-        .await?
-        .map_err(FileError::Sys)
+        self.run("open", move || open_slow(p)).await?
     }
 
     /// `stat()` of `path` (following symlinks), for directory and index checks.
     pub async fn stat(&self, path: &Path) -> Result<FileMeta, FileError> {
+        if self.fast_enabled() {
+            if let Fast::Done(r) = stat_fast(path) {
+                return r;
+            }
+        }
         let p: PathBuf = path.to_path_buf();
         self.run("stat", move || {
-            sysfile::stat(&p).map_err(|e| SysError::with_path(sysfile::STAT, p, e))
+            fault::stall(&p);
+            sysfile::stat(&p).map_err(|e| FileError::Sys(SysError::with_path(sysfile::STAT, p, e)))
         })
         .await?
-        .map_err(FileError::Sys)
     }
 
-    /// Reads up to `len` bytes at `off` (`pread`); a short result means end of file.
+    /// Reads up to `len` bytes at `off`; a short result means end of file.
     pub async fn read_at(
         &self,
         file: &OpenFile,
         len: usize,
         off: u64,
     ) -> Result<Vec<u8>, FileError> {
+        let mut buf = vec![0u8; len];
+        let mut done = 0;
+        if self.fast_enabled() {
+            done = read_fast(file, &mut buf, off);
+            if done == len {
+                return Ok(buf);
+            }
+        }
         let fd = file.fd.clone();
         let path = file.path.clone();
         self.run("read", move || {
-            let mut buf = vec![0u8; len];
-            let mut done = 0;
+            fault::stall(&path);
             while done < len {
                 match sysfile::pread(&*fd, &mut buf[done..], off + done as u64) {
                     Ok(0) => break,
                     Ok(n) => done += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        return Err(SysError::with_path(sysfile::PREAD, path.to_path_buf(), e));
+                        return Err(FileError::Sys(SysError::with_path(
+                            sysfile::PREAD,
+                            path.to_path_buf(),
+                            e,
+                        )));
                     }
                 }
             }
@@ -137,12 +210,45 @@ impl FileLayer<'_> {
             Ok(buf)
         })
         .await?
-        .map_err(FileError::Sys)
+    }
+
+    /// Whether `sendfile()` keeps its promise of never blocking the loop for
+    /// this file: always without the fast path (the pool takes every slice,
+    /// or `aio off` blocks as nginx does), and with it when `cachestat()`
+    /// may be asked about the file.
+    pub fn sendfile_checkable(&self, file: &OpenFile) -> bool {
+        if !self.fast_enabled() {
+            return true;
+        }
+        if !SUPPORT.cachestat.load(Ordering::Relaxed) {
+            return false;
+        }
+        match sysfile::cachestat(&*file.fd, 0, 1) {
+            Ok(_) => true,
+            Err(e) => {
+                if unsupported(&e) {
+                    SUPPORT.cachestat.store(false, Ordering::Relaxed);
+                }
+                metrics::fast(FastOp::Sendfile, FastOutcome::Unsupported);
+                false
+            }
+        }
+    }
+
+    /// Whether a `sendfile()` of `len` bytes at `off` may run on the loop:
+    /// always under `aio off` (nginx's behaviour), and under `aio threads`
+    /// when the fast path is on and `cachestat()` says every page is in memory.
+    pub fn sendfile_on_loop(&self, file: &OpenFile, off: u64, len: u64) -> bool {
+        if self.pool.is_none() {
+            return true;
+        }
+        self.fast && resident(file, off, len)
     }
 
     /// One `sendfile()` of up to `len` bytes at `off` into the non-blocking
-    /// socket `sock`. `Ok(0)` means the file ended early (truncated);
-    /// `EAGAIN` comes back as an error for the caller to wait for writability.
+    /// socket `sock`, on the pool (or the loop under `aio off`). `Ok(0)` means
+    /// the file ended early (truncated); `EAGAIN` comes back as an error for
+    /// the caller to wait for writability.
     pub async fn sendfile(
         &self,
         sock: &Arc<OwnedFd>,
@@ -154,11 +260,199 @@ impl FileLayer<'_> {
         let fd = file.fd.clone();
         let path = file.path.clone();
         self.run("sendfile", move || {
+            fault::stall(&path);
             let mut o = off;
-            sysfile::sendfile(&*sock, &*fd, &mut o, len)
-                .map_err(|e| SysError::with_path(sysfile::SENDFILE, path.to_path_buf(), e))
+            sysfile::sendfile(&*sock, &*fd, &mut o, len).map_err(|e| {
+                FileError::Sys(SysError::with_path(
+                    sysfile::SENDFILE,
+                    path.to_path_buf(),
+                    e,
+                ))
+            })
         })
         .await?
-        .map_err(FileError::Sys)
+    }
+}
+
+/// The blocking open, for the pool or for `aio off`.
+fn open_slow(p: Arc<Path>) -> Result<OpenFile, FileError> {
+    fault::stall(&p);
+    let fd = sysfile::open_read(&p)
+        .map_err(|e| FileError::Sys(SysError::with_path(sysfile::OPEN, p.to_path_buf(), e)))?;
+    let meta = sysfile::fstat(&fd)
+        .map_err(|e| FileError::Sys(SysError::with_path(sysfile::FSTAT, p.to_path_buf(), e)))?;
+    Ok(OpenFile {
+        fd: Arc::new(fd),
+        meta,
+        path: p,
+    })
+}
+
+/// `openat2(RESOLVE_CACHED)` on the loop. A definite answer (the file, or
+/// an error such as `ENOENT` from a cached negative entry) is final; `EAGAIN`
+/// and unsupported calls go to the pool.
+fn open_fast(p: &Arc<Path>) -> Fast<Result<OpenFile, FileError>> {
+    if !SUPPORT.openat2.load(Ordering::Relaxed) || fault::stall_for(p).is_some() {
+        metrics::fast(
+            FastOp::Open,
+            if fault::stall_for(p).is_some() {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            },
+        );
+        return Fast::Slow;
+    }
+    match sysfile::open_cached(p) {
+        Ok(fd) => {
+            metrics::fast(FastOp::Open, FastOutcome::Hit);
+            // fstat of an open descriptor reads the in-memory inode: it does not block.
+            let meta = match sysfile::fstat(&fd) {
+                Ok(m) => m,
+                Err(e) => {
+                    return Fast::Done(Err(FileError::Sys(SysError::with_path(
+                        sysfile::FSTAT,
+                        p.to_path_buf(),
+                        e,
+                    ))));
+                }
+            };
+            Fast::Done(Ok(OpenFile {
+                fd: Arc::new(fd),
+                meta,
+                path: p.clone(),
+            }))
+        }
+        Err(e) if would_block(&e) => {
+            metrics::fast(FastOp::Open, FastOutcome::Miss);
+            Fast::Slow
+        }
+        Err(e) if unsupported(&e) => {
+            SUPPORT.openat2.store(false, Ordering::Relaxed);
+            metrics::fast(FastOp::Open, FastOutcome::Unsupported);
+            Fast::Slow
+        }
+        Err(e) => {
+            metrics::fast(FastOp::Open, FastOutcome::Hit);
+            Fast::Done(Err(FileError::Sys(SysError::with_path(
+                sysfile::OPEN,
+                p.to_path_buf(),
+                e,
+            ))))
+        }
+    }
+}
+
+/// `openat2(O_PATH, RESOLVE_CACHED)` + `fstat` on the loop.
+fn stat_fast(p: &Path) -> Fast<Result<FileMeta, FileError>> {
+    if !SUPPORT.openat2.load(Ordering::Relaxed) || fault::stall_for(p).is_some() {
+        metrics::fast(
+            FastOp::Stat,
+            if fault::stall_for(p).is_some() {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            },
+        );
+        return Fast::Slow;
+    }
+    match sysfile::stat_cached(p) {
+        Ok(m) => {
+            metrics::fast(FastOp::Stat, FastOutcome::Hit);
+            Fast::Done(Ok(m))
+        }
+        Err(e) if would_block(&e) => {
+            metrics::fast(FastOp::Stat, FastOutcome::Miss);
+            Fast::Slow
+        }
+        Err(e) if unsupported(&e) => {
+            SUPPORT.openat2.store(false, Ordering::Relaxed);
+            metrics::fast(FastOp::Stat, FastOutcome::Unsupported);
+            Fast::Slow
+        }
+        Err(e) => {
+            metrics::fast(FastOp::Stat, FastOutcome::Hit);
+            Fast::Done(Err(FileError::Sys(SysError::with_path(
+                sysfile::STAT,
+                p.to_path_buf(),
+                e,
+            ))))
+        }
+    }
+}
+
+/// `preadv2(RWF_NOWAIT)` on the loop until it would block; returns how many
+/// bytes are in `buf` (all of them, or fewer when the rest is not cached or
+/// the file ended — the slow path tells those apart).
+fn read_fast(file: &OpenFile, buf: &mut [u8], off: u64) -> usize {
+    if !SUPPORT.preadv2.load(Ordering::Relaxed) || fault::stall_for(&file.path).is_some() {
+        metrics::fast(
+            FastOp::Read,
+            if fault::stall_for(&file.path).is_some() {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            },
+        );
+        return 0;
+    }
+    let mut done = 0;
+    while done < buf.len() {
+        match sysfile::preadv2_nowait(&*file.fd, &mut buf[done..], off + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if unsupported(&e) => {
+                SUPPORT.preadv2.store(false, Ordering::Relaxed);
+                metrics::fast(FastOp::Read, FastOutcome::Unsupported);
+                return done;
+            }
+            Err(_) => break,
+        }
+    }
+    let outcome = if done == buf.len() {
+        FastOutcome::Hit
+    } else {
+        FastOutcome::Miss
+    };
+    metrics::fast(FastOp::Read, outcome);
+    done
+}
+
+/// Whether every page of `len` bytes at `off` is in the page cache.
+fn resident(file: &OpenFile, off: u64, len: u64) -> bool {
+    if len == 0 {
+        return true;
+    }
+    if !SUPPORT.cachestat.load(Ordering::Relaxed) || fault::stall_for(&file.path).is_some() {
+        metrics::fast(
+            FastOp::Sendfile,
+            if fault::stall_for(&file.path).is_some() {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            },
+        );
+        return false;
+    }
+    let page = sysfile::page_size();
+    let first = off / page;
+    let last = (off + len - 1) / page;
+    match sysfile::cachestat(&*file.fd, first * page, (last - first + 1) * page) {
+        Ok(cs) if cs.cached > last - first => {
+            metrics::fast(FastOp::Sendfile, FastOutcome::Hit);
+            true
+        }
+        Ok(_) => {
+            metrics::fast(FastOp::Sendfile, FastOutcome::Miss);
+            false
+        }
+        Err(e) => {
+            if unsupported(&e) {
+                SUPPORT.cachestat.store(false, Ordering::Relaxed);
+            }
+            metrics::fast(FastOp::Sendfile, FastOutcome::Unsupported);
+            false
+        }
     }
 }

@@ -12,6 +12,7 @@
 //! [`crate::sys::file`]) or is handed to a [`Pool`].
 
 pub mod completion;
+pub mod fault;
 pub mod file;
 pub mod pool;
 pub mod pools;

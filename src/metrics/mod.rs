@@ -1,1 +1,18 @@
-//! metrics
+//! What nowait measures about itself instead of guessing (brief §2.3): how
+//! long a worker's event loop is held, time to first byte, the pools' queues,
+//! and how often the non-blocking fast paths answer on the loop.
+//!
+//! - [`worker`]: each worker's histograms and counters, reached from the
+//!   worker's own thread through a thread-local handle.
+//! - [`timed`]: the future wrapper that times every poll of a task.
+//! - [`prometheus`]: the text the `nowait_status` location serves.
+//!
+//! Recording must stay cheap: a histogram update behind an uncontended lock
+//! (only the owning worker writes; the status page reads), a relaxed atomic
+//! for a counter.
+
+pub mod prometheus;
+pub mod timed;
+pub mod worker;
+
+pub use worker::{FastOp, FastOutcome, WorkerMetrics};

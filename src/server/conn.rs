@@ -199,7 +199,9 @@ pub async fn serve(
             nopush: conf.tcp_nopush,
             files: FileLayer {
                 pool: pool.as_ref(),
+                fast: conf.aio_fast_path,
             },
+            start,
         };
         let result = send::send(
             &stream,
@@ -222,6 +224,10 @@ pub async fn serve(
             },
         };
         log_access(&site, &r, conf, &sent);
+        crate::metrics::worker::with(|m| {
+            m.requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        });
         match result {
             Ok(_) => {}
             Err(send::SendError::TimedOut) => {
@@ -233,6 +239,11 @@ pub async fn serve(
                         r.log_context()
                     ),
                 );
+                return;
+            }
+            Err(send::SendError::File(crate::io::file::FileError::Overflow(o))) => {
+                site.error_log
+                    .log(Level::Error, Some(info.conn_no), format_args!("{o}"));
                 return;
             }
             Err(send::SendError::File(e)) => {

@@ -19,6 +19,12 @@ use super::site::Site;
 use super::static_file::{self, Served, absolute_url};
 use crate::http::conditional;
 
+/// The answer when a pool's queue is full. nginx answers 500; nowait
+/// answers 503 Service Unavailable, because the condition is temporary
+/// overload, not a fault, and clients and load balancers retry a 503
+/// elsewhere or later.
+pub const OVERFLOW_STATUS: Status = Status::SERVICE_UNAVAILABLE;
+
 /// nginx's limit on internal redirects per request (`index`, `error_page`).
 pub const MAX_INTERNAL_REDIRECTS: u32 = 10;
 
@@ -131,6 +137,11 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
             let reply = reply_return(r, ret, conf);
             return finish(site, r, reply, conf, None, redirects).await;
         }
+        if loc.is_some_and(|l| l.status_page) {
+            let text = crate::metrics::prometheus::render(&site.worker_metrics(), &site.pools);
+            let reply = Reply::text(Status::OK, text, crate::metrics::prometheus::CONTENT_TYPE);
+            return finish(site, r, reply, conf, None, redirects).await;
+        }
         let pool = match pool_for(site, r, conf) {
             Ok(p) => p,
             Err(status) => {
@@ -139,6 +150,7 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
         };
         let files = FileLayer {
             pool: pool.as_ref(),
+            fast: conf.aio_fast_path,
         };
         let uri = r.uri.clone();
         match static_file::serve(r, conf, loc, &uri, files).await {
@@ -165,6 +177,13 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
                     );
                 }
                 return finish(site, r, Reply::special(status), conf, pool, redirects).await;
+            }
+            Served::Overflow(msg) => {
+                // nginx's line, exactly: the pool's own message, no request context.
+                site.error_log
+                    .log(Level::Error, Some(r.conn_no), format_args!("{msg}"));
+                let reply = Reply::special(OVERFLOW_STATUS);
+                return finish(site, r, reply, conf, pool, redirects).await;
             }
         }
     }
@@ -234,6 +253,7 @@ async fn error_page<'a>(
         let pool = pool_for(site, r, conf).ok()?;
         let files = FileLayer {
             pool: pool.as_ref(),
+            fast: conf.aio_fast_path,
         };
         // The page is fetched with GET whatever the request's method, as nginx does.
         let uri = r.uri.clone();
@@ -264,7 +284,7 @@ async fn error_page<'a>(
                     pool,
                 });
             }
-            Served::InternalRedirect(_) | Served::Error(..) => return None,
+            Served::InternalRedirect(_) | Served::Error(..) | Served::Overflow(_) => return None,
         }
     };
     if let Some(Some(c)) = page.overwrite {

@@ -15,7 +15,9 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use crate::http::range::ByteRange;
+use crate::io::fault;
 use crate::io::file::{FileError, FileLayer, OpenFile};
+use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
 
 use super::reply::Body;
@@ -52,6 +54,8 @@ pub struct SendParams<'a> {
     pub nopush: bool,
     /// Where file operations run.
     pub files: FileLayer<'a>,
+    /// When the request head was complete, for time to first byte.
+    pub start: std::time::Instant,
 }
 
 /// Bytes written.
@@ -114,16 +118,19 @@ pub async fn send(
     let mut w = Written::default();
     if head_only {
         write_all(stream, &head, p.timeout).await?;
+        metrics::ttfb(p.start.elapsed());
         w.total = head_len;
         return Ok(w);
     }
     match body {
         Body::Empty => {
             write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
         }
         Body::Bytes(b) => {
             head.extend_from_slice(b);
             write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
             w.body = b.len() as u64;
         }
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
@@ -137,6 +144,7 @@ pub async fn send(
             }
             head.extend_from_slice(&data);
             write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
             w.body = range.len();
         }
         Body::File { file, range } => {
@@ -145,6 +153,7 @@ pub async fn send(
                 let _ = sysfile_cork(stream, true);
             }
             write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
             w.body = send_range(stream, pool_sock, file, *range, p).await?;
             if cork {
                 let _ = sysfile_cork(stream, false);
@@ -152,6 +161,7 @@ pub async fn send(
         }
         Body::Multipart { file, parts } => {
             write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
             for (part_head, range) in parts.parts() {
                 write_all(stream, part_head, p.timeout).await?;
                 send_range(stream, pool_sock, file, range, p).await?;
@@ -176,10 +186,17 @@ async fn send_range(
     range: ByteRange,
     p: &SendParams<'_>,
 ) -> Result<u64, SendError> {
+    // With `aio threads` and the fast path, a `sendfile()` slice runs on the
+    // loop only when `cachestat()` proves it resident. The kernel answers
+    // `cachestat()` only to a file's owner or writers (as `mincore()`), so
+    // for other files (a root-owned document root served as `nobody`) the
+    // body goes through non-blocking reads instead: `preadv2(RWF_NOWAIT)` on
+    // the loop, the pool for what is not in memory.
+    let sendfile = p.sendfile && p.files.sendfile_checkable(file);
     let mut off = range.start;
     while off < range.end {
         let left = range.end - off;
-        let n = if p.sendfile {
+        let n = if sendfile {
             let chunk = if p.max_chunk == 0 {
                 left
             } else {
@@ -224,7 +241,11 @@ async fn sendfile_once(
             .await
             .map_err(|_| SendError::TimedOut)?
             .map_err(SendError::Io)?;
-        let result = if p.files.pool.is_none() {
+        let result = if p.files.sendfile_on_loop(file, off, chunk as u64) {
+            if p.files.pool.is_none() {
+                // `aio off`: the loop itself meets the (test-injected) slow disk.
+                fault::stall(&file.path);
+            }
             stream.try_io(Interest::WRITABLE, || {
                 let mut o = off;
                 sysfile::sendfile(stream, &*file.fd, &mut o, chunk)

@@ -30,6 +30,8 @@ pub struct Site {
     pub log_files: LogFiles,
     /// The `Server` header value with `server_tokens on`.
     pub signature_full: String,
+    /// Each worker's measurements, for the status page.
+    pub metrics: std::sync::Mutex<Vec<Arc<crate::metrics::WorkerMetrics>>>,
 }
 
 /// The error log threshold nowait's config names map to.
@@ -92,7 +94,23 @@ impl Site {
             error_log,
             access_logs,
             log_files: files,
+            metrics: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Every worker's measurements.
+    pub fn worker_metrics(&self) -> Vec<Arc<crate::metrics::WorkerMetrics>> {
+        self.metrics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Registers a worker's measurements.
+    pub fn add_worker_metrics(&self, m: Arc<crate::metrics::WorkerMetrics>) {
+        let mut all = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        all.push(m);
+        all.sort_by_key(|m| m.id);
     }
 
     /// The http block (a site without one serves nothing).

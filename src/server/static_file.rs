@@ -31,6 +31,8 @@ pub enum Served {
     InternalRedirect(String),
     /// Fail with this status; the error is logged with the request context.
     Error(Status, Option<String>),
+    /// A pool's queue was full: this is its message.
+    Overflow(String),
 }
 
 /// Maps the URI to a file path under the location's `root` or `alias`.
@@ -92,10 +94,7 @@ pub async fn serve(
     }
     let file = match files.open(&path).await {
         Ok(f) => f,
-        Err(e) => {
-            let (status, msg) = open_failure(&e);
-            return Served::Error(status, msg);
-        }
+        Err(e) => return failed(e),
     };
     match file.meta.kind {
         FileKind::Regular => {}
@@ -111,6 +110,15 @@ pub async fn serve(
         return Served::Error(Status::NOT_ALLOWED, None);
     }
     Served::Reply(Box::new(file_reply(r, conf, uri, file)))
+}
+
+/// The outcome of a failed file operation.
+fn failed(e: FileError) -> Served {
+    if let FileError::Overflow(o) = &e {
+        return Served::Overflow(o.to_string());
+    }
+    let (status, msg) = open_failure(&e);
+    Served::Error(status, msg)
 }
 
 /// `index`: the first index file that exists is served by an internal redirect.
@@ -133,10 +141,7 @@ async fn index(
             }
             Ok(_) => continue,
             Err(e) if matches!(e.errno(), Some(libc::ENOENT)) => continue,
-            Err(e) => {
-                let (status, msg) = open_failure(&e);
-                return Served::Error(status, msg);
-            }
+            Err(e) => return failed(e),
         }
     }
     match files.stat(&dir).await {
@@ -148,10 +153,7 @@ async fn index(
             )),
         ),
         Ok(_) => Served::Error(Status::NOT_FOUND, None),
-        Err(e) => {
-            let (status, msg) = open_failure(&e);
-            Served::Error(status, msg)
-        }
+        Err(e) => failed(e),
     }
 }
 

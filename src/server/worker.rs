@@ -19,6 +19,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 use crate::log::Level;
+use crate::metrics::WorkerMetrics;
+use crate::metrics::timed::Timed;
+use crate::metrics::worker as worker_metrics;
 
 use super::conn::{self, ConnInfo};
 use super::site::Site;
@@ -89,8 +92,13 @@ pub fn spawn(
         .spawn(move || {
             init();
             let _ = crate::sys::signal::block_all_in_thread();
+            let metrics = Arc::new(WorkerMetrics::new(id));
+            site.add_worker_metrics(metrics.clone());
+            worker_metrics::install(metrics);
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_unpark(busy_start)
+                .on_thread_park(busy_end)
                 .build()
             {
                 Ok(rt) => rt,
@@ -233,13 +241,15 @@ async fn accept_loop(
                         let _ = stream.set_nodelay(true);
                     }
                     active.set(active.get() + 1);
+                    worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
                     let (site, active, freed, quit) =
                         (site.clone(), active.clone(), freed.clone(), quit.clone());
-                    tokio::task::spawn_local(async move {
+                    tokio::task::spawn_local(Timed::new(async move {
                         conn::serve(stream, info, site, quit).await;
                         active.set(active.get() - 1);
+                        worker_metrics::with(|m| m.connections.fetch_sub(1, Ordering::Relaxed));
                         freed.notify_one();
-                    });
+                    }));
                 }
                 Err(e) => {
                     site.error_log.log(
@@ -259,6 +269,24 @@ async fn accept_loop(
         if !multi {
             tokio::task::yield_now().await;
         }
+    }
+}
+
+thread_local! {
+    /// When this worker's loop last woke from the poller.
+    static WOKE: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
+}
+
+/// The loop woke from `epoll_wait`: a busy period starts.
+fn busy_start() {
+    WOKE.with(|w| w.set(Some(std::time::Instant::now())));
+}
+
+/// The loop goes back to `epoll_wait`: record how long it was busy.
+fn busy_end() {
+    if let Some(t) = WOKE.with(|w| w.take()) {
+        let spent = t.elapsed();
+        worker_metrics::with(|m| worker_metrics::record(&mut m.histograms().busy, spent));
     }
 }
 

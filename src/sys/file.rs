@@ -87,9 +87,19 @@ struct OpenHow {
 /// pool thread without it". `ENOSYS` (kernel < 5.6) or `EINVAL` (< 5.12 for
 /// `RESOLVE_CACHED`) mean "unsupported": the caller falls back to [`open_read`].
 pub fn openat2(dir: Option<BorrowedFd<'_>>, path: &Path, resolve: Resolve) -> io::Result<OwnedFd> {
+    openat2_flags(dir, path, READ_FLAGS, resolve)
+}
+
+/// [`openat2`] with explicit open flags.
+fn openat2_flags(
+    dir: Option<BorrowedFd<'_>>,
+    path: &Path,
+    flags: libc::c_int,
+    resolve: Resolve,
+) -> io::Result<OwnedFd> {
     let cpath = c_path(path)?;
     let how = OpenHow {
-        flags: READ_FLAGS as u64,
+        flags: flags as u64,
         mode: 0,
         resolve: resolve.0,
     };
@@ -116,6 +126,22 @@ pub fn openat2(dir: Option<BorrowedFd<'_>>, path: &Path, resolve: Resolve) -> io
 /// has left a negative dentry does a missing file fail here with `ENOENT`.
 pub fn open_cached(path: &Path) -> io::Result<OwnedFd> {
     openat2(None, path, Resolve::CACHED)
+}
+
+/// `stat()` that cannot wait on a disk: `openat2(O_PATH, RESOLVE_CACHED)`
+/// then `fstat()` of that descriptor (an `O_PATH` open needs no read
+/// permission, so this answers what `stat()` would). `EAGAIN` when the
+/// lookup would need I/O.
+pub fn stat_cached(path: &Path) -> io::Result<FileMeta> {
+    let fd = openat2_flags(None, path, libc::O_PATH | libc::O_CLOEXEC, Resolve::CACHED)?;
+    fstat(&fd)
+}
+
+/// The page size, for turning byte ranges into [`cachestat`] page counts.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory arguments and cannot fail for _SC_PAGESIZE.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as u64 } else { 4096 }
 }
 
 /// [`open_cached`] that also refuses symlinks anywhere in the path (`ELOOP`),

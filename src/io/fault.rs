@@ -1,0 +1,74 @@
+//! Fault injection for tests: make file operations on chosen paths behave
+//! like a disk that makes them wait.
+//!
+//! Set `NOWAIT_TEST_STALL` to `SUBSTRING=MILLIS[,SUBSTRING=MILLIS…]` in the
+//! server's environment. For a path containing SUBSTRING:
+//! - the non-blocking fast paths report a miss (`EAGAIN`), as they would for
+//!   data that is not in memory;
+//! - every blocking operation (open, stat, read, sendfile) first sleeps
+//!   MILLIS milliseconds in whatever thread runs it — the event loop itself
+//!   under `aio off`, a pool thread under `aio threads`.
+//!
+//! This exists so tests can show, by ordering and counters rather than by
+//! timing thresholds, what waits behind what. It is read once at start-up
+//! and costs one empty check per operation when unset. Not for production.
+
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The environment variable read.
+pub const ENV: &str = "NOWAIT_TEST_STALL";
+
+fn rules() -> &'static [(String, Duration)] {
+    static RULES: OnceLock<Vec<(String, Duration)>> = OnceLock::new();
+    RULES.get_or_init(|| std::env::var(ENV).map(|v| parse(&v)).unwrap_or_default())
+}
+
+/// Parses `SUBSTRING=MILLIS,…`; malformed entries are skipped.
+pub fn parse(spec: &str) -> Vec<(String, Duration)> {
+    spec.split(',')
+        .filter_map(|rule| {
+            let (pat, ms) = rule.rsplit_once('=')?;
+            let ms: u64 = ms.trim().parse().ok()?;
+            (!pat.is_empty()).then(|| (pat.to_string(), Duration::from_millis(ms)))
+        })
+        .collect()
+}
+
+/// The stall configured for `path`, if any.
+pub fn stall_for(path: &Path) -> Option<Duration> {
+    let rules = rules();
+    if rules.is_empty() {
+        return None;
+    }
+    let p = path.to_string_lossy();
+    rules
+        .iter()
+        .find(|(pat, _)| p.contains(pat.as_str()))
+        .map(|(_, d)| *d)
+}
+
+/// Sleeps for the stall configured for `path` (the "disk" answering).
+pub fn stall(path: &Path) {
+    if let Some(d) = stall_for(path) {
+        std::thread::sleep(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rules() {
+        let r = parse("cold=200,/a/b=5,bad,=3,x=y");
+        assert_eq!(
+            r,
+            vec![
+                ("cold".to_string(), Duration::from_millis(200)),
+                ("/a/b".to_string(), Duration::from_millis(5))
+            ]
+        );
+    }
+}

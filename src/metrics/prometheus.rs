@@ -1,0 +1,232 @@
+//! The Prometheus text exposition of nowait's measurements, served by a
+//! location with `nowait_status;` (as nginx's `stub_status`, in the format
+//! monitoring systems read).
+
+use std::fmt::Write;
+
+use hdrhistogram::Histogram;
+
+use super::worker::{FastOp, FastOutcome, WorkerMetrics};
+use crate::io::Pools;
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+
+/// The quantiles reported for every histogram (1.0 is the maximum).
+pub const QUANTILES: [f64; 4] = [0.5, 0.99, 0.999, 1.0];
+
+fn summary(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
+    for q in QUANTILES {
+        let v = if q >= 1.0 {
+            h.max()
+        } else {
+            h.value_at_quantile(q)
+        };
+        let _ = writeln!(
+            out,
+            "{name}{{{labels},quantile=\"{q}\"}} {:.6}",
+            v as f64 / 1e6
+        );
+    }
+    let sum = h.mean() * h.len() as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum:.6}");
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.len());
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// The whole page.
+pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> String {
+    let mut out = String::with_capacity(8192);
+    let hists: Vec<_> = workers.iter().map(|w| (w.id, w.histograms())).collect();
+    header(
+        &mut out,
+        "nowait_loop_poll_seconds",
+        "summary",
+        "Time one task held a worker's event loop in one poll.",
+    );
+    for (id, h) in &hists {
+        summary(
+            &mut out,
+            "nowait_loop_poll_seconds",
+            &format!("worker=\"{id}\""),
+            &h.poll,
+        );
+    }
+    header(
+        &mut out,
+        "nowait_loop_busy_seconds",
+        "summary",
+        "Time a worker's loop stayed busy between waking from epoll and parking again.",
+    );
+    for (id, h) in &hists {
+        summary(
+            &mut out,
+            "nowait_loop_busy_seconds",
+            &format!("worker=\"{id}\""),
+            &h.busy,
+        );
+    }
+    header(
+        &mut out,
+        "nowait_ttfb_seconds",
+        "summary",
+        "Time from a complete request head to the first response byte.",
+    );
+    for (id, h) in &hists {
+        summary(
+            &mut out,
+            "nowait_ttfb_seconds",
+            &format!("worker=\"{id}\""),
+            &h.ttfb,
+        );
+    }
+    drop(hists);
+    header(
+        &mut out,
+        "nowait_requests_total",
+        "counter",
+        "Requests answered.",
+    );
+    for w in workers {
+        let _ = writeln!(
+            out,
+            "nowait_requests_total{{worker=\"{}\"}} {}",
+            w.id,
+            w.requests.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    header(&mut out, "nowait_connections", "gauge", "Connections open.");
+    for w in workers {
+        let _ = writeln!(
+            out,
+            "nowait_connections{{worker=\"{}\"}} {}",
+            w.id,
+            w.connections.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    header(
+        &mut out,
+        "nowait_fast_path_total",
+        "counter",
+        "Non-blocking fast-path attempts on the loop, by operation and outcome.",
+    );
+    for w in workers {
+        for op in FastOp::ALL {
+            for o in FastOutcome::ALL {
+                let _ = writeln!(
+                    out,
+                    "nowait_fast_path_total{{worker=\"{}\",op=\"{}\",result=\"{}\"}} {}",
+                    w.id,
+                    op.name(),
+                    o.name(),
+                    w.fast_count(op, o)
+                );
+            }
+        }
+    }
+    let mut pools: Vec<_> = pools.iter().collect();
+    pools.sort_by(|a, b| a.name().cmp(b.name()));
+    header(
+        &mut out,
+        "nowait_pool_threads",
+        "gauge",
+        "Threads of a pool.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_threads{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().threads
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_waiting",
+        "gauge",
+        "Tasks waiting in a pool's queue.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_waiting{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().waiting
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_running",
+        "gauge",
+        "Tasks running on a pool's threads.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_running{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().running
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_tasks_total",
+        "counter",
+        "Tasks a pool completed.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_tasks_total{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().completed
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_overflows_total",
+        "counter",
+        "Tasks refused because the queue was full.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_overflows_total{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().overflows
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_queue_wait_seconds",
+        "summary",
+        "Time a task waited for a pool thread.",
+    );
+    for p in &pools {
+        summary(
+            &mut out,
+            "nowait_pool_queue_wait_seconds",
+            &format!("pool=\"{}\"", p.name()),
+            &p.timings().queue_wait,
+        );
+    }
+    header(
+        &mut out,
+        "nowait_pool_task_run_seconds",
+        "summary",
+        "Time a pool task ran.",
+    );
+    for p in &pools {
+        summary(
+            &mut out,
+            "nowait_pool_task_run_seconds",
+            &format!("pool=\"{}\"", p.name()),
+            &p.timings().run,
+        );
+    }
+    out
+}

@@ -1,0 +1,175 @@
+//! Per-worker measurements.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// The largest duration recorded, in microseconds (one hour); longer values
+/// are clamped.
+const MAX_MICROS: u64 = 3_600_000_000;
+/// Significant digits: 2 keeps each histogram small (tens of KiB) at 1%
+/// precision, enough for percentiles.
+const DIGITS: u8 = 2;
+
+/// A file operation that has a non-blocking form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastOp {
+    /// `openat2(RESOLVE_CACHED)`.
+    Open,
+    /// `openat2(O_PATH, RESOLVE_CACHED)` + `fstat` for index and directory checks.
+    Stat,
+    /// `preadv2(RWF_NOWAIT)`.
+    Read,
+    /// `cachestat()` before a `sendfile()` slice.
+    Sendfile,
+}
+
+impl FastOp {
+    /// Every operation, in the order reported.
+    pub const ALL: [FastOp; 4] = [FastOp::Open, FastOp::Stat, FastOp::Read, FastOp::Sendfile];
+
+    /// The label used in the status page.
+    pub fn name(self) -> &'static str {
+        match self {
+            FastOp::Open => "open",
+            FastOp::Stat => "stat",
+            FastOp::Read => "read",
+            FastOp::Sendfile => "sendfile",
+        }
+    }
+}
+
+/// How a fast-path attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastOutcome {
+    /// Answered on the loop without waiting.
+    Hit,
+    /// Would have waited: handed to the pool.
+    Miss,
+    /// The call is missing or the file system refuses it: the pool took it.
+    Unsupported,
+}
+
+impl FastOutcome {
+    /// Every outcome, in the order reported.
+    pub const ALL: [FastOutcome; 3] = [
+        FastOutcome::Hit,
+        FastOutcome::Miss,
+        FastOutcome::Unsupported,
+    ];
+
+    /// The label used in the status page.
+    pub fn name(self) -> &'static str {
+        match self {
+            FastOutcome::Hit => "hit",
+            FastOutcome::Miss => "miss",
+            FastOutcome::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// One worker's histograms (microseconds).
+#[derive(Debug)]
+pub struct Histograms {
+    /// How long one task held the loop in one poll: a handler's run.
+    pub poll: Histogram<u64>,
+    /// How long the loop stayed busy between waking from the poller and
+    /// going back to it (Cloudflare's `event_loop_blocked`, when the loop
+    /// gets to park between bursts of work).
+    pub busy: Histogram<u64>,
+    /// From a complete request head to the first byte of the response.
+    pub ttfb: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_MICROS, DIGITS)
+        .unwrap_or_else(|_| Histogram::new(DIGITS).unwrap_or_else(|_| unreachable!("valid digits")))
+}
+
+impl Default for Histograms {
+    fn default() -> Self {
+        Histograms {
+            poll: histogram(),
+            busy: histogram(),
+            ttfb: histogram(),
+        }
+    }
+}
+
+/// One worker's measurements, shared between the worker (writer) and the
+/// status page (reader).
+#[derive(Debug)]
+pub struct WorkerMetrics {
+    /// The worker's number (1-based).
+    pub id: usize,
+    /// The histograms.
+    hist: Mutex<Histograms>,
+    /// Fast-path outcomes by operation and outcome.
+    fast: [[AtomicU64; 3]; 4],
+    /// Requests answered.
+    pub requests: AtomicU64,
+    /// Connections open now.
+    pub connections: AtomicU64,
+}
+
+impl WorkerMetrics {
+    /// Empty measurements for worker `id`.
+    pub fn new(id: usize) -> WorkerMetrics {
+        WorkerMetrics {
+            id,
+            hist: Mutex::new(Histograms::default()),
+            fast: Default::default(),
+            requests: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+        }
+    }
+
+    /// The histograms, for reading or recording.
+    pub fn histograms(&self) -> MutexGuard<'_, Histograms> {
+        self.hist.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a fast-path outcome.
+    pub fn fast(&self, op: FastOp, outcome: FastOutcome) {
+        self.fast[op as usize][outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count of one fast-path outcome.
+    pub fn fast_count(&self, op: FastOp, outcome: FastOutcome) -> u64 {
+        self.fast[op as usize][outcome as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// Records `d` in microseconds into `h`.
+pub fn record(h: &mut Histogram<u64>, d: Duration) {
+    let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
+    let _ = h.record(us);
+}
+
+thread_local! {
+    /// The metrics of the worker running on this thread, if any.
+    static CURRENT: RefCell<Option<Arc<WorkerMetrics>>> = const { RefCell::new(None) };
+}
+
+/// Makes `m` the current thread's worker metrics.
+pub fn install(m: Arc<WorkerMetrics>) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(m));
+}
+
+/// Runs `f` with the current worker's metrics, if this is a worker thread.
+pub fn with<R>(f: impl FnOnce(&WorkerMetrics) -> R) -> Option<R> {
+    CURRENT.with(|c| c.borrow().as_deref().map(f))
+}
+
+/// Counts a fast-path outcome for the current worker.
+pub fn fast(op: FastOp, outcome: FastOutcome) {
+    with(|m| m.fast(op, outcome));
+}
+
+/// Records a time to first byte for the current worker.
+pub fn ttfb(d: Duration) {
+    with(|m| record(&mut m.histograms().ttfb, d));
+}
