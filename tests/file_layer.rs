@@ -389,3 +389,42 @@ fn file_truncated_while_sent_ends_that_response_with_aio_threads() {
 fn file_truncated_while_sent_ends_that_response_with_aio_off() {
     truncated_while_sent("off", "trunc-off");
 }
+
+#[test]
+fn fifo_is_never_opened_for_reading() {
+    for (aio, label) in [("off", "fifo-off"), ("threads=disk", "fifo-threads")] {
+        let srv = start("thread_pool disk threads=2;", &format!("aio {aio};"), label);
+        let fifo = srv.root().join("pipe");
+        assert!(
+            Command::new("mkfifo")
+                .arg("-m")
+                .arg("0666")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // A writer blocks in open() until someone opens the FIFO for reading.
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, path) = (released.clone(), fifo.clone());
+        let writer = std::thread::spawn(move || {
+            let f = std::fs::OpenOptions::new().write(true).open(&path);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            drop(f);
+        });
+        assert_eq!(srv.get("/pipe").0, 404);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !released.load(std::sync::atomic::Ordering::SeqCst),
+            "the server opened the FIFO for reading (aio {aio})"
+        );
+        assert!(
+            srv.error_log().contains("is not a regular file"),
+            "{}",
+            srv.error_log()
+        );
+        // Release the writer ourselves.
+        drop(std::fs::File::open(&fifo).unwrap());
+        writer.join().unwrap();
+    }
+}

@@ -44,6 +44,16 @@ pub struct OpenFile {
     pub path: Arc<Path>,
 }
 
+/// What an open found.
+#[derive(Debug)]
+pub enum Opened {
+    /// A regular file, open for reading.
+    Regular(OpenFile),
+    /// Anything else (a directory, a FIFO, a device): never opened for
+    /// reading, only its metadata is known.
+    Other(FileMeta),
+}
+
 /// Why a file operation failed.
 #[derive(Debug)]
 pub enum FileError {
@@ -146,8 +156,9 @@ impl FileLayer<'_> {
         }
     }
 
-    /// `open()` + `fstat()` of `path` for reading.
-    pub async fn open(&self, path: &Path) -> Result<OpenFile, FileError> {
+    /// Opens `path` for reading if it is a regular file (see
+    /// [`sysfile::open_regular`]); otherwise tells what it is.
+    pub async fn open(&self, path: &Path) -> Result<Opened, FileError> {
         let owned: Arc<Path> = Arc::from(path);
         if self.fast_enabled() {
             if let Fast::Done(r) = open_fast(&owned) {
@@ -275,52 +286,48 @@ impl FileLayer<'_> {
 }
 
 /// The blocking open, for the pool or for `aio off`.
-fn open_slow(p: Arc<Path>) -> Result<OpenFile, FileError> {
+fn open_slow(p: Arc<Path>) -> Result<Opened, FileError> {
     fault::stall(&p);
-    let fd = sysfile::open_read(&p)
-        .map_err(|e| FileError::Sys(SysError::with_path(sysfile::OPEN, p.to_path_buf(), e)))?;
-    let meta = sysfile::fstat(&fd)
-        .map_err(|e| FileError::Sys(SysError::with_path(sysfile::FSTAT, p.to_path_buf(), e)))?;
-    Ok(OpenFile {
-        fd: Arc::new(fd),
-        meta,
-        path: p,
-    })
+    match sysfile::open_regular(&p, false) {
+        Ok((Some(fd), meta)) => Ok(Opened::Regular(OpenFile {
+            fd: Arc::new(fd),
+            meta,
+            path: p,
+        })),
+        Ok((None, meta)) => Ok(Opened::Other(meta)),
+        Err(e) => Err(FileError::Sys(SysError::with_path(
+            sysfile::OPEN,
+            p.to_path_buf(),
+            e,
+        ))),
+    }
 }
 
-/// `openat2(RESOLVE_CACHED)` on the loop. A definite answer (the file, or
+/// `openat2(O_PATH, RESOLVE_CACHED)` on the loop, then the reopen for
+/// reading (see [`sysfile::open_regular`]). A definite answer (the file, or
 /// an error such as `ENOENT` from a cached negative entry) is final; `EAGAIN`
 /// and unsupported calls go to the pool.
-fn open_fast(p: &Arc<Path>) -> Fast<Result<OpenFile, FileError>> {
-    if !SUPPORT.openat2.load(Ordering::Relaxed) || fault::stall_for(p).is_some() {
-        metrics::fast(
-            FastOp::Open,
-            if fault::stall_for(p).is_some() {
-                FastOutcome::Miss
-            } else {
-                FastOutcome::Unsupported
-            },
-        );
+fn open_fast(p: &Arc<Path>) -> Fast<Result<Opened, FileError>> {
+    let stalled = fault::stall_for(p).is_some();
+    if !SUPPORT.openat2.load(Ordering::Relaxed) || stalled {
+        let outcome = if stalled {
+            FastOutcome::Miss
+        } else {
+            FastOutcome::Unsupported
+        };
+        metrics::fast(FastOp::Open, outcome);
         return Fast::Slow;
     }
-    match sysfile::open_cached(p) {
-        Ok(fd) => {
+    match sysfile::open_regular(p, true) {
+        Ok((fd, meta)) => {
             metrics::fast(FastOp::Open, FastOutcome::Hit);
-            // fstat of an open descriptor reads the in-memory inode: it does not block.
-            let meta = match sysfile::fstat(&fd) {
-                Ok(m) => m,
-                Err(e) => {
-                    return Fast::Done(Err(FileError::Sys(SysError::with_path(
-                        sysfile::FSTAT,
-                        p.to_path_buf(),
-                        e,
-                    ))));
-                }
-            };
-            Fast::Done(Ok(OpenFile {
-                fd: Arc::new(fd),
-                meta,
-                path: p.clone(),
+            Fast::Done(Ok(match fd {
+                Some(fd) => Opened::Regular(OpenFile {
+                    fd: Arc::new(fd),
+                    meta,
+                    path: p.clone(),
+                }),
+                None => Opened::Other(meta),
             }))
         }
         Err(e) if would_block(&e) => {

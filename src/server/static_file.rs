@@ -17,7 +17,7 @@ use crate::http::etag::file_etag;
 use crate::http::range::{self, ByteRange, Multipart, RangeSpec};
 use crate::http::request::Method;
 use crate::http::status::Status;
-use crate::io::file::{FileError, FileLayer, OpenFile};
+use crate::io::file::{FileError, FileLayer, OpenFile, Opened};
 use crate::sys::file::FileKind;
 
 use super::reply::{Body, Reply};
@@ -93,19 +93,18 @@ pub async fn serve(
         return index(r, conf, uri, path, files).await;
     }
     let file = match files.open(&path).await {
-        Ok(f) => f,
-        Err(e) => return failed(e),
-    };
-    match file.meta.kind {
-        FileKind::Regular => {}
-        FileKind::Directory => return Served::Reply(Box::new(directory_redirect(r, uri))),
-        _ => {
+        Ok(Opened::Regular(f)) => f,
+        Ok(Opened::Other(meta)) if meta.kind == FileKind::Directory => {
+            return Served::Reply(Box::new(directory_redirect(r, uri)));
+        }
+        Ok(Opened::Other(_)) => {
             return Served::Error(
                 Status::NOT_FOUND,
                 Some(format!("\"{}\" is not a regular file", path.display())),
             );
         }
-    }
+        Err(e) => return failed(e),
+    };
     if *method == Method::Post {
         return Served::Error(Status::NOT_ALLOWED, None);
     }

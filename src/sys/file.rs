@@ -160,6 +160,65 @@ pub fn open_read(path: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Log name of the reopen in [`open_regular`].
+pub const REOPEN: &str = "open";
+
+/// Opens `path` for reading only if it is a regular file: the path is opened
+/// with `O_PATH` (which opens nothing for I/O: a FIFO's writer is not woken,
+/// a device's driver is not called), its type checked with `fstat`, and only
+/// a regular file is then reopened for reading through `/proc/self/fd`
+/// (which checks read permission again). Returns no descriptor for any other
+/// kind of file, with its metadata. `cached` uses `RESOLVE_CACHED`: `EAGAIN`
+/// when the lookup would need I/O.
+pub fn open_regular(path: &Path, cached: bool) -> io::Result<(Option<OwnedFd>, FileMeta)> {
+    let flags = libc::O_PATH | libc::O_CLOEXEC;
+    let pfd = if cached {
+        openat2_flags(None, path, flags, Resolve::CACHED)?
+    } else {
+        let cpath = c_path(path)?;
+        // SAFETY: `cpath` is NUL-terminated and outlives the call.
+        let fd = cvt(unsafe { libc::open(cpath.as_ptr(), flags) })?;
+        // SAFETY: a successful open returns a new descriptor nobody else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let meta = fstat(&pfd)?;
+    if !matches!(meta.kind, FileKind::Regular | FileKind::Directory) {
+        return Ok((None, meta));
+    }
+    let proc = format!("/proc/self/fd/{}\0", pfd.as_raw_fd());
+    // SAFETY: `proc` is NUL-terminated and outlives the call.
+    let fd = unsafe { libc::open(proc.as_ptr().cast(), READ_FLAGS) };
+    if meta.kind == FileKind::Directory {
+        // A directory is reopened only to check that it may be read (nginx
+        // opens it, so an unreadable one is 403, not a redirect).
+        if fd < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::ENOENT) {
+                return Err(err);
+            }
+        } else {
+            // SAFETY: `fd` was just opened by us and is not used elsewhere.
+            drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        return Ok((None, meta));
+    }
+    if fd >= 0 {
+        // SAFETY: a successful open returns a new descriptor nobody else owns.
+        return Ok((Some(unsafe { OwnedFd::from_raw_fd(fd) }), meta));
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::ENOENT) {
+        return Err(err);
+    }
+    // No /proc: open the path itself and make sure it is the same file.
+    let fd = open_read(path)?;
+    let again = fstat(&fd)?;
+    if again.ino != meta.ino || again.dev != meta.dev {
+        return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+    }
+    Ok((Some(fd), again))
+}
+
 /// What kind of file a [`FileMeta`] describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
