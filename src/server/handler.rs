@@ -25,6 +25,9 @@ use crate::http::conditional;
 /// elsewhere or later.
 pub const OVERFLOW_STATUS: Status = Status::SERVICE_UNAVAILABLE;
 
+/// The methods a static location answers, for `Allow`.
+pub const STATIC_METHODS: &str = "GET, HEAD";
+
 /// nginx's limit on internal redirects per request (`index`, `error_page`).
 pub const MAX_INTERNAL_REDIRECTS: u32 = 10;
 
@@ -306,6 +309,18 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
     };
     h.reply.fill_special_page(signature);
     let status = h.reply.status.0;
+    if status == 405
+        && !h
+            .reply
+            .extra
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("Allow"))
+    {
+        // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
+        h.reply
+            .extra
+            .push(("Allow".to_string(), STATIC_METHODS.to_string()));
+    }
     for a in &h.conf.add_headers {
         if a.always || ADD_HEADER_STATUSES.contains(&status) {
             h.reply.extra.push((a.name.clone(), r.expand(&a.value)));

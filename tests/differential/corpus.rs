@@ -128,9 +128,31 @@ fn unescape(s: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Parses `known-differences.txt`: `case-name: reason` per line.
-pub fn parse_known(text: &str) -> Result<BTreeMap<String, String>, Vec<String>> {
-    let mut known = BTreeMap::new();
+/// The known differences: whole cases by name, and fields excused in every
+/// case (a line `field header Allow: reason` excuses a mismatch of any
+/// field ending in `header Allow`, in any case).
+#[derive(Debug, Default)]
+pub struct Known {
+    /// Case name → reason.
+    pub cases: BTreeMap<String, String>,
+    /// (field suffix, reason).
+    pub fields: Vec<(String, String)>,
+}
+
+impl Known {
+    /// The reason a field's mismatch is expected in every case, if it is.
+    pub fn field_reason(&self, field: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(suffix, _)| field.ends_with(suffix.as_str()))
+            .map(|(_, reason)| reason.as_str())
+    }
+}
+
+/// Parses `known-differences.txt`: `case-name: reason` and
+/// `field FIELD: reason` lines, `#` comments.
+pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
+    let mut known = Known::default();
     let mut errors = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -139,7 +161,12 @@ pub fn parse_known(text: &str) -> Result<BTreeMap<String, String>, Vec<String>> 
         }
         match line.split_once(':') {
             Some((name, reason)) if !reason.trim().is_empty() => {
-                if known
+                if let Some(field) = name.strip_prefix("field ") {
+                    known
+                        .fields
+                        .push((field.trim().to_string(), reason.trim().to_string()));
+                } else if known
+                    .cases
                     .insert(name.trim().to_string(), reason.trim().to_string())
                     .is_some()
                 {
