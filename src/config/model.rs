@@ -82,53 +82,8 @@ pub struct ErrorLogConf {
     pub level: LogLevel,
 }
 
-/// Error log levels, lowest first (nginx's order).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LogLevel {
-    /// `debug`.
-    Debug,
-    /// `info`.
-    Info,
-    /// `notice`.
-    Notice,
-    /// `warn`.
-    Warn,
-    /// `error` (the default threshold).
-    Error,
-    /// `crit`.
-    Crit,
-    /// `alert`.
-    Alert,
-    /// `emerg`.
-    Emerg,
-}
-
-impl LogLevel {
-    /// All levels with their nginx names.
-    pub const ALL: [(&'static str, LogLevel); 8] = [
-        ("debug", LogLevel::Debug),
-        ("info", LogLevel::Info),
-        ("notice", LogLevel::Notice),
-        ("warn", LogLevel::Warn),
-        ("error", LogLevel::Error),
-        ("crit", LogLevel::Crit),
-        ("alert", LogLevel::Alert),
-        ("emerg", LogLevel::Emerg),
-    ];
-
-    /// The level named `s`.
-    pub fn parse(s: &str) -> Option<LogLevel> {
-        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, l)| *l)
-    }
-
-    /// nginx's name of the level.
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, l)| *l == self)
-            .map_or("error", |(n, _)| n)
-    }
-}
+/// Error log levels are the log layer's.
+pub use crate::log::Level as LogLevel;
 
 /// `thread_pool NAME threads=N [max_queue=M]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

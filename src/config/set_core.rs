@@ -69,9 +69,8 @@ pub fn error_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
     };
     let level = match d.args.get(1) {
         None => LogLevel::Error,
-        Some(w) => {
-            LogLevel::parse(&w.value).ok_or_else(|| format!("invalid log level \"{}\"", w.value))?
-        }
+        Some(w) => LogLevel::from_name(&w.value)
+            .ok_or_else(|| format!("invalid log level \"{}\"", w.value))?,
     };
     main_set(scope)
         .error_logs

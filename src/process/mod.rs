@@ -276,7 +276,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                     None,
                     format_args!("signal 1 (SIGHUP) received, reconfiguring"),
                 );
-                match reload(&inv, &mut listeners, &init, generation_id + 1) {
+                match reload(&inv, &mut listeners, generation_id + 1) {
                     Ok(next) => {
                         generation_id += 1;
                         let prev = std::mem::replace(&mut current, next);
@@ -387,13 +387,9 @@ fn reap(old: &mut Vec<Generation>) {
     }
 }
 
-/// Loads the configuration again and starts a generation on it.
-fn reload(
-    inv: &Invocation,
-    listeners: &mut Listeners,
-    init: &Arc<dyn Fn() + Send + Sync>,
-    id: u64,
-) -> Result<Generation, String> {
+/// Loads the configuration again and starts a generation on it, as the
+/// `user` it names (the main thread still has the privileges to switch).
+fn reload(inv: &Invocation, listeners: &mut Listeners, id: u64) -> Result<Generation, String> {
     let loaded = crate::config::load(&inv.load).map_err(|diags| {
         diags
             .iter()
@@ -406,10 +402,12 @@ fn reload(
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }
+    let (identity, _) = identity::resolve(&config.main)?;
+    let init = identity::thread_init(identity);
     let workers = worker_count(&config);
     listeners
         .update(&wanted_listens(&config), workers)
         .map_err(|e| e.to_string())?;
     let site = Site::new(config, LogFiles::new(), init.clone()).map_err(|e| e.to_string())?;
-    start_generation(Arc::new(site), listeners, workers, id, init)
+    start_generation(Arc::new(site), listeners, workers, id, &init)
 }

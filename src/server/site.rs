@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::config::model::{AccessLogs, Config, HttpConf, LogFormat, LogTarget, Server};
 use crate::io::Pools;
-use crate::log::{Destination, ErrorLog, Level, LogFiles, LogWriter};
+use crate::log::{Destination, ErrorLog, LogFiles, LogWriter};
 use crate::sys::error::SysError;
 
 use super::vhost::VirtualHosts;
@@ -34,11 +34,6 @@ pub struct Site {
     pub metrics: std::sync::Mutex<Vec<Arc<crate::metrics::WorkerMetrics>>>,
 }
 
-/// The error log threshold nowait's config names map to.
-pub fn level_of(l: crate::config::model::LogLevel) -> Level {
-    Level::from_name(l.name()).unwrap_or(Level::Error)
-}
-
 fn destination(t: &LogTarget) -> Destination {
     match t {
         LogTarget::Stderr => Destination::Stderr,
@@ -57,7 +52,7 @@ impl Site {
         let mut error_log = ErrorLog::new();
         for e in &config.main.error_logs {
             let w = files.open(destination(&e.target))?;
-            error_log.add(w, level_of(e.level));
+            error_log.add(w, e.level);
         }
         let mut access_logs = HashMap::new();
         if let Some(h) = &config.http {
