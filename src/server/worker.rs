@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use std::os::fd::OwnedFd;
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
 use crate::log::Level;
@@ -130,7 +133,10 @@ async fn run(
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut acceptors = Vec::new();
     for (addr, sock, shared) in sockets.sockets {
-        let listener = match TcpListener::from_std(sock) {
+        // A shared socket without the accept mutex wakes one worker per
+        // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
+        let exclusive = shared && accept_mutex.is_none();
+        let listener = match Acceptor::new(sock, exclusive) {
             Ok(l) => l,
             Err(e) => {
                 site.error_log.log(
@@ -188,7 +194,7 @@ async fn run(
 async fn accept_loop(
     site: Arc<Site>,
     addr: SocketAddr,
-    listener: TcpListener,
+    listener: Acceptor,
     mut control: watch::Receiver<Control>,
     mutex: Option<Arc<AcceptMutex>>,
     active: Rc<Cell<usize>>,
@@ -290,18 +296,63 @@ fn busy_end() {
     }
 }
 
-/// `accept()` without waiting, for `multi_accept on`.
-trait TryAcceptNow {
-    fn try_accept_now(&self) -> Option<std::io::Result<(tokio::net::TcpStream, SocketAddr)>>;
+/// How a worker accepts on one listening socket.
+enum Acceptor {
+    /// Registered in the worker's reactor: its own `reuseport` socket, or a
+    /// shared one under `accept_mutex on`.
+    Reactor(TcpListener),
+    /// A shared socket in an `EPOLLEXCLUSIVE` epoll instance of the worker's
+    /// own, itself registered in the reactor (see [`crate::sys::epoll`]).
+    Exclusive {
+        /// The listening socket (non-blocking).
+        listener: std::net::TcpListener,
+        /// The worker's exclusive epoll instance holding it.
+        ready: AsyncFd<OwnedFd>,
+    },
 }
 
-impl TryAcceptNow for TcpListener {
-    fn try_accept_now(&self) -> Option<std::io::Result<(tokio::net::TcpStream, SocketAddr)>> {
-        use std::task::{Context, Poll};
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        match self.poll_accept(&mut cx) {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
+impl Acceptor {
+    fn new(sock: std::net::TcpListener, exclusive: bool) -> std::io::Result<Acceptor> {
+        if !exclusive {
+            return Ok(Acceptor::Reactor(TcpListener::from_std(sock)?));
+        }
+        let ep = crate::sys::epoll::exclusive_epoll(&sock)?;
+        Ok(Acceptor::Exclusive {
+            listener: sock,
+            ready: crate::sys::epoll::register(ep)?,
+        })
+    }
+
+    async fn accept(&self) -> std::io::Result<(TcpStream, SocketAddr)> {
+        match self {
+            Acceptor::Reactor(l) => l.accept().await,
+            Acceptor::Exclusive { listener, ready } => loop {
+                let mut guard = ready.readable().await?;
+                match crate::sys::epoll::accept4(listener) {
+                    Ok((s, peer)) => return Ok((TcpStream::from_std(s)?, peer)),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => guard.clear_ready(),
+                    Err(e) => return Err(e),
+                }
+            },
+        }
+    }
+
+    /// `accept()` without waiting, for `multi_accept on`.
+    fn try_accept_now(&self) -> Option<std::io::Result<(TcpStream, SocketAddr)>> {
+        match self {
+            Acceptor::Reactor(l) => {
+                use std::task::{Context, Poll};
+                let mut cx = Context::from_waker(std::task::Waker::noop());
+                match l.poll_accept(&mut cx) {
+                    Poll::Ready(r) => Some(r),
+                    Poll::Pending => None,
+                }
+            }
+            Acceptor::Exclusive { listener, .. } => match crate::sys::epoll::accept4(listener) {
+                Ok((s, peer)) => Some(TcpStream::from_std(s).map(|s| (s, peer))),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+                Err(e) => Some(Err(e)),
+            },
         }
     }
 }

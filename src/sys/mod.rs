@@ -26,6 +26,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod epoll;
 pub mod error;
 pub mod file;
 pub mod process;
