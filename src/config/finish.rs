@@ -9,8 +9,8 @@ use std::path::Path;
 use super::build::Builder;
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
-    AccessLogs, Aio, DEFAULT_BACKLOG, DEFAULT_POOL, HttpConf, Listen, Location, LogTarget,
-    MainConf, Root, ThreadPoolConf,
+    AccessLogs, Aio, DEFAULT_POOL, HttpConf, Listen, Location, LogTarget, MainConf, Root,
+    ThreadPoolConf,
 };
 use super::template::{Part, Template, is_builtin};
 
@@ -129,20 +129,13 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
         s.conf = s.set.resolve(&h.conf);
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
-            s.listens.push(Listen {
-                addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
-                default_server: false,
-                reuseport: false,
-                backlog: DEFAULT_BACKLOG,
-                backlog_set: false,
-                rcvbuf: None,
-                sndbuf: None,
-                bind: false,
-                loc: s.loc.clone().unwrap_or(super::source::Loc {
+            s.listens.push(Listen::new(
+                SocketAddr::from(([0, 0, 0, 0], default_port)),
+                s.loc.clone().unwrap_or(super::source::Loc {
                     origin: super::source::Origin::Embedded,
                     line: 0,
                 }),
-            });
+            ));
         }
         merge_locations(&mut s.locations, &s.conf);
     }

@@ -143,6 +143,25 @@ pub struct HttpConf {
     pub cache_paths: Vec<CachePath>,
 }
 
+impl HttpConf {
+    /// Every resolved inherited configuration: http, each server, and each
+    /// location at any depth (e.g. to open every access log once).
+    pub fn loc_confs(&self) -> Vec<&LocConf> {
+        fn walk<'a>(locs: &'a [Location], out: &mut Vec<&'a LocConf>) {
+            for l in locs {
+                out.push(&l.conf);
+                walk(&l.locations, out);
+            }
+        }
+        let mut out = vec![&self.conf];
+        for s in &self.servers {
+            out.push(&s.conf);
+            walk(&s.locations, &mut out);
+        }
+        out
+    }
+}
+
 /// A `server` block.
 #[derive(Clone, Debug, Default)]
 pub struct Server {
@@ -193,6 +212,21 @@ pub struct Listen {
 pub const DEFAULT_BACKLOG: i32 = 511;
 
 impl Listen {
+    /// A listen on `addr` with no options, written at `loc`.
+    pub fn new(addr: SocketAddr, loc: Loc) -> Listen {
+        Listen {
+            addr,
+            default_server: false,
+            reuseport: false,
+            backlog: DEFAULT_BACKLOG,
+            backlog_set: false,
+            rcvbuf: None,
+            sndbuf: None,
+            bind: false,
+            loc,
+        }
+    }
+
     /// Whether any socket option was written (nginx allows them once per address).
     pub fn has_options(&self) -> bool {
         self.reuseport

@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 use super::build::{Builder, Scope};
-use super::model::{DEFAULT_BACKLOG, Listen, Location, LocationMatch, Return, Server};
+use super::model::{Listen, Location, LocationMatch, Return, Server};
 use super::syntax::Directive;
 use super::value;
 
@@ -95,17 +95,7 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         unreachable!("the table allows listen in server only")
     };
     let addr = parse_listen_addr(d.arg(0))?;
-    let mut l = Listen {
-        addr,
-        default_server: false,
-        reuseport: false,
-        backlog: DEFAULT_BACKLOG,
-        backlog_set: false,
-        rcvbuf: None,
-        sndbuf: None,
-        bind: false,
-        loc: d.loc.clone(),
-    };
+    let mut l = Listen::new(addr, d.loc.clone());
     for w in &d.args[1..] {
         let p = w.value.as_str();
         let (key, val) = p.split_once('=').unwrap_or((p, ""));

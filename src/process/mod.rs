@@ -79,20 +79,7 @@ fn check_logs(c: &Config) -> Result<(), String> {
         }
     }
     if let Some(h) = &c.http {
-        let mut confs = vec![&h.conf];
-        fn walk<'a>(
-            locs: &'a [crate::config::model::Location],
-            out: &mut Vec<&'a crate::config::inherit::LocConf>,
-        ) {
-            for l in locs {
-                out.push(&l.conf);
-                walk(&l.locations, out);
-            }
-        }
-        for s in &h.servers {
-            confs.push(&s.conf);
-            walk(&s.locations, &mut confs);
-        }
+        let confs = h.loc_confs();
         for conf in confs {
             if let crate::config::model::AccessLogs::Logs(list) = &conf.access_log {
                 for l in list {

@@ -56,7 +56,7 @@ impl Site {
         }
         let mut access_logs = HashMap::new();
         if let Some(h) = &config.http {
-            for conf in all_loc_confs(h) {
+            for conf in h.loc_confs() {
                 if let AccessLogs::Logs(list) = &conf.access_log {
                     for l in list {
                         let d = destination(&l.target);
@@ -133,23 +133,4 @@ impl Site {
     pub fn access_writer(&self, t: &LogTarget) -> Option<&Arc<LogWriter>> {
         self.access_logs.get(&destination(t))
     }
-}
-
-/// Every resolved location configuration, to find the logs they write.
-fn all_loc_confs(h: &HttpConf) -> Vec<&crate::config::inherit::LocConf> {
-    fn walk<'a>(
-        locs: &'a [crate::config::model::Location],
-        out: &mut Vec<&'a crate::config::inherit::LocConf>,
-    ) {
-        for l in locs {
-            out.push(&l.conf);
-            walk(&l.locations, out);
-        }
-    }
-    let mut out = vec![&h.conf];
-    for s in &h.servers {
-        out.push(&s.conf);
-        walk(&s.locations, &mut out);
-    }
-    out
 }
