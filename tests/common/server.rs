@@ -53,7 +53,8 @@ impl Kind {
         }
     }
 
-    fn program(self) -> &'static str {
+    /// The path of the program's binary.
+    pub fn program(self) -> &'static str {
         match self {
             Kind::Nowait => env!("CARGO_BIN_EXE_nowait"),
             Kind::Nginx => NGINX_BIN,
@@ -79,6 +80,19 @@ impl Server {
     /// Starts nowait with `conf`; see the module header for placeholders.
     pub fn nowait(conf: &str) -> Server {
         Server::start(Kind::Nowait, conf)
+    }
+
+    /// Starts the server under test: nowait, or the real nginx when the
+    /// environment says `NOWAIT_TEST_NGINX=1`. Running a test file against
+    /// nginx checks that what it asserts is nginx's behaviour; tests of
+    /// nowait's own words (its name, its log messages) use
+    /// [`Server::nowait`] instead.
+    pub fn tested(conf: &str) -> Server {
+        if std::env::var_os("NOWAIT_TEST_NGINX").is_some_and(|v| v == "1") {
+            Server::nginx(conf)
+        } else {
+            Server::nowait(conf)
+        }
     }
 
     /// Starts the real nginx with `conf`; see the module header.
@@ -154,6 +168,56 @@ impl Server {
         self.prefix.path()
     }
 
+    /// The server's process id (nowait is one process; for nginx, the
+    /// master's); `None` once it has been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The configuration file the server was started with.
+    pub fn conf_path(&self) -> PathBuf {
+        self.prefix.path().join("nginx.conf")
+    }
+
+    /// Replaces the configuration file with `conf`, substituting `{port}`
+    /// and `{prefix}` as at start; the server reads it on its next reload.
+    pub fn write_conf(&self, conf: &str) {
+        let conf = conf
+            .replace("{port}", &self.port.to_string())
+            .replace("{prefix}", &self.prefix.path().to_string_lossy());
+        write(&self.conf_path(), conf.as_bytes());
+    }
+
+    /// Sends `signal` (a name `kill` knows: `HUP`, `QUIT`, `USR1`…) to the
+    /// server process; panics when it is already reaped or `kill` fails.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("the server is still running");
+        send_signal(pid, signal);
+    }
+
+    /// Runs the binary's own control command, `-s <name>` with this
+    /// server's `-p` and `-c` (`reload`, `reopen`, `quit`, `stop`), and
+    /// returns its exit status and stderr.
+    pub fn control(&self, name: &str) -> (std::process::ExitStatus, String) {
+        control(self.kind, self.prefix.path(), &self.conf_path(), name)
+    }
+
+    /// Waits up to `limit` for the process to exit; its status if it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            sleep(READY_POLL);
+        }
+    }
+
     /// Everything the server wrote to stderr and stdout so far.
     pub fn stderr(&self) -> String {
         std::fs::read(&self.stderr_path)
@@ -225,6 +289,37 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap_or_else(|e| panic!("getsockname: {e}"))
         .port()
+}
+
+/// Sends `signal` (a name `kill` knows) to `pid`; panics when `kill` fails.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("spawn kill: {e}"));
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+/// Runs `<program> -p <prefix>/ -c <conf> -s <name>`; its status and stderr.
+pub fn control(
+    kind: Kind,
+    prefix: &Path,
+    conf: &Path,
+    name: &str,
+) -> (std::process::ExitStatus, String) {
+    let out = Command::new(kind.program())
+        .arg("-p")
+        .arg(format!("{}/", prefix.display()))
+        .arg("-c")
+        .arg(conf)
+        .args(["-s", name])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {} -s {name}: {e}", kind.program()));
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn write(path: &Path, bytes: &[u8]) {
