@@ -13,6 +13,7 @@
 //! - [`response`]: split a byte stream into HTTP/1.x responses.
 //! - [`request`]: find the methods in a raw byte stream of requests (the
 //!   response parser needs them to know which responses answer `HEAD`).
+//! - [`wait`]: bounded polling for effects that follow a request.
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
@@ -27,6 +28,7 @@ pub mod request;
 pub mod response;
 pub mod server;
 pub mod tmp;
+pub mod wait;
 
 pub use client::{Conn, State};
 pub use conf::Conf;
