@@ -107,15 +107,7 @@ impl Server {
         let prefix = TempDir::new(kind.name());
         let dir = prefix.path().to_path_buf();
         let port = free_port();
-        let conf: String = match kind {
-            Kind::Nowait => conf
-                .lines()
-                .filter(|l| !l.trim_end().ends_with("# nginx only"))
-                .map(|l| format!("{l}\n"))
-                .collect(),
-            Kind::Nginx => conf.to_string(),
-        };
-        let conf = conf
+        let conf = for_kind(kind, conf)
             .replace("{port}", &port.to_string())
             .replace("{prefix}", &dir.to_string_lossy());
         let conf_path = dir.join("nginx.conf");
@@ -182,7 +174,7 @@ impl Server {
     /// Replaces the configuration file with `conf`, substituting `{port}`
     /// and `{prefix}` as at start; the server reads it on its next reload.
     pub fn write_conf(&self, conf: &str) {
-        let conf = conf
+        let conf = for_kind(self.kind, conf)
             .replace("{port}", &self.port.to_string())
             .replace("{prefix}", &self.prefix.path().to_string_lossy());
         write(&self.conf_path(), conf.as_bytes());
@@ -289,6 +281,19 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap_or_else(|e| panic!("getsockname: {e}"))
         .port()
+}
+
+/// `conf` as `kind` reads it: for nowait, without the lines ending in
+/// `# nginx only` (see the module header).
+pub fn for_kind(kind: Kind, conf: &str) -> String {
+    match kind {
+        Kind::Nowait => conf
+            .lines()
+            .filter(|l| !l.trim_end().ends_with("# nginx only"))
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Kind::Nginx => conf.to_string(),
+    }
 }
 
 /// Sends `signal` (a name `kill` knows) to `pid`; panics when `kill` fails.
