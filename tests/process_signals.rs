@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::client::{Conn, State, get};
-use common::server::{Kind, control, for_kind, free_port, send_signal};
+use common::server::{Kind, control, for_kind, free_port, listening_sockets, send_signal};
 use common::wait::{read_text, until};
 use common::{Conf, Server, TempDir};
 
@@ -339,4 +339,71 @@ fn daemon_on_detaches_and_stops_on_s_stop() {
         "the pid file remains"
     );
     assert!(Conn::try_open(port).is_err(), "still listening");
+}
+
+/// The names of the server's worker threads (`worker#<n>.<generation>`).
+fn worker_threads(s: &Server) -> Vec<String> {
+    let pid = s.pid().expect("running");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+                .map(|n| n.trim().to_string())
+                .filter(|n| n.starts_with("worker#"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until every worker thread belongs to generation `generation`.
+fn only_generation(s: &Server, generation: u32) -> bool {
+    let suffix = format!(".{generation}");
+    until(EXIT_WAIT, || {
+        let w = worker_threads(s);
+        !w.is_empty() && w.iter().all(|n| n.ends_with(&suffix))
+    })
+}
+
+/// A reload may change `reuseport` and the worker count on an address the
+/// running generation listens on, and add or remove addresses. nowait's
+/// own (it checks its worker threads by generation).
+#[test]
+fn reload_can_add_reuseport_workers_and_move_ports() {
+    let conf = |workers: u32, listen: &str, text: &str| {
+        Conf::http(&format!(
+            "server {{ listen {listen}; return 200 \"{text}\"; }}"
+        ))
+        .main(&format!("worker_processes {workers};"))
+        .render()
+    };
+    let s = Server::nowait(&conf(1, "127.0.0.1:{port}", "one"));
+    assert_eq!(body(&get(s.port(), "/")), "one");
+    assert_eq!(listening_sockets(s.port()), 1);
+
+    let other = free_port();
+    s.write_conf(&conf(
+        3,
+        &format!("127.0.0.1:{{port}} reuseport; listen 127.0.0.1:{other}"),
+        "three",
+    ));
+    let (status, stderr) = s.control("reload");
+    assert!(status.success(), "-s reload: {status}: {stderr}");
+    assert!(only_generation(&s, 2), "not reloaded:\n{}", s.stderr());
+    assert_eq!(listening_sockets(s.port()), 3);
+    assert_eq!(listening_sockets(other), 1);
+    for _ in 0..20 {
+        assert_eq!(body(&get(s.port(), "/")), "three");
+    }
+    assert_eq!(body(&get(other, "/")), "three");
+
+    // Back to one shared socket: the other address stops listening.
+    s.write_conf(&conf(1, "127.0.0.1:{port}", "back"));
+    let (status, stderr) = s.control("reload");
+    assert!(status.success(), "-s reload: {status}: {stderr}");
+    assert!(only_generation(&s, 3), "not reloaded:\n{}", s.stderr());
+    assert_eq!(listening_sockets(s.port()), 1);
+    assert_eq!(listening_sockets(other), 0);
+    for _ in 0..20 {
+        assert_eq!(body(&get(s.port(), "/")), "back");
+    }
 }

@@ -32,3 +32,43 @@ fn error_page_to_named_location_with_return_text_keeps_the_error_status() {
     let r = get(s.port(), "/eq/missing");
     assert_eq!((r.status, body(&r).as_str()), (200, "fallback"));
 }
+
+/// A reload that turned `reuseport` on (or off) for an address already
+/// listening failed with `bind() … (98: Address already in use)` and kept
+/// the old configuration: `Listeners::update` dropped the old sockets when
+/// the flag changed and bound fresh ones, which the running generation's
+/// sockets still blocked. Fixed in `src/server/listen.rs`: the old sockets
+/// are kept, gaining SO_REUSEPORT when needed (nginx's `add_reuseport`).
+#[test]
+fn reload_that_toggles_reuseport_on_a_listening_address() {
+    let conf = |listen: &str, text: &str| {
+        Conf::http(&format!(
+            "server {{ listen 127.0.0.1:{{port}}{listen}; return 200 \"{text}\"; }}"
+        ))
+        .main("worker_processes 2;")
+        .render()
+    };
+    let s = Server::nowait(&conf("", "shared"));
+    for (listen, text, sockets) in [(" reuseport", "own", 2), ("", "shared again", 1)] {
+        s.write_conf(&conf(listen, text));
+        let (status, stderr) = s.control("reload");
+        assert!(status.success(), "-s reload: {stderr}");
+        assert!(
+            common::wait::until(std::time::Duration::from_secs(10), || body(&get(
+                s.port(),
+                "/"
+            )) == text),
+            "not reloaded to {text:?}:\n{}",
+            s.stderr()
+        );
+        assert!(
+            !s.stderr().contains("Address already in use"),
+            "{}",
+            s.stderr()
+        );
+        assert!(common::wait::until(
+            std::time::Duration::from_secs(10),
+            || { common::server::listening_sockets(s.port()) == sockets }
+        ));
+    }
+}

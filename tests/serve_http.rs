@@ -274,3 +274,98 @@ fn index_html_of_the_root() {
     assert_eq!(r.status, 200);
     assert_eq!(body(&r), INDEX_HTML);
 }
+
+#[test]
+fn pipelined_responses_without_bodies_keep_the_stream_in_step() {
+    let (_f, s) = serve_fixture("location = /post { return 200 \"posted\"; }");
+    let etag = get(s.port(), "/x").header("ETag").unwrap();
+    let reqs = [
+        (
+            "HEAD",
+            "HEAD /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n".to_string(),
+        ),
+        (
+            "GET",
+            format!("GET /x HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: {etag}\r\n\r\n"),
+        ),
+        (
+            "GET",
+            "GET /x HTTP/1.1\r\nHost: localhost\r\nRange: bytes=100-\r\n\r\n".into(),
+        ),
+        (
+            "GET",
+            "GET /missing HTTP/1.1\r\nHost: localhost\r\n\r\n".into(),
+        ),
+        (
+            "GET",
+            "GET /x HTTP/1.1\r\nHost: localhost\r\nRange: bytes=0-0,2-2\r\n\r\n".into(),
+        ),
+        ("GET", "GET /dir HTTP/1.1\r\nHost: localhost\r\n\r\n".into()),
+        (
+            "POST",
+            "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc".into(),
+        ),
+        (
+            "HEAD",
+            "HEAD /missing HTTP/1.1\r\nHost: localhost\r\n\r\n".into(),
+        ),
+        ("GET", "GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n".into()),
+    ];
+    let mut c = Conn::open(s.port());
+    let burst: String = reqs.iter().map(|(_, r)| r.as_str()).collect();
+    c.send(burst.as_bytes());
+    let statuses: Vec<u16> = reqs
+        .iter()
+        .map(|(m, raw)| {
+            c.response_to(m)
+                .unwrap_or_else(|| panic!("no response to {raw:?}"))
+                .status
+        })
+        .collect();
+    assert_eq!(statuses, [200, 304, 416, 404, 206, 301, 405, 404, 200]);
+    assert!(c.quiet_for(Duration::from_millis(300)), "stray bytes");
+}
+
+#[test]
+fn a_hundred_pipelined_requests_in_one_write() {
+    let (_f, s) = serve_fixture("");
+    let mut c = Conn::open(s.port());
+    let burst: String = (0..100)
+        .map(|i| {
+            format!(
+                "GET /x?{i} HTTP/1.1\r\nHost: localhost\r\nX-Pad: {}\r\n\r\n",
+                "p".repeat(i * 7)
+            )
+        })
+        .collect();
+    c.send(burst.as_bytes());
+    for i in 0..100 {
+        let r = c.response().unwrap_or_else(|| panic!("no response {i}"));
+        assert_eq!(
+            (r.status, body(&r).as_str()),
+            (200, "the x target\n"),
+            "{i}"
+        );
+    }
+}
+
+#[test]
+fn a_head_split_across_many_writes() {
+    let (_f, s) = serve_fixture("");
+    let mut c = Conn::open(s.port());
+    for piece in [
+        "G",
+        "ET /d",
+        "ir/file.txt HT",
+        "TP/1.1\r",
+        "\nHost: loc",
+        "alhost\r\n",
+        "\r",
+        "\n",
+    ] {
+        c.send(piece.as_bytes());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = c.response().expect("a response");
+    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+}

@@ -7,22 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::client::get;
+use common::server::listening_sockets;
 use common::{Conf, Conn, Server};
-
-/// The listening sockets on 127.0.0.1:`port`, as rows of `/proc/net/tcp`
-/// in state LISTEN (`0A`).
-fn listening_sockets(port: u16) -> usize {
-    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
-    let local = format!("0100007F:{port:04X}");
-    table
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A")
-        })
-        .count()
-}
 
 /// The names of the server's threads (`/proc/<pid>/task/*/comm`).
 fn thread_names(s: &Server) -> Vec<String> {

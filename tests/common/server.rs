@@ -283,6 +283,21 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The listening sockets on 127.0.0.1:`port`, as rows of `/proc/net/tcp`
+/// in state LISTEN (`0A`).
+pub fn listening_sockets(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    let local = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A")
+        })
+        .count()
+}
+
 /// `conf` as `kind` reads it: for nowait, without the lines ending in
 /// `# nginx only` (see the module header).
 pub fn for_kind(kind: Kind, conf: &str) -> String {
