@@ -290,8 +290,14 @@ async fn error_page<'a>(
             Served::InternalRedirect(_) | Served::Error(..) | Served::Overflow(_) => return None,
         }
     };
-    if let Some(Some(c)) = page.overwrite {
-        reply.status = Status(c);
+    match page.overwrite {
+        Some(Some(c)) => reply.status = Status(c),
+        // nginx sends a page produced under `error_page` without `=` with
+        // the error's status (`r->err_status` wins in
+        // `ngx_http_send_header`); special replies (`return 302 …`, a bare
+        // code) set their own status again.
+        None if !reply.special => reply.status = status,
+        Some(None) | None => {}
     }
     Some(Handled {
         reply,

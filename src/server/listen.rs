@@ -136,19 +136,39 @@ impl Listeners {
         let mut next = HashMap::new();
         for l in wanted {
             let count = if l.reuseport { workers } else { 1 };
-            let mut sockets = match self.by_addr.remove(&l.addr) {
-                Some(old) if old.listen.reuseport == l.reuseport => old.sockets,
-                Some(_) | None => Vec::new(),
-            };
-            while sockets.len() < count {
+            // The old sockets are kept even when `reuseport` changes: the
+            // running generation still listens on them, so a new socket on
+            // the address could not bind. As nginx does, a socket that
+            // gains `reuseport` gets SO_REUSEPORT set before the new ones
+            // join it; one that loses it keeps the option, harmlessly.
+            let old = self.by_addr.remove(&l.addr);
+            let old_listen = old.as_ref().map(|o| o.listen.clone());
+            let mut sockets = old.map_or_else(Vec::new, |o| o.sockets);
+            let mut result = Ok(());
+            if l.reuseport && old_listen.as_ref().is_some_and(|o| !o.reuseport) {
+                result = sockets.iter().try_for_each(|s| {
+                    socket2::SockRef::from(s)
+                        .set_reuse_port(true)
+                        .map_err(|source| BindError {
+                            call: "setsockopt(SO_REUSEPORT)",
+                            addr: l.addr,
+                            source,
+                        })
+                });
+            }
+            while result.is_ok() && sockets.len() < count {
                 match bind_one(l, l.reuseport) {
                     Ok(s) => sockets.push(s),
-                    Err(e) => {
-                        // Put back what we took so a failed reload keeps serving.
-                        self.by_addr.extend(next);
-                        return Err(e);
-                    }
+                    Err(e) => result = Err(e),
                 }
+            }
+            if let Err(e) = result {
+                // Put back what we took so a failed reload keeps serving.
+                if let Some(listen) = old_listen {
+                    self.by_addr.insert(l.addr, AddrSockets { listen, sockets });
+                }
+                self.by_addr.extend(next);
+                return Err(e);
             }
             sockets.truncate(count);
             next.insert(

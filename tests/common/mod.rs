@@ -6,23 +6,32 @@
 //! - [`server`]: the [`Server`] guard that runs nowait or the real nginx with
 //!   a configuration template (`{port}`, `{root}`, `{prefix}`) and kills it
 //!   on drop.
+//! - [`client`]: one connection kept across steps (send, read one
+//!   response, see whether the server closed it).
+//! - [`conf`]: the main and `events` sections around a test's `http` block.
 //! - [`exchange`]: write raw request bytes, read the raw reply.
 //! - [`response`]: split a byte stream into HTTP/1.x responses.
 //! - [`request`]: find the methods in a raw byte stream of requests (the
 //!   response parser needs them to know which responses answer `HEAD`).
+//! - [`wait`]: bounded polling for effects that follow a request.
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
 //! rest is not dead code.
 #![allow(dead_code, unused_imports)]
 
+pub mod client;
+pub mod conf;
 pub mod exchange;
 pub mod fixture;
 pub mod request;
 pub mod response;
 pub mod server;
 pub mod tmp;
+pub mod wait;
 
+pub use client::{Conn, State};
+pub use conf::Conf;
 pub use exchange::{Exchange, exchange, raw_exchange};
 pub use fixture::Fixture;
 pub use request::request_methods;

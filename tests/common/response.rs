@@ -107,6 +107,14 @@ fn http09(bytes: &[u8]) -> Response {
 
 const INCOMPLETE: &str = "incomplete";
 
+/// Parses the one response at the start of `bytes` (an interim one too);
+/// returns it and the number of bytes it took. `head` says it answers a
+/// `HEAD` request; `at_eof` lets a close-delimited body end. `Err` holds
+/// `"incomplete"` or what is malformed.
+pub fn parse_first(bytes: &[u8], head: bool, at_eof: bool) -> Result<(Response, usize), String> {
+    parse_one(bytes, head, at_eof)
+}
+
 /// Parses one response at the start of `b`; returns it and the bytes used.
 fn parse_one(b: &[u8], head: bool, at_eof: bool) -> Result<(Response, usize), String> {
     let (status_line, mut pos) = line(b, 0)?;

@@ -53,7 +53,8 @@ impl Kind {
         }
     }
 
-    fn program(self) -> &'static str {
+    /// The path of the program's binary.
+    pub fn program(self) -> &'static str {
         match self {
             Kind::Nowait => env!("CARGO_BIN_EXE_nowait"),
             Kind::Nginx => NGINX_BIN,
@@ -81,6 +82,19 @@ impl Server {
         Server::start(Kind::Nowait, conf)
     }
 
+    /// Starts the server under test: nowait, or the real nginx when the
+    /// environment says `NOWAIT_TEST_NGINX=1`. Running a test file against
+    /// nginx checks that what it asserts is nginx's behaviour; tests of
+    /// nowait's own words (its name, its log messages) use
+    /// [`Server::nowait`] instead.
+    pub fn tested(conf: &str) -> Server {
+        if std::env::var_os("NOWAIT_TEST_NGINX").is_some_and(|v| v == "1") {
+            Server::nginx(conf)
+        } else {
+            Server::nowait(conf)
+        }
+    }
+
     /// Starts the real nginx with `conf`; see the module header.
     pub fn nginx(conf: &str) -> Server {
         Server::start(Kind::Nginx, conf)
@@ -93,15 +107,7 @@ impl Server {
         let prefix = TempDir::new(kind.name());
         let dir = prefix.path().to_path_buf();
         let port = free_port();
-        let conf: String = match kind {
-            Kind::Nowait => conf
-                .lines()
-                .filter(|l| !l.trim_end().ends_with("# nginx only"))
-                .map(|l| format!("{l}\n"))
-                .collect(),
-            Kind::Nginx => conf.to_string(),
-        };
-        let conf = conf
+        let conf = for_kind(kind, conf)
             .replace("{port}", &port.to_string())
             .replace("{prefix}", &dir.to_string_lossy());
         let conf_path = dir.join("nginx.conf");
@@ -152,6 +158,56 @@ impl Server {
     /// The prefix directory (configuration, pid file, logs, temp paths).
     pub fn prefix(&self) -> &Path {
         self.prefix.path()
+    }
+
+    /// The server's process id (nowait is one process; for nginx, the
+    /// master's); `None` once it has been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The configuration file the server was started with.
+    pub fn conf_path(&self) -> PathBuf {
+        self.prefix.path().join("nginx.conf")
+    }
+
+    /// Replaces the configuration file with `conf`, substituting `{port}`
+    /// and `{prefix}` as at start; the server reads it on its next reload.
+    pub fn write_conf(&self, conf: &str) {
+        let conf = for_kind(self.kind, conf)
+            .replace("{port}", &self.port.to_string())
+            .replace("{prefix}", &self.prefix.path().to_string_lossy());
+        write(&self.conf_path(), conf.as_bytes());
+    }
+
+    /// Sends `signal` (a name `kill` knows: `HUP`, `QUIT`, `USR1`…) to the
+    /// server process; panics when it is already reaped or `kill` fails.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("the server is still running");
+        send_signal(pid, signal);
+    }
+
+    /// Runs the binary's own control command, `-s <name>` with this
+    /// server's `-p` and `-c` (`reload`, `reopen`, `quit`, `stop`), and
+    /// returns its exit status and stderr.
+    pub fn control(&self, name: &str) -> (std::process::ExitStatus, String) {
+        control(self.kind, self.prefix.path(), &self.conf_path(), name)
+    }
+
+    /// Waits up to `limit` for the process to exit; its status if it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            sleep(READY_POLL);
+        }
     }
 
     /// Everything the server wrote to stderr and stdout so far.
@@ -225,6 +281,65 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap_or_else(|e| panic!("getsockname: {e}"))
         .port()
+}
+
+/// The listening sockets on 127.0.0.1:`port`, as rows of `/proc/net/tcp`
+/// in state LISTEN (`0A`).
+pub fn listening_sockets(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    let local = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A")
+        })
+        .count()
+}
+
+/// `conf` as `kind` reads it: for nowait, without the lines ending in
+/// `# nginx only` (see the module header).
+pub fn for_kind(kind: Kind, conf: &str) -> String {
+    match kind {
+        Kind::Nowait => conf
+            .lines()
+            .filter(|l| !l.trim_end().ends_with("# nginx only"))
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Kind::Nginx => conf.to_string(),
+    }
+}
+
+/// Sends `signal` (a name `kill` knows) to `pid`; panics when `kill` fails.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("spawn kill: {e}"));
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+/// Runs `<program> -p <prefix>/ -c <conf> -s <name>`; its status and stderr.
+pub fn control(
+    kind: Kind,
+    prefix: &Path,
+    conf: &Path,
+    name: &str,
+) -> (std::process::ExitStatus, String) {
+    let out = Command::new(kind.program())
+        .arg("-p")
+        .arg(format!("{}/", prefix.display()))
+        .arg("-c")
+        .arg(conf)
+        .args(["-s", name])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {} -s {name}: {e}", kind.program()));
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn write(path: &Path, bytes: &[u8]) {

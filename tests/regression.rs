@@ -1,0 +1,83 @@
+//! One test per bug the serving tests found, named after the bug, so that
+//! it cannot come back unnoticed. Each says what was wrong and where.
+
+mod common;
+
+use common::client::get;
+use common::{Conf, Fixture, Server};
+
+fn body(r: &common::Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// `error_page 404 @named` with `return 200 "text"` in the named location
+/// answered 200; nginx keeps the error's status for a page served without
+/// `=` (`r->err_status` overrides it in `ngx_http_send_header`). Fixed in
+/// `src/server/handler.rs` (`error_page`).
+#[test]
+fn error_page_to_named_location_with_return_text_keeps_the_error_status() {
+    let f = Fixture::build();
+    let conf = Conf::server(
+        "root {root};\n\
+         error_page 404 @fallback;\n\
+         location @fallback { return 200 \"fallback\"; }\n\
+         location /eq/ { error_page 404 = @fallback; }",
+    )
+    .root(f.root())
+    .render();
+    let s = Server::tested(&conf);
+    let r = get(s.port(), "/missing");
+    assert_eq!((r.status, body(&r).as_str()), (404, "fallback"));
+    // With `=`, the target's status.
+    let r = get(s.port(), "/eq/missing");
+    assert_eq!((r.status, body(&r).as_str()), (200, "fallback"));
+}
+
+/// A reload that turned `reuseport` on (or off) for an address already
+/// listening failed with `bind() … (98: Address already in use)` and kept
+/// the old configuration: `Listeners::update` dropped the old sockets when
+/// the flag changed and bound fresh ones, which the running generation's
+/// sockets still blocked. Fixed in `src/server/listen.rs`: the old sockets
+/// are kept, gaining SO_REUSEPORT when needed (nginx's `add_reuseport`).
+#[test]
+fn reload_that_toggles_reuseport_on_a_listening_address() {
+    let conf = |listen: &str, text: &str| {
+        Conf::http(&format!(
+            "server {{ listen 127.0.0.1:{{port}}{listen}; return 200 \"{text}\"; }}"
+        ))
+        .main("worker_processes 2;")
+        .render()
+    };
+    let s = Server::nowait(&conf("", "shared"));
+    for (listen, text, sockets) in [(" reuseport", "own", 2), ("", "shared again", 1)] {
+        s.write_conf(&conf(listen, text));
+        let (status, stderr) = s.control("reload");
+        assert!(status.success(), "-s reload: {stderr}");
+        // A connection queued on a reuseport socket that the reload closes
+        // is reset (as with nginx): poll without panicking on that.
+        assert!(
+            common::wait::until(std::time::Duration::from_secs(10), || {
+                try_get_body(s.port()).as_deref() == Some(text)
+            }),
+            "not reloaded to {text:?}:\n{}",
+            s.stderr()
+        );
+        assert!(
+            !s.stderr().contains("Address already in use"),
+            "{}",
+            s.stderr()
+        );
+        assert!(common::wait::until(
+            std::time::Duration::from_secs(10),
+            || { common::server::listening_sockets(s.port()) == sockets }
+        ));
+    }
+}
+
+/// The body of `GET /`, or `None` when the connection fails.
+fn try_get_body(port: u16) -> Option<String> {
+    let mut c = common::Conn::try_open(port).ok()?;
+    c.try_send(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    c.response().map(|r| body(&r))
+}

@@ -1,0 +1,116 @@
+//! Black-box tests of the worker model: `worker_processes` with shared and
+//! `reuseport` sockets, `worker_connections` as a hard limit on accepted
+//! connections, and `accept_mutex`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::client::get;
+use common::server::listening_sockets;
+use common::{Conf, Conn, Server};
+
+/// The names of the server's threads (`/proc/<pid>/task/*/comm`).
+fn thread_names(s: &Server) -> Vec<String> {
+    let pid = s.pid().expect("running");
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("read the task list")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+fn conf(listen_extra: &str, main: &str, events: &str) -> String {
+    Conf::http(&format!(
+        "server {{ listen 127.0.0.1:{{port}}{listen_extra}; return 200 \"ok $connection\"; }}"
+    ))
+    .main(main)
+    .events(events)
+    .render()
+}
+
+fn serves_many(s: &Server) {
+    for i in 0..20 {
+        let r = get(s.port(), "/");
+        assert_eq!(r.status, 200, "request {i}");
+        assert!(r.body.starts_with(b"ok "), "request {i}");
+    }
+}
+
+#[test]
+fn two_workers_share_one_socket() {
+    let s = Server::nowait(&conf("", "worker_processes 2;", "worker_connections 64;"));
+    assert_eq!(listening_sockets(s.port()), 1);
+    let workers = thread_names(&s)
+        .into_iter()
+        .filter(|n| n.starts_with("worker#"))
+        .count();
+    assert_eq!(workers, 2, "{:?}", thread_names(&s));
+    serves_many(&s);
+}
+
+#[test]
+fn two_workers_with_reuseport_have_a_socket_each() {
+    let s = Server::tested(&conf(
+        " reuseport",
+        "worker_processes 2;",
+        "worker_connections 64;",
+    ));
+    assert_eq!(listening_sockets(s.port()), 2);
+    serves_many(&s);
+    // Both sockets take connections: the kernel spreads them by the
+    // client's port, so enough connections at once reach each worker.
+    let conns: Vec<Conn> = (0..16).map(|_| Conn::open(s.port())).collect();
+    for mut c in conns {
+        c.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(c.response().expect("a response").status, 200);
+    }
+}
+
+#[test]
+fn worker_connections_limits_accepted_connections() {
+    // nowait counts client connections only (nginx also counts its
+    // listening sockets against the limit).
+    let s = Server::nowait(&conf("", "worker_processes 1;", "worker_connections 2;"));
+    let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut first = Conn::open(s.port());
+    first.send(req);
+    assert_eq!(first.response().expect("first").status, 200);
+    let mut second = Conn::open(s.port());
+    second.send(req);
+    assert_eq!(second.response().expect("second").status, 200);
+
+    // The kernel completes the third handshake (backlog), but the worker
+    // does not accept it while two connections are open.
+    let mut third = Conn::open(s.port());
+    third.send(req);
+    assert!(
+        third.quiet_for(Duration::from_secs(1)),
+        "the third connection was served while two were open: {:?}",
+        String::from_utf8_lossy(third.pending())
+    );
+    drop(first);
+    let r = third.response().expect("served once a slot is free");
+    assert_eq!(r.status, 200);
+    // The second is still served.
+    second.send(req);
+    assert_eq!(second.response().expect("second again").status, 200);
+}
+
+#[test]
+fn accept_mutex_on_still_serves() {
+    let s = Server::tested(&conf(
+        "",
+        "worker_processes 2;",
+        "worker_connections 64;\naccept_mutex on;",
+    ));
+    serves_many(&s);
+    let conns: Vec<Conn> = (0..8).map(|_| Conn::open(s.port())).collect();
+    for mut c in conns {
+        c.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(c.response().expect("a response").status, 200);
+    }
+}
