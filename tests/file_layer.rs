@@ -64,6 +64,14 @@ fn start(main: &str, server_body: &str, label: &str) -> Srv {
         .arg(&dir)
         .status()
         .unwrap();
+    let marks = dir.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    // Stalls run on threads that serve as `nobody`.
+    Command::new("chmod")
+        .arg("0777")
+        .arg(&marks)
+        .status()
+        .unwrap();
     let port = free_port();
     let conf = format!(
         "worker_processes 1;\nerror_log {dir}/error.log info;\npid {dir}/nowait.pid;\n{main}\n\
@@ -80,6 +88,7 @@ fn start(main: &str, server_body: &str, label: &str) -> Srv {
         .arg(dir.join("nowait.conf"))
         .args(["-g", "daemon off;"])
         .env("NOWAIT_TEST_STALL", format!("cold={STALL_MS}"))
+        .env("NOWAIT_TEST_STALL_MARKS", &marks)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -100,6 +109,33 @@ fn start(main: &str, server_body: &str, label: &str) -> Srv {
 impl Srv {
     fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+    }
+
+    /// Waits (bounded) until the error log, written by a writer thread, has
+    /// a line containing `needle`; returns the log.
+    fn wait_log(&self, needle: &str) -> String {
+        let deadline = Instant::now() + IO_TIMEOUT;
+        loop {
+            let log = self.error_log();
+            if log.contains(needle) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// How many stalls have begun.
+    fn stalls(&self) -> usize {
+        std::fs::read_dir(self.dir.join("marks")).map_or(0, |d| d.count())
+    }
+
+    /// Waits (bounded) until `n` stalls have begun.
+    fn wait_stalls(&self, n: usize) {
+        let deadline = Instant::now() + IO_TIMEOUT;
+        while self.stalls() < n {
+            assert!(Instant::now() < deadline, "no stall began");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     fn root(&self) -> PathBuf {
@@ -142,14 +178,26 @@ fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
     (status, out[head_end..].to_vec())
 }
 
-/// Sends the requests one after the other (each once the previous is on
-/// the wire) on separate connections and returns their paths in the order
-/// their responses completed, with the statuses.
-fn completion_order(port: u16, paths: &[&str]) -> Vec<(String, u16)> {
+/// One request of an ordering test, and what to wait for once it is sent
+/// before the next one goes out.
+enum Then {
+    /// Its file operation has begun stalling.
+    Stalls,
+    /// Nothing to observe: give the server a moment to take it.
+    Settle,
+    /// The pool has this many tasks waiting (read from the status page).
+    Waiting(u64),
+}
+
+/// Sends the requests one after the other on separate connections, each
+/// once the previous one is where `Then` says, and returns their paths in
+/// the order their responses completed, with the statuses.
+fn completion_order(srv: &Srv, steps: &[(&str, Then)]) -> Vec<(String, u16)> {
     let (tx, rx) = mpsc::channel();
     let mut threads = Vec::new();
-    for p in paths {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    for (p, then) in steps {
+        let before = srv.stalls();
+        let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
         s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         write!(
             s,
@@ -164,8 +212,17 @@ fn completion_order(port: u16, paths: &[&str]) -> Vec<(String, u16)> {
             let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
             tx.send((p, status)).unwrap();
         }));
-        // Let the server take this request before the next one is sent.
-        std::thread::sleep(Duration::from_millis(200));
+        match then {
+            Then::Stalls => srv.wait_stalls(before + 1),
+            Then::Settle => std::thread::sleep(Duration::from_millis(200)),
+            Then::Waiting(n) => {
+                let deadline = Instant::now() + IO_TIMEOUT;
+                while srv.metric("nowait_pool_waiting", &[]) < *n {
+                    assert!(Instant::now() < deadline, "no task came to wait");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
     }
     drop(tx);
     for t in threads {
@@ -181,7 +238,10 @@ fn aio_threads_serves_others_while_a_file_operation_is_stalled() {
         "aio threads=disk;",
         "threads",
     );
-    let order = completion_order(srv.port, &["/cold.txt", "/hot.txt"]);
+    let order = completion_order(
+        &srv,
+        &[("/cold.txt", Then::Stalls), ("/hot.txt", Then::Settle)],
+    );
     assert_eq!(
         order[0],
         ("/hot.txt".to_string(), 200),
@@ -193,7 +253,10 @@ fn aio_threads_serves_others_while_a_file_operation_is_stalled() {
 #[test]
 fn aio_off_waits_behind_the_stalled_operation_like_nginx() {
     let srv = start("", "aio off;", "off");
-    let order = completion_order(srv.port, &["/cold.txt", "/hot.txt"]);
+    let order = completion_order(
+        &srv,
+        &[("/cold.txt", Then::Stalls), ("/hot.txt", Then::Settle)],
+    );
     assert_eq!(
         order[0],
         ("/cold.txt".to_string(), 200),
@@ -248,11 +311,14 @@ fn full_queue_fails_at_once_with_nginx_log_line() {
         "aio threads=one;",
         "overflow",
     );
-    let order = completion_order(srv.port, &["/cold.txt", "/cold2.txt"]);
+    let order = completion_order(
+        &srv,
+        &[("/cold.txt", Then::Stalls), ("/cold2.txt", Then::Settle)],
+    );
     // The second request is refused at once, so it completes first.
     assert_eq!(order[0], ("/cold2.txt".to_string(), 503), "{order:?}");
     assert_eq!(order[1], ("/cold.txt".to_string(), 200));
-    let log = srv.error_log();
+    let log = srv.wait_log("queue overflow");
     assert!(
         log.lines().any(|l| l.contains("[error]")
             && l.ends_with("thread pool \"one\" queue overflow: 0 tasks waiting")),
@@ -271,15 +337,21 @@ fn max_queue_one_lets_one_task_wait_and_refuses_the_next() {
         "aio threads=one;",
         "queue1",
     );
-    let order = completion_order(srv.port, &["/cold.txt", "/cold2.txt", "/cold3.txt"]);
+    let order = completion_order(
+        &srv,
+        &[
+            ("/cold.txt", Then::Stalls),
+            ("/cold2.txt", Then::Waiting(1)),
+            ("/cold3.txt", Then::Settle),
+        ],
+    );
     assert_eq!(order[0], ("/cold3.txt".to_string(), 503), "{order:?}");
     assert_eq!(order[1], ("/cold.txt".to_string(), 200));
     assert_eq!(order[2], ("/cold2.txt".to_string(), 200));
+    let log = srv.wait_log("queue overflow");
     assert!(
-        srv.error_log()
-            .contains("thread pool \"one\" queue overflow: 1 tasks waiting"),
-        "{}",
-        srv.error_log()
+        log.contains("thread pool \"one\" queue overflow: 1 tasks waiting"),
+        "{log}"
     );
 }
 
@@ -299,11 +371,8 @@ fn unknown_pool_from_a_variable_is_a_500_and_a_log_line() {
         .unwrap();
     assert_eq!(srv.get("/v/f.txt?p=a").0, 200);
     assert_eq!(srv.get("/v/f.txt?p=b").0, 500);
-    assert!(
-        srv.error_log().contains("thread pool \"pool_b\" not found"),
-        "{}",
-        srv.error_log()
-    );
+    let log = srv.wait_log("thread pool \"pool_b\" not found");
+    assert!(log.contains("thread pool \"pool_b\" not found"), "{log}");
 }
 
 fn read_response_slowly(port: u16, path: &str, then: impl FnOnce()) -> (usize, usize) {
@@ -377,7 +446,8 @@ fn truncated_while_sent(aio: &str, label: &str) {
     // length, so the client knows) and nothing else is affected.
     assert!(got < promised, "got {got} of {promised}");
     assert_eq!(srv.get("/hot.txt").0, 200, "the server goes on serving");
-    assert!(srv.error_log().contains("truncated"), "{}", srv.error_log());
+    let log = srv.wait_log("truncated");
+    assert!(log.contains("truncated"), "{log}");
 }
 
 #[test]
@@ -418,11 +488,8 @@ fn fifo_is_never_opened_for_reading() {
             !released.load(std::sync::atomic::Ordering::SeqCst),
             "the server opened the FIFO for reading (aio {aio})"
         );
-        assert!(
-            srv.error_log().contains("is not a regular file"),
-            "{}",
-            srv.error_log()
-        );
+        let log = srv.wait_log("is not a regular file");
+        assert!(log.contains("is not a regular file"), "{log}");
         // Release the writer ourselves.
         drop(std::fs::File::open(&fifo).unwrap());
         writer.join().unwrap();

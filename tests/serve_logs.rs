@@ -178,13 +178,10 @@ fn reopen_moves_the_access_log_to_a_new_file() {
     assert!(!read_text(&log).contains("?before"));
 }
 
-/// nginx writes an access log line for a request it rejects while reading
-/// the head (400, 414) or that times out half-sent (408); nowait writes
-/// none (`src/server/conn.rs`, `serve`: the `HeadRead::Bad` and
-/// `HeadRead::TimedOut` arms return without `log_access`). Run with
-/// `--ignored` (and `NOWAIT_TEST_NGINX=1` for the reference).
+/// Regression: a request rejected while its head was read (400, 414) gets
+/// an access log line, as from nginx (nowait used to write none).
+/// `NOWAIT_TEST_NGINX=1` runs it against nginx as the reference.
 #[test]
-#[ignore = "known bug: no access log line for requests rejected while reading the head"]
 fn access_log_has_lines_for_rejected_heads() {
     let f = Fixture::build();
     let conf = Conf::server(

@@ -16,7 +16,6 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::config::inherit::LocConf;
-use crate::config::model::AccessLogs;
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::date::DateCache;
 use crate::http::request::{self, RequestHead, Version};
@@ -25,6 +24,7 @@ use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
+use super::access_log;
 use super::handler::{self, Handled};
 use super::reply::{Body, Reply};
 use super::request::{Req, Sent};
@@ -103,6 +103,11 @@ pub async fn serve(
             HeadRead::Head(h, n) => (h, n),
             HeadRead::Gone => return,
             HeadRead::TimedOut => {
+                let sent = Sent {
+                    status: 408,
+                    ..Sent::default()
+                };
+                access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
                 site.error_log.log(
                     Level::Info,
                     Some(info.conn_no),
@@ -122,10 +127,28 @@ pub async fn serve(
                 let mut reply = Reply::special(status);
                 reply.fill_special_page(&default_server_signature(&default_server.conf));
                 let head = response_head(&reply, &default_server.conf, false, &reply_len(&reply));
-                let _ = send::write_all(&stream, &head, default_server.conf.send_timeout).await;
-                if let Body::Bytes(b) = &reply.body {
-                    let _ = send::write_all(&stream, b, default_server.conf.send_timeout).await;
-                }
+                let body: &[u8] = match &reply.body {
+                    Body::Bytes(b) => b,
+                    _ => &[],
+                };
+                let ok = send::write_all(
+                    &stream,
+                    &[&head[..], body].concat(),
+                    default_server.conf.send_timeout,
+                )
+                .await;
+                let sent = match ok {
+                    Ok(()) => Sent {
+                        status: status.0,
+                        body_bytes: body.len() as u64,
+                        bytes: (head.len() + body.len()) as u64,
+                    },
+                    Err(_) => Sent {
+                        status: status.0,
+                        ..Sent::default()
+                    },
+                };
+                access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
                 linger(stream).await;
                 return;
             }
@@ -152,7 +175,7 @@ pub async fn serve(
         buf.drain(..head_len);
 
         if reply.status.0 == 444 {
-            log_access(
+            access_log::request(
                 &site,
                 &r,
                 conf,
@@ -223,7 +246,7 @@ pub async fn serve(
                 ..Sent::default()
             },
         };
-        log_access(&site, &r, conf, &sent);
+        access_log::request(&site, &r, conf, &sent);
         crate::metrics::worker::with(|m| {
             m.requests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -531,48 +554,4 @@ async fn linger(stream: TcpStream) {
             _ => return,
         }
     }
-}
-
-/// Writes the access log lines of a request.
-fn log_access(site: &Site, r: &Req<'_>, conf: &LocConf, sent: &Sent) {
-    let AccessLogs::Logs(logs) = &conf.access_log else {
-        return;
-    };
-    for l in logs {
-        let (Some(format), Some(writer)) =
-            (site.log_format(&l.format), site.access_writer(&l.target))
-        else {
-            continue;
-        };
-        let mut line = String::with_capacity(256);
-        for p in &format.template.parts {
-            match p {
-                crate::config::template::Part::Literal(s) => line.push_str(s),
-                crate::config::template::Part::Var(v) => match r.var(v, Some(sent)) {
-                    Some(val) if !val.is_empty() => line.push_str(&escape_log(&val)),
-                    _ => line.push('-'),
-                },
-            }
-        }
-        writer.write_line(line.as_bytes());
-    }
-}
-
-/// nginx's default log escaping: `"`, `\` and bytes outside printable ASCII
-/// become `\xXX`.
-fn escape_log(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for b in s.bytes() {
-        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }

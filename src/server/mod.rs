@@ -11,6 +11,7 @@
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
+pub mod access_log;
 pub mod conn;
 pub mod handler;
 pub mod listen;
