@@ -36,3 +36,13 @@ pub mod sys;
 pub const NAME: &str = "nowait";
 /// The version printed by `-v` and in `Server` headers.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the `Server` header and error pages say: `nowait/VERSION`, or just
+/// `nowait` under `server_tokens off`.
+pub fn signature(server_tokens: bool) -> &'static str {
+    if server_tokens {
+        concat!("nowait/", env!("CARGO_PKG_VERSION"))
+    } else {
+        NAME
+    }
+}

@@ -84,7 +84,20 @@ fn worker_threads_have_nobody_uid_and_the_main_thread_keeps_root() {
     // Let the pool start its threads.
     assert_eq!(get(s.port(), "/index.html").status, 200);
     let pid = s.pid().unwrap();
-    let threads = threads(pid);
+    // The port listens before every worker thread has started: wait
+    // (bounded) until both are there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let threads = loop {
+        let t = threads(pid);
+        let count = t
+            .iter()
+            .filter(|(_, name, _)| name.starts_with("worker#"))
+            .count();
+        if count >= 2 || std::time::Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let (main_tid, _, main_status) = &threads[0];
     assert_eq!(*main_tid, pid);
     assert_eq!(ids(main_status, "Uid:"), [0, 0, 0, 0], "main thread");

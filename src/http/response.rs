@@ -13,6 +13,9 @@
 use crate::http::date::format_unix;
 use crate::http::status::Status;
 
+/// What a response head usually needs, so building one does not reallocate.
+pub const HEAD_CAPACITY: usize = 512;
+
 /// The interim answer to `Expect: 100-continue`, exactly as nginx sends it.
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -83,19 +86,28 @@ impl<'a> ResponseHead<'a> {
         let code = self.status.wire().code();
         let bodiless = code == 304 || code == 204;
         self.status.write_status_line(out);
-        field(out, "Server", self.server);
-        field(out, "Date", self.date);
+        // Values nowait makes itself cannot hold CR or LF: they are copied
+        // as they are (`trusted`); anything from a request or a
+        // configuration goes through `field`, which drops CR and LF.
+        trusted(out, b"Server: ", self.server.as_bytes());
+        trusted(out, b"Date: ", self.date.as_bytes());
         if let Some(ct) = self.content_type.filter(|_| !bodiless) {
             field(out, "Content-Type", ct);
         }
         if let Some(len) = self.content_length.filter(|_| !bodiless) {
-            field(out, "Content-Length", &len.to_string());
+            trusted(out, b"Content-Length: ", decimal(len, &mut [0u8; 20]));
         }
         if let Some(mtime) = self
             .last_modified
             .filter(|_| matches!(code, 200 | 206 | 304))
         {
-            field(out, "Last-Modified", &format_unix(mtime));
+            LAST_MODIFIED.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.0 != Some(mtime) {
+                    *c = (Some(mtime), format_unix(mtime));
+                }
+                trusted(out, b"Last-Modified: ", c.1.as_bytes());
+            });
         }
         if let Some(location) = self.location {
             field(out, "Location", location);
@@ -104,37 +116,64 @@ impl<'a> ResponseHead<'a> {
             field(out, "Transfer-Encoding", "chunked");
         }
         if self.keep_alive {
-            field(out, "Connection", "keep-alive");
+            trusted(out, b"Connection: ", b"keep-alive");
             if let Some(timeout) = self.keep_alive_header {
                 field(out, "Keep-Alive", &format!("timeout={timeout}"));
             }
         } else {
-            field(out, "Connection", "close");
+            trusted(out, b"Connection: ", b"close");
         }
         if let Some(etag) = self.etag {
-            field(out, "ETag", etag);
+            trusted(out, b"ETag: ", etag.as_bytes());
         }
         for (name, value) in self.extra {
             field(out, name, value);
         }
         if self.accept_ranges && !bodiless {
-            field(out, "Accept-Ranges", "bytes");
+            trusted(out, b"Accept-Ranges: ", b"bytes");
         }
         if let Some(range) = self.content_range {
-            field(out, "Content-Range", range);
+            trusted(out, b"Content-Range: ", range.as_bytes());
         }
         out.extend_from_slice(b"\r\n");
     }
 
     /// The head as a new buffer.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
+        let mut out = Vec::with_capacity(HEAD_CAPACITY);
         self.write(&mut out);
         out
     }
 }
 
 /// Writes `name: value\r\n`, dropping CR and LF from both.
+/// A header line whose name and value nowait made itself (no CR or LF).
+fn trusted(out: &mut Vec<u8>, name_colon: &[u8], value: &[u8]) {
+    out.extend_from_slice(name_colon);
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, written into the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+thread_local! {
+    /// The last `Last-Modified` text made, by modification time: files are
+    /// served again and again, their dates do not change.
+    static LAST_MODIFIED: std::cell::RefCell<(Option<i64>, String)> =
+        const { std::cell::RefCell::new((None, String::new())) };
+}
+
 fn field(out: &mut Vec<u8>, name: &str, value: &str) {
     let clean =
         |s: &str, out: &mut Vec<u8>| out.extend(s.bytes().filter(|&b| b != b'\r' && b != b'\n'));

@@ -191,10 +191,25 @@ impl FileLayer<'_> {
         len: usize,
         off: u64,
     ) -> Result<Vec<u8>, FileError> {
-        let mut buf = vec![0u8; len];
+        self.read_append(file, Vec::with_capacity(len), len, off)
+            .await
+    }
+
+    /// Reads up to `len` bytes at `off` onto the end of `buf` (e.g. a
+    /// response head, so a small file goes out in one write without a copy
+    /// between buffers); fewer bytes mean end of file.
+    pub async fn read_append(
+        &self,
+        file: &OpenFile,
+        mut buf: Vec<u8>,
+        len: usize,
+        off: u64,
+    ) -> Result<Vec<u8>, FileError> {
+        let base = buf.len();
+        buf.resize(base + len, 0);
         let mut done = 0;
         if self.fast_enabled() {
-            done = read_fast(file, &mut buf, off);
+            done = read_fast(file, &mut buf[base..], off);
             if done == len {
                 return Ok(buf);
             }
@@ -204,7 +219,7 @@ impl FileLayer<'_> {
         self.run("read", move || {
             fault::stall(&path);
             while done < len {
-                match sysfile::pread(&*fd, &mut buf[done..], off + done as u64) {
+                match sysfile::pread(&*fd, &mut buf[base + done..], off + done as u64) {
                     Ok(0) => break,
                     Ok(n) => done += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -217,7 +232,7 @@ impl FileLayer<'_> {
                     }
                 }
             }
-            buf.truncate(done);
+            buf.truncate(base + done);
             Ok(buf)
         })
         .await?

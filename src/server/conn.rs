@@ -12,8 +12,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use std::pin::Pin;
+
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::time::Sleep;
 
 use crate::config::inherit::LocConf;
 use crate::http::chunked::ChunkedDecoder;
@@ -89,6 +92,9 @@ pub async fn serve(
     let mut requests: u64 = 0;
     let mut idle_timeout = srv.client_header_timeout;
     let mut pool_sock = SocketForPools::default();
+    let mut timer = Box::pin(tokio::time::sleep(Duration::ZERO));
+    // TCP_NODELAY as the worker set it at accept (the http level's setting).
+    let mut nodelay = site.http().is_some_and(|h| h.conf.tcp_nodelay);
     loop {
         let head = read_head(
             &stream,
@@ -97,6 +103,7 @@ pub async fn serve(
             idle_timeout,
             &mut quit,
             requests == 0,
+            &mut timer,
         )
         .await;
         let (head, head_len) = match head {
@@ -125,7 +132,7 @@ pub async fn serve(
                     format_args!("{msg}, client: {}", info.peer.ip()),
                 );
                 let mut reply = Reply::special(status);
-                reply.fill_special_page(&default_server_signature(&default_server.conf));
+                reply.fill_special_page(crate::signature(default_server.conf.server_tokens));
                 let head = response_head(&reply, &default_server.conf, false, &reply_len(&reply));
                 let body: &[u8] = match &reply.body {
                     Body::Bytes(b) => b,
@@ -316,17 +323,12 @@ pub async fn serve(
             }
         }
         idle_timeout = conf.keepalive_timeout;
-        if conf.tcp_nodelay {
-            let _ = stream.set_nodelay(true);
+        if conf.tcp_nodelay != nodelay {
+            // Only when a location asks otherwise than the http level did
+            // at accept: one setsockopt per change, not per request.
+            nodelay = conf.tcp_nodelay;
+            let _ = stream.set_nodelay(nodelay);
         }
-    }
-}
-
-fn default_server_signature(conf: &LocConf) -> String {
-    if conf.server_tokens {
-        format!("{}/{}", crate::NAME, crate::VERSION)
-    } else {
-        crate::NAME.to_string()
     }
 }
 
@@ -340,7 +342,7 @@ fn reply_len(reply: &Reply) -> Option<u64> {
 
 /// Serializes the response head.
 fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u64>) -> Vec<u8> {
-    let server = default_server_signature(conf);
+    let server = crate::signature(conf.server_tokens);
     DATE.with(|d| {
         let mut d = d.borrow_mut();
         let date = d.get(SystemTime::now());
@@ -349,7 +351,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
-        let mut h = ResponseHead::new(reply.status, &server, date);
+        let mut h = ResponseHead::new(reply.status, server, date);
         h.content_type = reply.content_type.as_deref();
         h.content_length = *len;
         h.last_modified = reply.last_modified;
@@ -363,7 +365,10 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
     })
 }
 
-/// Reads until a complete head is in `buf`.
+/// Reads until a complete head is in `buf`. Reads are tried first without
+/// waiting; only when the socket is empty is `timer` (one per connection,
+/// reset rather than recreated) armed: the idle timeout until the first
+/// byte, then `client_header_timeout` from that byte.
 async fn read_head(
     stream: &TcpStream,
     buf: &mut Vec<u8>,
@@ -371,13 +376,17 @@ async fn read_head(
     idle_timeout: Duration,
     quit: &mut watch::Receiver<bool>,
     first: bool,
+    timer: &mut Pin<Box<Sleep>>,
 ) -> HeadRead {
     let (large_count, large_size) = srv.large_client_header_buffers;
     let max_line = large_size.max(srv.client_header_buffer_size) as usize;
     let max_total = (large_count as u64 * large_size).max(srv.client_header_buffer_size) as usize;
-    let mut deadline = None;
+    // Which deadline the timer holds: None (unarmed), Some(false) the idle
+    // one, Some(true) the header one.
+    let mut armed: Option<bool> = None;
     loop {
-        if !buf.is_empty() {
+        let started = !buf.is_empty();
+        if started {
             match request::parse_head(buf) {
                 Ok(Some((h, n))) => {
                     if n > srv.client_header_buffer_size as usize {
@@ -393,28 +402,31 @@ async fn read_head(
             if let Some(e) = oversized(buf, max_line, max_total) {
                 return HeadRead::Bad(e.status(), e.to_string());
             }
-            deadline.get_or_insert_with(|| tokio::time::Instant::now() + srv.client_header_timeout);
         }
-        let idle = buf.is_empty();
-        let wait = async {
-            match deadline {
-                Some(d) => tokio::time::timeout_at(d, read_some(stream, buf))
-                    .await
-                    .map_err(|_| true),
-                None => tokio::time::timeout(idle_timeout, read_some(stream, buf))
-                    .await
-                    .map_err(|_| first),
+        buf.reserve(4096);
+        match stream.try_read_buf(buf) {
+            Ok(0) => return HeadRead::Gone,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return HeadRead::Gone,
+        }
+        if armed != Some(started) {
+            let wait = if started {
+                srv.client_header_timeout
+            } else {
+                idle_timeout
+            };
+            timer.as_mut().reset(tokio::time::Instant::now() + wait);
+            armed = Some(started);
+        }
+        tokio::select! {
+            r = stream.readable() => {
+                if r.is_err() {
+                    return HeadRead::Gone;
+                }
             }
-        };
-        let got = tokio::select! {
-            r = wait => r,
-            _ = quit.changed(), if !first && idle => return HeadRead::Gone,
-        };
-        match got {
-            Ok(Ok(0)) | Ok(Err(_)) => return HeadRead::Gone,
-            Ok(Ok(_)) => {}
-            Err(true) => return HeadRead::TimedOut,
-            Err(false) => return HeadRead::Gone,
+            _ = timer.as_mut() => return if started { HeadRead::TimedOut } else { HeadRead::Gone },
+            _ = quit.changed(), if !first && !started => return HeadRead::Gone,
         }
     }
 }

@@ -308,11 +308,7 @@ async fn error_page<'a>(
 
 /// The page body of special replies and `add_header`.
 fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
-    let signature = if h.conf.server_tokens {
-        concat!("nowait/", env!("CARGO_PKG_VERSION"))
-    } else {
-        "nowait"
-    };
+    let signature = crate::signature(h.conf.server_tokens);
     h.reply.fill_special_page(signature);
     let status = h.reply.status.0;
     if status == 405

@@ -84,21 +84,24 @@ impl SocketForPools {
     }
 }
 
-/// Writes all of `buf`, bounding each wait by `timeout`.
+/// Writes all of `buf`. Writes are tried first; only when the socket is
+/// full does the wait, bounded by `timeout`, begin (nginx arms
+/// `send_timeout` the same way).
 pub async fn write_all(
     stream: &TcpStream,
     mut buf: &[u8],
     timeout: Duration,
 ) -> Result<(), SendError> {
     while !buf.is_empty() {
-        tokio::time::timeout(timeout, stream.writable())
-            .await
-            .map_err(|_| SendError::TimedOut)?
-            .map_err(SendError::Io)?;
         match stream.try_write(buf) {
             Ok(0) => return Err(SendError::Io(io::ErrorKind::WriteZero.into())),
             Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tokio::time::timeout(timeout, stream.writable())
+                    .await
+                    .map_err(|_| SendError::TimedOut)?
+                    .map_err(SendError::Io)?;
+            }
             Err(e) => return Err(SendError::Io(e)),
         }
     }
@@ -134,16 +137,17 @@ pub async fn send(
             w.body = b.len() as u64;
         }
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
-            let data = p
+            let head_len = head.len();
+            let len = range.len() as usize;
+            let out = p
                 .files
-                .read_at(file, range.len() as usize, range.start)
+                .read_append(file, head, len, range.start)
                 .await
                 .map_err(SendError::File)?;
-            if (data.len() as u64) < range.len() {
+            if out.len() < head_len + len {
                 return Err(SendError::Truncated);
             }
-            head.extend_from_slice(&data);
-            write_all(stream, &head, p.timeout).await?;
+            write_all(stream, &out, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());
             w.body = range.len();
         }
@@ -193,6 +197,8 @@ async fn send_range(
     // body goes through non-blocking reads instead: `preadv2(RWF_NOWAIT)` on
     // the loop, the pool for what is not in memory.
     let sendfile = p.sendfile && p.files.sendfile_checkable(file);
+    // One buffer for the whole range when it is read rather than sendfile'd.
+    let mut scratch = Vec::new();
     let mut off = range.start;
     while off < range.end {
         let left = range.end - off;
@@ -205,16 +211,20 @@ async fn send_range(
             sendfile_once(stream, pool_sock, file, off, chunk, p).await?
         } else {
             let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
-            let data = p
+            let mut buf = std::mem::take(&mut scratch);
+            buf.clear();
+            buf = p
                 .files
-                .read_at(file, chunk, off)
+                .read_append(file, buf, chunk, off)
                 .await
                 .map_err(SendError::File)?;
-            if data.is_empty() {
+            if buf.is_empty() {
                 return Err(SendError::Truncated);
             }
-            write_all(stream, &data, p.timeout).await?;
-            data.len()
+            write_all(stream, &buf, p.timeout).await?;
+            let n = buf.len();
+            scratch = buf;
+            n
         };
         off += n as u64;
         if p.max_chunk != 0 && off < range.end {
@@ -226,8 +236,9 @@ async fn send_range(
     Ok(range.len())
 }
 
-/// One `sendfile()` of up to `chunk` bytes, on the loop or in the pool,
-/// waiting (bounded) for the socket when it is full.
+/// One `sendfile()` of up to `chunk` bytes, on the loop or in the pool.
+/// The call is tried first; only a full socket starts the wait, bounded by
+/// `send_timeout`.
 async fn sendfile_once(
     stream: &TcpStream,
     pool_sock: &mut SocketForPools,
@@ -237,10 +248,6 @@ async fn sendfile_once(
     p: &SendParams<'_>,
 ) -> Result<usize, SendError> {
     loop {
-        tokio::time::timeout(p.timeout, stream.writable())
-            .await
-            .map_err(|_| SendError::TimedOut)?
-            .map_err(SendError::Io)?;
         let result = if p.files.sendfile_on_loop(file, off, chunk as u64) {
             if p.files.pool.is_none() {
                 // `aio off`: the loop itself meets the (test-injected) slow disk.
@@ -254,24 +261,29 @@ async fn sendfile_once(
             let sock = pool_sock.get(stream).map_err(SendError::Io)?;
             match p.files.sendfile(&sock, file, off, chunk).await {
                 Ok(n) => Ok(n),
-                Err(e) if e.errno() == Some(libc::EAGAIN) => {
-                    // The socket is full: tell tokio, so that `writable()`
-                    // waits for the next edge instead of spinning.
-                    let _ = stream.try_io(Interest::WRITABLE, || {
-                        Err::<(), _>(io::ErrorKind::WouldBlock.into())
-                    });
-                    continue;
-                }
-                Err(e) if e.errno().is_some() => {
-                    Err(io::Error::from_raw_os_error(e.errno().unwrap_or(libc::EIO)))
-                }
-                Err(e) => return Err(SendError::File(e)),
+                Err(e) => match e.errno() {
+                    Some(libc::EAGAIN) => {
+                        // The socket is full: tell tokio, so that `writable()`
+                        // waits for the next edge instead of spinning.
+                        let _ = stream.try_io(Interest::WRITABLE, || {
+                            Err::<(), _>(io::ErrorKind::WouldBlock.into())
+                        });
+                        Err(io::ErrorKind::WouldBlock.into())
+                    }
+                    Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+                    None => return Err(SendError::File(e)),
+                },
             }
         };
         match result {
             Ok(0) => return Err(SendError::Truncated),
             Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tokio::time::timeout(p.timeout, stream.writable())
+                    .await
+                    .map_err(|_| SendError::TimedOut)?
+                    .map_err(SendError::Io)?;
+            }
             Err(e) => return Err(SendError::Io(e)),
         }
     }

@@ -28,8 +28,6 @@ pub struct Site {
     pub access_logs: HashMap<Destination, Arc<LogWriter>>,
     /// Every open log file, for reopen (SIGUSR1) and flush at exit.
     pub log_files: LogFiles,
-    /// The `Server` header value with `server_tokens on`.
-    pub signature_full: String,
     /// Each worker's measurements, for the status page.
     pub metrics: std::sync::Mutex<Vec<Arc<crate::metrics::WorkerMetrics>>>,
 }
@@ -82,7 +80,6 @@ impl Site {
             .map(VirtualHosts::new)
             .unwrap_or_default();
         Ok(Site {
-            signature_full: format!("{}/{}", crate::NAME, crate::VERSION),
             config,
             vhosts,
             pools,
