@@ -185,7 +185,7 @@ pub fn open_regular(path: &Path, cached: bool) -> io::Result<(Option<OwnedFd>, F
     if !matches!(meta.kind, FileKind::Regular | FileKind::Directory) {
         return Ok((None, meta));
     }
-    let proc = format!("/proc/self/fd/{}\0", pfd.as_raw_fd());
+    let proc = proc_fd_path(pfd.as_raw_fd());
     // SAFETY: `proc` is NUL-terminated and outlives the call.
     let fd = unsafe { libc::open(proc.as_ptr().cast(), READ_FLAGS) };
     if meta.kind == FileKind::Directory {
@@ -217,6 +217,27 @@ pub fn open_regular(path: &Path, cached: bool) -> io::Result<(Option<OwnedFd>, F
         return Err(io::Error::from_raw_os_error(libc::EAGAIN));
     }
     Ok((Some(fd), again))
+}
+
+/// `/proc/self/fd/N` and a NUL, built on the stack (this is on every open).
+fn proc_fd_path(fd: libc::c_int) -> [u8; 32] {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    let mut out = [0u8; 32];
+    out[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.max(0) as u32;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - i;
+    out[PREFIX.len()..PREFIX.len() + len].copy_from_slice(&digits[i..]);
+    out
 }
 
 /// What kind of file a [`FileMeta`] describes.
@@ -573,6 +594,12 @@ mod tests {
             0,
             "EOF is 0, not EAGAIN"
         );
+    }
+
+    #[test]
+    fn proc_fd_paths() {
+        assert!(proc_fd_path(7).starts_with(b"/proc/self/fd/7\0"));
+        assert!(proc_fd_path(1234567890).starts_with(b"/proc/self/fd/1234567890\0"));
     }
 
     #[test]
