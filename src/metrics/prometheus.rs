@@ -230,3 +230,44 @@ pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> Strin
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::worker::record;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn renders_summaries_counters_and_pools() {
+        let w = Arc::new(WorkerMetrics::new(1));
+        {
+            let mut h = w.histograms();
+            for ms in [1, 2, 3, 100] {
+                record(&mut h.poll, Duration::from_millis(ms));
+            }
+        }
+        w.fast(FastOp::Open, FastOutcome::Hit);
+        w.fast(FastOp::Open, FastOutcome::Hit);
+        w.fast(FastOp::Read, FastOutcome::Miss);
+        let mut pools = Pools::new();
+        pools.add("disk", 1, 0).unwrap();
+        let text = render(&[w], &pools);
+        assert!(text.contains("# TYPE nowait_loop_poll_seconds summary"));
+        assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
+        // The maximum is the 100 ms poll (1% precision).
+        let max = text
+            .lines()
+            .find(|l| l.starts_with("nowait_loop_poll_seconds{worker=\"1\",quantile=\"1\"}"))
+            .unwrap();
+        let v: f64 = max.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((0.099..=0.101).contains(&v), "{max}");
+        assert!(text.contains("nowait_fast_path_total{worker=\"1\",op=\"open\",result=\"hit\"} 2"));
+        assert!(
+            text.contains("nowait_fast_path_total{worker=\"1\",op=\"read\",result=\"miss\"} 1")
+        );
+        assert!(text.contains("nowait_pool_threads{pool=\"disk\"} 1"));
+        assert!(text.contains("nowait_pool_overflows_total{pool=\"disk\"} 0"));
+        pools.shutdown();
+    }
+}

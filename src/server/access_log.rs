@@ -83,3 +83,15 @@ fn escape(s: &str) -> Cow<'_, str> {
     }
     Cow::Owned(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_like_nginx() {
+        assert_eq!(escape("GET / HTTP/1.1"), "GET / HTTP/1.1");
+        assert_eq!(escape("a\"b\\c"), "a\\x22b\\x5Cc");
+        assert_eq!(escape("\u{e9}\t"), "\\xC3\\xA9\\x09");
+    }
+}
