@@ -10,9 +10,10 @@
 //! The fast paths: `open` is `openat2(RESOLVE_CACHED)`, which fails with
 //! `EAGAIN` when the path walk needs I/O; `stat` is the same with `O_PATH`
 //! then `fstat`; `read` is `preadv2(RWF_NOWAIT)`, which fails with `EAGAIN`
-//! (or reads short) when the data is not in the page cache; a `sendfile`
-//! slice is sent on the loop only when `cachestat()` says every page of it is
-//! resident. A missing call (`ENOSYS`) or a file system that refuses one
+//! (or reads short) when the data is not in the page cache or not yet read
+//! from the disk; a body is copied from memory on the loop the same way
+//! ([`FileLayer::body_now`]) and only what is not in memory is `sendfile`d
+//! by the pool. A missing call (`ENOSYS`) or a file system that refuses one
 //! (`EOPNOTSUPP`, `EINVAL`) sends the operation to the pool — never an error
 //! to the client — and the call is not tried again by this process.
 //!
@@ -238,37 +239,58 @@ impl FileLayer<'_> {
         .await?
     }
 
-    /// Whether `sendfile()` keeps its promise of never blocking the loop for
-    /// this file: always without the fast path (the pool takes every slice,
-    /// or `aio off` blocks as nginx does), and with it when `cachestat()`
-    /// may be asked about the file.
-    pub fn sendfile_checkable(&self, file: &OpenFile) -> bool {
-        if !self.fast_enabled() {
-            return true;
+    /// The loop's part of sending a body under `aio threads` with the fast path:
+    /// appends to `buf` what of `len` bytes at `off` is in memory and up to
+    /// date, without waiting (`preadv2(RWF_NOWAIT)`), and returns how much.
+    /// 0 means the next bytes need the disk: the caller hands the next slice
+    /// to the pool.
+    ///
+    /// This replaces a `sendfile()` on the loop after `cachestat()` said the
+    /// slice was resident: measured under load, that `sendfile()` still
+    /// waited, on pages that were present but locked under read-ahead I/O.
+    /// Copying from memory costs one `memcpy`; waiting costs every connection
+    /// of the loop.
+    pub fn body_now(&self, file: &OpenFile, buf: &mut Vec<u8>, len: usize, off: u64) -> usize {
+        let stalled = fault::stall_for(&file.path).is_some();
+        if stalled || !SUPPORT.preadv2.load(Ordering::Relaxed) {
+            let outcome = if stalled {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            };
+            metrics::fast(FastOp::Body, outcome);
+            return 0;
         }
-        if !SUPPORT.cachestat.load(Ordering::Relaxed) {
-            return false;
+        if all_present(file, off, len as u64) == Some(false) {
+            metrics::fast(FastOp::Body, FastOutcome::Miss);
+            return 0;
         }
-        match sysfile::cachestat(&*file.fd, 0, 1) {
-            Ok(_) => true,
-            Err(e) => {
-                if unsupported(&e) {
-                    SUPPORT.cachestat.store(false, Ordering::Relaxed);
+        let base = buf.len();
+        buf.resize(base + len, 0);
+        let mut done = 0;
+        while done < len {
+            match sysfile::preadv2_nowait(&*file.fd, &mut buf[base + done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if unsupported(&e) {
+                        SUPPORT.preadv2.store(false, Ordering::Relaxed);
+                    }
+                    break;
                 }
-                metrics::fast(FastOp::Sendfile, FastOutcome::Unsupported);
-                false
             }
         }
-    }
-
-    /// Whether a `sendfile()` of `len` bytes at `off` may run on the loop:
-    /// always under `aio off` (nginx's behaviour), and under `aio threads`
-    /// when the fast path is on and `cachestat()` says every page is in memory.
-    pub fn sendfile_on_loop(&self, file: &OpenFile, off: u64, len: u64) -> bool {
-        if self.pool.is_none() {
-            return true;
-        }
-        self.fast && resident(file, off, len)
+        buf.truncate(base + done);
+        metrics::fast(
+            FastOp::Body,
+            if done > 0 {
+                FastOutcome::Hit
+            } else {
+                FastOutcome::Miss
+            },
+        );
+        done
     }
 
     /// One `sendfile()` of up to `len` bytes at `off` into the non-blocking
@@ -441,40 +463,28 @@ fn read_fast(file: &OpenFile, buf: &mut [u8], off: u64) -> usize {
     done
 }
 
-/// Whether every page of `len` bytes at `off` is in the page cache.
-fn resident(file: &OpenFile, off: u64, len: u64) -> bool {
+/// Whether every page of `len` bytes at `off` is in the page cache, when
+/// `cachestat()` may be asked (the file's owner or writers only); `None`
+/// when it may not. Present is not the same as readable without waiting: a
+/// page under read-ahead I/O is present and locked. This only spares a
+/// doomed `preadv2()`; [`FileLayer::body_now`] relies on `RWF_NOWAIT`.
+fn all_present(file: &OpenFile, off: u64, len: u64) -> Option<bool> {
     if len == 0 {
-        return true;
+        return Some(true);
     }
-    if !SUPPORT.cachestat.load(Ordering::Relaxed) || fault::stall_for(&file.path).is_some() {
-        metrics::fast(
-            FastOp::Sendfile,
-            if fault::stall_for(&file.path).is_some() {
-                FastOutcome::Miss
-            } else {
-                FastOutcome::Unsupported
-            },
-        );
-        return false;
+    if !SUPPORT.cachestat.load(Ordering::Relaxed) {
+        return None;
     }
     let page = sysfile::page_size();
     let first = off / page;
     let last = (off + len - 1) / page;
     match sysfile::cachestat(&*file.fd, first * page, (last - first + 1) * page) {
-        Ok(cs) if cs.cached > last - first => {
-            metrics::fast(FastOp::Sendfile, FastOutcome::Hit);
-            true
-        }
-        Ok(_) => {
-            metrics::fast(FastOp::Sendfile, FastOutcome::Miss);
-            false
-        }
+        Ok(cs) => Some(cs.cached > last - first),
         Err(e) => {
             if unsupported(&e) {
                 SUPPORT.cachestat.store(false, Ordering::Relaxed);
             }
-            metrics::fast(FastOp::Sendfile, FastOutcome::Unsupported);
-            false
+            None
         }
     }
 }

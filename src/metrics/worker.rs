@@ -23,13 +23,14 @@ pub enum FastOp {
     Stat,
     /// `preadv2(RWF_NOWAIT)`.
     Read,
-    /// `cachestat()` before a `sendfile()` slice.
-    Sendfile,
+    /// A slice of a response body copied from memory on the loop
+    /// (`preadv2(RWF_NOWAIT)`) instead of a `sendfile()` that could wait.
+    Body,
 }
 
 impl FastOp {
     /// Every operation, in the order reported.
-    pub const ALL: [FastOp; 4] = [FastOp::Open, FastOp::Stat, FastOp::Read, FastOp::Sendfile];
+    pub const ALL: [FastOp; 4] = [FastOp::Open, FastOp::Stat, FastOp::Read, FastOp::Body];
 
     /// The label used in the status page.
     pub fn name(self) -> &'static str {
@@ -37,7 +38,7 @@ impl FastOp {
             FastOp::Open => "open",
             FastOp::Stat => "stat",
             FastOp::Read => "read",
-            FastOp::Sendfile => "sendfile",
+            FastOp::Body => "body",
         }
     }
 }

@@ -25,6 +25,10 @@ use super::reply::Body;
 /// The buffer for `sendfile off` (nginx's `output_buffers 2 32k` uses 32k).
 pub const OUTPUT_BUFFER_SIZE: usize = 32 * 1024;
 
+/// The most a body step copies from memory on the loop under `aio threads`
+/// with the fast path: the memory one connection may hold at once.
+pub const FAST_BODY_CHUNK: u64 = 64 * 1024;
+
 /// A file body up to this size is read into the head's buffer and sent with
 /// one `write()`: one system call instead of two for small files.
 pub const INLINE_FILE_MAX: u64 = 16 * 1024;
@@ -183,6 +187,12 @@ fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
 }
 
 /// Sends one range of a file; returns the bytes sent.
+///
+/// Under `aio threads` with the fast path, each step first copies what is
+/// in memory from the loop ([`FileLayer::body_now`], at most
+/// [`FAST_BODY_CHUNK`]); only when the next bytes need the disk does a slice
+/// go to the pool (`sendfile()` there, or a read). Otherwise `sendfile()` or
+/// reads run where `aio` says.
 async fn send_range(
     stream: &TcpStream,
     pool_sock: &mut SocketForPools,
@@ -190,42 +200,48 @@ async fn send_range(
     range: ByteRange,
     p: &SendParams<'_>,
 ) -> Result<u64, SendError> {
-    // With `aio threads` and the fast path, a `sendfile()` slice runs on the
-    // loop only when `cachestat()` proves it resident. The kernel answers
-    // `cachestat()` only to a file's owner or writers (as `mincore()`), so
-    // for other files (a root-owned document root served as `nobody`) the
-    // body goes through non-blocking reads instead: `preadv2(RWF_NOWAIT)` on
-    // the loop, the pool for what is not in memory.
-    let sendfile = p.sendfile && p.files.sendfile_checkable(file);
-    // One buffer for the whole range when it is read rather than sendfile'd.
+    let fast = p.files.pool.is_some() && p.files.fast;
+    // One buffer for the whole range when it is copied rather than sendfile'd.
     let mut scratch = Vec::new();
     let mut off = range.start;
     while off < range.end {
         let left = range.end - off;
-        let n = if sendfile {
-            let chunk = if p.max_chunk == 0 {
-                left
-            } else {
-                left.min(p.max_chunk)
-            } as usize;
-            sendfile_once(stream, pool_sock, file, off, chunk, p).await?
-        } else {
-            let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
-            let mut buf = std::mem::take(&mut scratch);
-            buf.clear();
-            buf = p
+        let mut n = 0;
+        if fast {
+            scratch.clear();
+            n = p
                 .files
-                .read_append(file, buf, chunk, off)
-                .await
-                .map_err(SendError::File)?;
-            if buf.is_empty() {
-                return Err(SendError::Truncated);
+                .body_now(file, &mut scratch, left.min(FAST_BODY_CHUNK) as usize, off);
+            if n > 0 {
+                write_all(stream, &scratch[..n], p.timeout).await?;
             }
-            write_all(stream, &buf, p.timeout).await?;
-            let n = buf.len();
-            scratch = buf;
-            n
-        };
+        }
+        if n == 0 {
+            n = if p.sendfile {
+                let chunk = if p.max_chunk == 0 {
+                    left
+                } else {
+                    left.min(p.max_chunk)
+                } as usize;
+                sendfile_once(stream, pool_sock, file, off, chunk, p).await?
+            } else {
+                let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
+                let mut buf = std::mem::take(&mut scratch);
+                buf.clear();
+                buf = p
+                    .files
+                    .read_append(file, buf, chunk, off)
+                    .await
+                    .map_err(SendError::File)?;
+                if buf.is_empty() {
+                    return Err(SendError::Truncated);
+                }
+                write_all(stream, &buf, p.timeout).await?;
+                let n = buf.len();
+                scratch = buf;
+                n
+            };
+        }
         off += n as u64;
         if p.max_chunk != 0 && off < range.end {
             // One slice per turn: let the loop's other connections run, as
@@ -248,11 +264,9 @@ async fn sendfile_once(
     p: &SendParams<'_>,
 ) -> Result<usize, SendError> {
     loop {
-        let result = if p.files.sendfile_on_loop(file, off, chunk as u64) {
-            if p.files.pool.is_none() {
-                // `aio off`: the loop itself meets the (test-injected) slow disk.
-                fault::stall(&file.path);
-            }
+        let result = if p.files.pool.is_none() {
+            // `aio off`: the loop itself meets the (test-injected) slow disk.
+            fault::stall(&file.path);
             stream.try_io(Interest::WRITABLE, || {
                 let mut o = off;
                 sysfile::sendfile(stream, &*file.fd, &mut o, chunk)
