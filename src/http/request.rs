@@ -377,6 +377,7 @@ const UNIQUE_HEADERS: &[&str] = &[
 fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, HeadError> {
     let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
     let mut host_header: Option<&[u8]> = None;
+    let mut valid_host: Option<String> = None;
     let mut connection: Option<bool> = None; // Some(true): keep-alive, Some(false): close
     let mut first: [Option<&Header>; UNIQUE_HEADERS.len()] = [None; UNIQUE_HEADERS.len()];
     let (mut range, mut user_agent, mut referer) = (None, None, None);
@@ -388,7 +389,7 @@ fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, He
                 return Err(HeadError::DuplicateHost);
             }
             host_header = Some(&h.value);
-            uri::validate_host(&h.value).ok_or(HeadError::InvalidHost)?;
+            valid_host = Some(uri::validate_host(&h.value).ok_or(HeadError::InvalidHost)?);
         } else if let Some(i) = UNIQUE_HEADERS
             .iter()
             .position(|u| name.eq_ignore_ascii_case(u))
@@ -454,7 +455,7 @@ fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, He
         && unique("Expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
     let host = match &line.uri.host {
         Some(h) => Some(h.clone()),
-        None => host_header.and_then(uri::validate_host),
+        None => valid_host,
     };
     let owned = |name: &str| unique(name).map(text);
     Ok(RequestHead {

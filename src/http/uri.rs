@@ -90,13 +90,28 @@ pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
         None => (rest, None),
     };
     let raw_path: &[u8] = if raw_path.is_empty() { b"/" } else { raw_path };
-    let decoded = percent_decode(raw_path)?;
+    // Most paths have nothing to decode or merge: copy them once.
+    let path = if is_plain(raw_path) {
+        raw_path.to_vec()
+    } else {
+        normalize_path(&percent_decode(raw_path)?)?
+    };
     Ok(RequestUri {
-        path: normalize_path(&decoded)?,
+        path,
         args,
         request_uri: target.to_vec(),
         host,
     })
+}
+
+/// Whether a path needs neither percent-decoding nor merging of `//`, `/.`
+/// and `/..` segments, nor refusal (NUL): then it is its own normal form.
+fn is_plain(path: &[u8]) -> bool {
+    path.first() == Some(&b'/')
+        && !path.iter().any(|&c| c == b'%' || c == 0)
+        && !path
+            .windows(2)
+            .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
 }
 
 /// Splits `scheme://host[:port]rest` into the validated host and `rest`.
