@@ -12,40 +12,23 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use std::pin::Pin;
-
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::time::Sleep;
 
 use crate::config::inherit::LocConf;
-use crate::http::chunked::ChunkedDecoder;
 use crate::http::date::DateCache;
-use crate::http::request::{self, RequestHead, Version};
+use crate::http::request::Version;
 use crate::http::response::{CONTINUE, ResponseHead};
-use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::access_log;
 use super::handler::{self, Handled};
+use super::read::{BodyDiscard, HeadRead, linger, read_head};
 use super::reply::{Body, Reply};
 use super::request::{Req, Sent};
 use super::send::{self, SendParams, SocketForPools};
 use super::site::Site;
-
-/// How long a request body may take between two reads (nginx's
-/// `client_body_timeout` default).
-pub const CLIENT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
-/// Lingering close: how long to keep reading after the last response
-/// (nginx's `lingering_time`) and how long to wait for each read
-/// (`lingering_timeout`), so that a client still sending does not get a
-/// reset that destroys the response it has not read yet.
-pub const LINGERING_TIME: Duration = Duration::from_secs(30);
-/// See [`LINGERING_TIME`].
-pub const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
-/// What a chunked body may leave unparsed in the buffer, times four.
-const DISCARD_BUFFER: usize = 16 * 1024;
 
 thread_local! {
     /// The `Date` header of the current second, per worker thread.
@@ -63,18 +46,6 @@ pub struct ConnInfo {
     pub socket_addr: SocketAddr,
     /// Its serial number.
     pub conn_no: u64,
-}
-
-/// How reading a head ended.
-enum HeadRead {
-    /// A complete head, and its length in the buffer.
-    Head(Box<RequestHead>, usize),
-    /// The client closed, or nothing came in time between requests.
-    Gone,
-    /// A head began but did not complete within `client_header_timeout`.
-    TimedOut,
-    /// The head is invalid or too large: answer with this status and close.
-    Bad(Status, String),
 }
 
 /// Serves a connection until it closes.
@@ -363,207 +334,4 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
         h.content_range = reply.content_range.as_deref();
         h.to_bytes()
     })
-}
-
-/// Reads until a complete head is in `buf`. Reads are tried first without
-/// waiting; only when the socket is empty is `timer` (one per connection,
-/// reset rather than recreated) armed: the idle timeout until the first
-/// byte, then `client_header_timeout` from that byte.
-async fn read_head(
-    stream: &TcpStream,
-    buf: &mut Vec<u8>,
-    srv: &crate::config::inherit::SrvConf,
-    idle_timeout: Duration,
-    quit: &mut watch::Receiver<bool>,
-    first: bool,
-    timer: &mut Pin<Box<Sleep>>,
-) -> HeadRead {
-    let (large_count, large_size) = srv.large_client_header_buffers;
-    let max_line = large_size.max(srv.client_header_buffer_size) as usize;
-    let max_total = (large_count as u64 * large_size).max(srv.client_header_buffer_size) as usize;
-    // Which deadline the timer holds: None (unarmed), Some(false) the idle
-    // one, Some(true) the header one.
-    let mut armed: Option<bool> = None;
-    loop {
-        let started = !buf.is_empty();
-        if started {
-            match request::parse_head(buf) {
-                Ok(Some((h, n))) => {
-                    if n > srv.client_header_buffer_size as usize {
-                        if let Some(e) = oversized(&buf[..n], max_line, max_total) {
-                            return HeadRead::Bad(e.status(), e.to_string());
-                        }
-                    }
-                    return HeadRead::Head(Box::new(h), n);
-                }
-                Ok(None) => {}
-                Err(e) => return HeadRead::Bad(e.status(), e.to_string()),
-            }
-            if let Some(e) = oversized(buf, max_line, max_total) {
-                return HeadRead::Bad(e.status(), e.to_string());
-            }
-        }
-        buf.reserve(4096);
-        match stream.try_read_buf(buf) {
-            Ok(0) => return HeadRead::Gone,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return HeadRead::Gone,
-        }
-        if armed != Some(started) {
-            let wait = if started {
-                srv.client_header_timeout
-            } else {
-                idle_timeout
-            };
-            timer.as_mut().reset(tokio::time::Instant::now() + wait);
-            armed = Some(started);
-        }
-        tokio::select! {
-            r = stream.readable() => {
-                if r.is_err() {
-                    return HeadRead::Gone;
-                }
-            }
-            _ = timer.as_mut() => return if started { HeadRead::TimedOut } else { HeadRead::Gone },
-            _ = quit.changed(), if !first && !started => return HeadRead::Gone,
-        }
-    }
-}
-
-/// Whether a (possibly partial) head breaks `large_client_header_buffers`:
-/// a line longer than one buffer, or more than all of them together. A
-/// request line too long is 414, anything else 400 ("Request Header Or
-/// Cookie Too Large"), as nginx decides.
-fn oversized(head: &[u8], max_line: usize, max_total: usize) -> Option<request::HeadError> {
-    for (i, line) in head.split(|&b| b == b'\n').enumerate() {
-        if line.len() > max_line {
-            let upto = if i == 0 {
-                max_line.min(head.len())
-            } else {
-                head.len()
-            };
-            return Some(request::oversized_head_error(&head[..upto]));
-        }
-    }
-    (head.len() > max_total).then(|| request::oversized_head_error(head))
-}
-
-/// Reads what is available into `buf`, waiting for readability.
-async fn read_some(stream: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    buf.reserve(4096);
-    loop {
-        stream.readable().await?;
-        match stream.try_read_buf(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            r => return r,
-        }
-    }
-}
-
-/// Reads into `scratch`, waiting for readability.
-async fn read_into(stream: &TcpStream, scratch: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        match stream.try_read(scratch) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            r => return r,
-        }
-    }
-}
-
-/// A request body being read and dropped.
-enum BodyDiscard {
-    /// No body, or all of it dropped.
-    Done,
-    /// `Content-Length`: this many bytes are left.
-    Length(u64),
-    /// Chunked framing.
-    Chunked(ChunkedDecoder),
-}
-
-impl BodyDiscard {
-    fn new(head: &RequestHead, max: u64) -> BodyDiscard {
-        match head.content_length {
-            Some(0) => BodyDiscard::Done,
-            Some(n) => BodyDiscard::Length(n),
-            None if head.chunked => {
-                BodyDiscard::Chunked(ChunkedDecoder::new((max != 0).then_some(max)))
-            }
-            None => BodyDiscard::Done,
-        }
-    }
-
-    fn is_done(&self) -> bool {
-        matches!(self, BodyDiscard::Done)
-    }
-
-    /// Drops what of the body `buf` holds; `Err` with the status for a
-    /// body that cannot be valid.
-    fn feed(&mut self, buf: &mut Vec<u8>) -> Result<(), Status> {
-        match self {
-            BodyDiscard::Done => {}
-            BodyDiscard::Length(left) => {
-                let take = (*left).min(buf.len() as u64) as usize;
-                buf.drain(..take);
-                *left -= take as u64;
-                if *left == 0 {
-                    *self = BodyDiscard::Done;
-                }
-            }
-            BodyDiscard::Chunked(dec) => {
-                let used = dec.feed(buf, |_| {}).map_err(|e| e.status())?;
-                buf.drain(..used);
-                if dec.is_done() {
-                    *self = BodyDiscard::Done;
-                } else if buf.len() > DISCARD_BUFFER * 4 {
-                    // The decoder takes what it can; this much left over
-                    // means a chunk-size line that never ends.
-                    return Err(Status::BAD_REQUEST);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads and drops the rest. `Err(Some(status))` for an invalid body,
-    /// `Err(None)` when the client went away or stalled.
-    async fn finish(
-        &mut self,
-        stream: &TcpStream,
-        buf: &mut Vec<u8>,
-    ) -> Result<(), Option<Status>> {
-        loop {
-            self.feed(buf).map_err(Some)?;
-            if self.is_done() {
-                return Ok(());
-            }
-            match tokio::time::timeout(CLIENT_BODY_TIMEOUT, read_some(stream, buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(None),
-                Ok(Ok(_)) => {}
-            }
-        }
-    }
-}
-
-/// nginx's lingering close: stop writing, then read and drop what the
-/// client still sends for a bounded time, so that our last response is not
-/// destroyed by a reset.
-async fn linger(stream: TcpStream) {
-    let std = match stream.into_std() {
-        Ok(s) => s,
-        Err(_) => return,
-    };
-    let _ = std.shutdown(std::net::Shutdown::Write);
-    let Ok(stream) = TcpStream::from_std(std) else {
-        return;
-    };
-    let until = tokio::time::Instant::now() + LINGERING_TIME;
-    let mut scratch = [0u8; 4096];
-    loop {
-        match tokio::time::timeout(LINGERING_TIMEOUT, read_into(&stream, &mut scratch)).await {
-            Ok(Ok(n)) if n > 0 && tokio::time::Instant::now() < until => continue,
-            _ => return,
-        }
-    }
 }

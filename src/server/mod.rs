@@ -6,6 +6,7 @@
 //!   one per worker).
 //! - [`worker`]: a thread per worker, each a current-thread tokio runtime.
 //! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
+//! - [`read`]: reading heads and bodies within limits, lingering close.
 //! - [`handler`]: `return`, locations, static files, `error_page`.
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
@@ -16,6 +17,7 @@ pub mod conn;
 pub mod handler;
 pub mod listen;
 pub mod locate;
+pub mod read;
 pub mod reply;
 pub mod request;
 pub mod send;
