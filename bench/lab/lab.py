@@ -27,6 +27,7 @@ import cgroup  # noqa: E402
 import disk  # noqa: E402
 import experiments  # noqa: E402
 import report  # noqa: E402
+import servers  # noqa: E402
 
 BENCH = os.path.dirname(HERE)
 REPO = os.path.dirname(BENCH)
@@ -100,6 +101,7 @@ def args():
     p.add_argument("--c-seconds", type=int, help="length of each experiment-C run")
     p.add_argument("--rate-fraction", type=float, default=0.5,
                    help="constant-rate hot load = this x the lower unloaded ceiling")
+    p.add_argument("--port", type=int, default=28480, help="port on 127.0.0.1 for the servers")
     p.add_argument("--nowait", help="nowait binary (default: target dir's release build)")
     p.add_argument("--workdir", default=os.path.join(BENCH, "work"))
     p.add_argument("--out", default=os.path.join(BENCH, "results"))
@@ -166,6 +168,7 @@ def machine_facts(a, d, cg):
         "set_b": f"{mani['b_files']} files, {mani['b_bytes'] / 1e6:.0f} MB, 4-60 KB (10% 60-256 KB), "
                  f"levels=1:2 tree; hot set {disk.HOT_B_FILES} files",
         "nginx": nginx_v,
+        "load average at start": open("/proc/loadavg").read().split(" ")[0],
         "mode": a.mode,
         "durations": f"hot phases {a.seconds} s each, random-load warm-up {a.warmup} s, "
                      f"C runs {a.c_seconds} s",
@@ -201,6 +204,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 
+    servers.PORT = a.port
     cleanup_leftovers()
     td = Teardown()
     try:

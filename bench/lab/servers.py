@@ -19,7 +19,8 @@ import time
 import urllib.request
 
 NGINX = "/usr/sbin/nginx"
-PORT = 18080
+# The port both servers listen on (127.0.0.1 only); --port changes it.
+PORT = 28480
 # nginx's temporary directories, under the run's prefix (nginx only).
 TEMP_DIRS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 
@@ -109,6 +110,16 @@ class Running:
             return f.read()
 
 
+def port_busy():
+    """Whether something already listens on the port (then a readiness check
+    would be answered by someone else's server)."""
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def start(server, binary, prefix, conf_text, cgroup, teardown):
     """Writes the configuration, starts the server in the cgroup, waits until
     it accepts connections."""
@@ -118,6 +129,9 @@ def start(server, binary, prefix, conf_text, cgroup, teardown):
     conf = os.path.join(prefix, "server.conf")
     with open(conf, "w") as f:
         f.write(conf_text)
+    if port_busy():
+        raise RuntimeError(f"127.0.0.1:{PORT} is already in use by another program; "
+                           "choose another with --port")
     exe = NGINX if server == "nginx" else binary
     enter = "; ".join(f"echo $$ > {shlex.quote(p)}" for p in cgroup.procs_files())
     cmd = ["sh", "-c", enter + '; exec "$@"', "sh", exe, "-p", prefix + "/",
