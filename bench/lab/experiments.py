@@ -17,6 +17,7 @@ import time
 import urllib.request
 
 import load
+import sampler
 import servers
 import status
 
@@ -93,6 +94,7 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
     run, prefix = start(ctx, server, tag, conf_opts, ctx.disk.mnt)
     res = {"server": server, "config": label, "loaded": loaded}
     wrk = None
+    samp = sampler.Sampler(ctx.cg)
     try:
         t0 = time.time()
         for p in open(hot).read().split():
@@ -104,12 +106,14 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
             wrk = load.Wrk(servers.PORT, rnd, RANDOM_CONNS, 2, wrk_secs,
                            os.path.join(prefix, "wrk-random.txt"))
             time.sleep(a.warmup)
+        samp.start()
         if "closed" in phases:
             res["closed"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
                                      os.path.join(prefix, "oha-closed.json"))
         if "rate" in phases:
             res["rate"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
                                    os.path.join(prefix, "oha-rate.json"), rate=rate)
+        res["loop_states"] = samp.stop()
         if wrk:
             res["random"] = wrk.wait(extra=a.seconds * 2 + 60)
             wrk = None
@@ -121,6 +125,7 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
         res["overflow_lines"] = overflow_lines(run)
         res["memory"] = ctx.cg.memory_stats()
     finally:
+        samp.stop()
         if wrk:
             wrk.kill()
         stop(ctx, run)

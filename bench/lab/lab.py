@@ -87,6 +87,8 @@ def args():
     m = p.add_mutually_exclusive_group()
     m.add_argument("--quick", action="store_const", dest="mode", const="quick")
     m.add_argument("--full", action="store_const", dest="mode", const="full")
+    p.add_argument("--report-from", metavar="JSON",
+                   help="only write the report (and plots) again from a run's .json")
     p.add_argument("--cleanup", action="store_true",
                    help="only remove what an interrupted run left behind")
     p.add_argument("--experiments", default="A,B,C", help="which experiments (A,B,C)")
@@ -182,6 +184,13 @@ def main():
     global a_workdir
     a = args()
     a_workdir = a.workdir
+    if a.report_from:
+        with open(a.report_from) as f:
+            res = json.load(f)
+        out = os.path.dirname(os.path.abspath(a.report_from))
+        stem = os.path.basename(a.report_from)[:-len(".json")]
+        log(f"report: {os.path.relpath(report.write(res, out, stem, a.workdir))}")
+        return 0
     if os.geteuid() != 0:
         print("lab: needs root (loop devices, mounts, cgroups); run it with sudo", file=sys.stderr)
         return 2
@@ -195,7 +204,7 @@ def main():
               file=sys.stderr)
         return 2
     tools = os.path.join(a.workdir, "tools")
-    if not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
+    if {"A", "B"} & set(a.experiments) and not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
         print("lab: oha missing; bench/lab.sh installs it", file=sys.stderr)
         return 2
 
@@ -231,6 +240,8 @@ def main():
         td.run()
     os.makedirs(a.out, exist_ok=True)
     stem = datetime.date.today().isoformat() + "-" + socket.gethostname()
+    if a.mode != "full":
+        stem += "-" + a.mode
     path = report.write(results, a.out, stem, a.workdir)
     log(f"report: {os.path.relpath(path)}")
     return 0

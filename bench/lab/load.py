@@ -76,7 +76,13 @@ def oha(tools, port, urls, conns, seconds, out_path, rate=None):
     if rate is not None:
         cmd += ["-q", str(rate), "--latency-correction"]
     if os.path.isfile(urls):
-        cmd += ["--urls-from-file", urls]
+        # oha wants whole URLs, one a line, and picks one at random per request.
+        full = out_path + ".urls"
+        with open(urls) as src, open(full, "w") as dst:
+            for line in src:
+                if line.strip():
+                    dst.write(base_url(port) + line.strip() + "\n")
+        cmd += ["--urls-from-file", full]
     else:
         cmd += [base_url(port) + urls]
     with open(out_path, "w") as out:

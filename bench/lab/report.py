@@ -42,6 +42,11 @@ def closed(r):
     return (r.get("closed") or {}).get("req_per_s") if r else None
 
 
+def dshare(r):
+    s = r.get("loop_states")
+    return "—" if not s or not s["samples"] else f"{s['share_D'] * 100:.0f}%"
+
+
 def hot_table(exp, data, lines):
     runs = data["runs"]
     rate = data["rate"]
@@ -52,9 +57,9 @@ def hot_table(exp, data, lines):
         "",
         "| server | configuration | random load | hot req/s (closed loop) | hot req/s at the rate "
         "| hot p50 ms | hot p99 ms | hot p99.9 ms | random MB/s | random req/s | random timeouts "
-        "| loop poll p99 / max ms | loop busy p99 / max ms | fast-path hits | pool overflows "
-        "| memory peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| loops in D state | loop poll p99 / max ms | loop busy p99 / max ms | fast-path hits "
+        "| pool overflows | memory peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         st = r.get("status") or {}
@@ -67,6 +72,7 @@ def hot_table(exp, data, lines):
             f"| {ms(lat(r, 'p50'))} | {ms(lat(r, 'p99'))} | {ms(lat(r, 'p99.9'))} "
             f"| {num(rnd.get('mb_per_s')) if rnd else '—'} | {num(rnd.get('req_per_s')) if rnd else '—'} "
             f"| {rnd['errors']['timeout'] if rnd else '—'} "
+            f"| {dshare(r)} "
             f"| {ms(st.get('poll_p99'))} / {ms(st.get('poll_max'))} "
             f"| {ms(st.get('busy_p99'))} / {ms(st.get('busy_max'))} "
             f"| {'—' if fast is None else f'{fast * 100:.1f}%'} "
@@ -83,6 +89,18 @@ def hot_table(exp, data, lines):
                 lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} "
                              f"| {ms(st.get('ttfb_p50'))} | {ms(st.get('ttfb_p99'))} "
                              f"| {ms(st.get('ttfb_p999'))} | {ms(st.get('ttfb_max'))} |")
+    lines += ["", "Where the loops waited (kernel stacks of the loop threads sampled every 10 ms "
+              "during the hot phases; the most frequent in D state):", "",
+              "| server | configuration | random load | samples | D | top stack in D (share of samples) |",
+              "|---|---|---|---|---|---|"]
+    for r in runs:
+        s = r.get("loop_states")
+        if not s or not s["samples"]:
+            continue
+        top = s["top_D_stacks"][0] if s["top_D_stacks"] else None
+        top_txt = f"`{top[0]}` ({top[1] / s['samples'] * 100:.0f}%)" if top else "—"
+        lines.append(f"| {r['server']} | {r['config']} | {'yes' if r['loaded'] else 'no'} "
+                     f"| {s['samples']} | {s['share_D'] * 100:.0f}% | {top_txt} |")
     lines += ["", "Fast-path outcomes (nowait, all workers):", "",
               "| configuration | random load | op | hit | miss | unsupported |",
               "|---|---|---|---|---|---|"]
@@ -124,7 +142,7 @@ def targets(res):
             out.append(("A", "nowait hot req/s under random load ≥ 80% of its unloaded figure",
                         f"{closed(nw):.1f} / {closed(nw0):.1f} = {v * 100:.0f}%", v >= 0.8))
         if nw and ng:
-            v = closed(nw) / closed(ng) if closed(ng) else float("inf")
+            v = (closed(nw) / closed(ng) if closed(ng) else float("inf")) if closed(nw) else 0.0
             out.append(("A", "nowait hot req/s under random load ≥ 10× nginx `aio threads`",
                         f"{closed(nw):.1f} / {closed(ng):.1f} = {v:.1f}×", v >= 10))
             a, b = nw["random"]["mb_per_s"], ng["random"]["mb_per_s"]

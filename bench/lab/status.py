@@ -42,7 +42,7 @@ def summarize(text):
     for metric, key in (("nowait_loop_poll_seconds", "poll"),
                         ("nowait_loop_busy_seconds", "busy"),
                         ("nowait_ttfb_seconds", "ttfb")):
-        for q, qk in (("0.5", "p50"), ("0.99", "p99"), ("0.999", "p999"), ("1.0", "max")):
+        for q, qk in (("0.5", "p50"), ("0.99", "p99"), ("0.999", "p999"), ("1", "max")):
             vals = [v for _, v in pick(s, metric, quantile=q)]
             if vals:
                 out[f"{key}_{qk}"] = max(vals)
