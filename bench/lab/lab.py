@@ -164,6 +164,8 @@ def machine_facts(a, d, cg):
         "cgroup_settings": cg.settings(),
         "loop": f"{d.loop} ({d.majmin()}), direct-io on, ext4 image {d.spec.image_mb()} MB",
         "throttle": f"{a.iops} read IOPS, {a.bps / 1e6:.0f} MB/s",
+        "loop read_ahead_kb": open(f"/sys/block/{os.path.basename(d.loop)}/queue/read_ahead_kb")
+        .read().strip(),
         "memory_limit": a.mem,
         "set_a": f"{mani['a_files']} files x {mani['a_file_mb']} MB = "
                  f"{mani['a_files'] * mani['a_file_mb']} MB (1 hot)",

@@ -24,7 +24,8 @@ def ratio(a, b):
         return "—"
     if b == 0:
         return "∞" if a > 0 else "—"
-    return f"{a / b:.2f}×"
+    v = a / b
+    return f"{v:.2f}×" if v >= 0.01 else f"{v:.2g}×"
 
 
 def find(runs, server, config, loaded):
