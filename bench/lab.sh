@@ -18,7 +18,6 @@ fi
 # Whatever happens to the Python process (even SIGKILL), nothing stays behind.
 cleanup() { python3 "$here/lab/lab.py" --cleanup --workdir "$work" || true; }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
 case " $* " in
     *" --cleanup "*|*" --help "*|*" -h "*) exec python3 "$here/lab/lab.py" "$@" ;;
@@ -33,4 +32,13 @@ fi
 export CARGO_TARGET_DIR
 (cd "$repo" && cargo build --release --quiet)
 
-python3 "$here/lab/lab.py" --workdir "$work" "$@"
+# Python in the background so a SIGTERM to this script reaches it at once
+# (a shell runs its traps only after a foreground child ends).
+python3 "$here/lab/lab.py" --workdir "$work" "$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' INT TERM HUP
+rc=0
+while kill -0 "$child" 2>/dev/null; do
+    wait "$child" && rc=0 || rc=$?
+done
+exit "$rc"

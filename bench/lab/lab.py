@@ -211,9 +211,12 @@ def main():
         return 2
 
     def on_signal(signum, _frame):
+        # One signal is enough: the teardown must not be interrupted by the next.
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, lambda *_: None)
         raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
 
     servers.PORT = a.port
     cleanup_leftovers()
