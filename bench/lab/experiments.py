@@ -1,0 +1,222 @@
+"""The brief's three experiments, each a matrix of (server, configuration)
+runs, one server at a time, each from a cold cache.
+
+A run of A or B: remount (cold caches) → start the server in the cgroup →
+fetch the hot URLs once (the hot set is "always in memory") → start the
+random load (wrk, 200 connections) → after the warm-up, the hot load (oha,
+50 connections) closed loop for T s, then at a constant rate for T s → the
+random load ends → scrape nowait's status page → stop the server.
+The unloaded runs are the same without the random load: each server's
+ceiling. The constant rate is the same for every run of an experiment: a
+fraction of the lower of the two servers' ceilings, measured first.
+"""
+
+import os
+import re
+import time
+import urllib.request
+
+import load
+import sampler
+import servers
+import status
+
+# (server, label, render() options) for A and B.
+MATRIX = [
+    ("nginx", "aio off", dict(aio="off")),
+    ("nginx", "aio threads", dict(aio="threads")),
+    ("nowait", "aio off", dict(aio="off")),
+    ("nowait", "aio threads; aio_fast_path off", dict(aio="threads", fast_path=False)),
+    ("nowait", "aio threads (fast path on)", dict(aio="threads", fast_path=True)),
+]
+# The configuration each server's unloaded ceiling is measured with.
+CEILING = {"nginx": ("aio threads", dict(aio="threads")),
+           "nowait": ("aio threads (fast path on)", dict(aio="threads", fast_path=True))}
+RANDOM_CONNS, HOT_CONNS = 200, 50
+C_CONNS = 100
+C_MODES = [("accept_mutex on", dict(accept_mutex="on")),
+           ("accept_mutex off", dict(accept_mutex="off")),
+           ("reuseport", dict(accept_mutex="off", reuseport=True))]
+C_SMALL = "index.html"
+# nginx's own index.html is 615 bytes; this is a page of that size.
+C_SMALL_BODY = ("<!DOCTYPE html>\n<html><head><title>Welcome</title></head><body>\n"
+                + "<p>" + "x" * 520 + "</p>\n</body></html>\n")
+
+
+class Context:
+    def __init__(self, a, d, cg, td, urls, run_dir, tools, log):
+        self.a, self.disk, self.cg, self.td = a, d, cg, td
+        self.urls, self.run_dir, self.tools, self.log = urls, run_dir, tools, log
+        self.n = 0
+
+    def binary(self):
+        return self.a.nowait
+
+    def prefix(self, tag):
+        self.n += 1
+        p = os.path.join(self.run_dir, f"{self.n:02d}-{re.sub(r'[^a-zA-Z0-9]+', '_', tag)}")
+        os.makedirs(p, exist_ok=True)
+        return p
+
+
+def fetch(path, timeout=120):
+    url = f"http://127.0.0.1:{servers.PORT}{path}"
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read()
+
+
+def start(ctx, server, tag, conf_opts, root):
+    prefix = ctx.prefix(f"{server}-{tag}")
+    text = servers.render(server, prefix, root, **conf_opts)
+    servers.check_config(server, ctx.binary(), prefix, text)
+    ctx.cg.reset_peak()
+    run = servers.start(server, ctx.binary(), prefix, text, ctx.cg, ctx.td)
+    return run, prefix
+
+
+def stop(ctx, run):
+    ctx.td.run_one(run.teardown_key)
+
+
+def overflow_lines(run):
+    return len(re.findall(r"queue overflow", run.error_log()))
+
+
+def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", "rate")):
+    """One run of A or B; returns its figures."""
+    a = ctx.a
+    hot = ctx.urls["a_hot"] if exp == "A" else ctx.urls["b_hot"]
+    rnd = ctx.urls["a_random"] if exp == "A" else ctx.urls["b_random"]
+    hot_arg = open(hot).read().split()[0] if exp == "A" else hot
+    ctx.disk.cold()
+    tag = f"{exp}-{label}-{'loaded' if loaded else 'unloaded'}"
+    ctx.log(f"{exp}: {server} {label}, {'with' if loaded else 'without'} random load")
+    run, prefix = start(ctx, server, tag, conf_opts, ctx.disk.mnt)
+    res = {"server": server, "config": label, "loaded": loaded}
+    wrk = None
+    samp = sampler.Sampler(ctx.cg)
+    try:
+        t0 = time.time()
+        for p in open(hot).read().split():
+            fetch(p)
+        res["warm_hot_s"] = time.time() - t0
+        n_phases = len(phases)
+        if loaded:
+            wrk_secs = a.warmup + n_phases * a.seconds + 2
+            wrk = load.Wrk(servers.PORT, rnd, RANDOM_CONNS, 2, wrk_secs,
+                           os.path.join(prefix, "wrk-random.txt"))
+            time.sleep(a.warmup)
+        samp.start()
+        if "closed" in phases:
+            res["closed"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
+                                     os.path.join(prefix, "oha-closed.json"))
+        if "rate" in phases:
+            res["rate"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
+                                   os.path.join(prefix, "oha-rate.json"), rate=rate)
+        res["loop_states"] = samp.stop()
+        if wrk:
+            res["random"] = wrk.wait(extra=a.seconds * 2 + 60)
+            wrk = None
+        if server == "nowait":
+            text = run.status()
+            with open(os.path.join(prefix, "status.txt"), "w") as f:
+                f.write(text)
+            res["status"] = status.summarize(text)
+        res["overflow_lines"] = overflow_lines(run)
+        res["memory"] = ctx.cg.memory_stats()
+    finally:
+        samp.stop()
+        if wrk:
+            wrk.kill()
+        stop(ctx, run)
+    return res
+
+
+def _hot_matrix(ctx, exp):
+    out = {"runs": []}
+    # 1. Calibrate: each server's closed-loop ceiling, to choose the rate.
+    ceilings = {}
+    for server, (label, opts) in CEILING.items():
+        r = hot_run(ctx, exp, server, label, opts, loaded=False, rate=None, phases=("closed",))
+        ceilings[server] = r["closed"]["req_per_s"]
+    low = min(ceilings.values())
+    rate = max(1, int(low * ctx.a.rate_fraction))
+    out["calibration"] = ceilings
+    out["rate"] = rate
+    ctx.log(f"{exp}: ceilings {ceilings}; constant rate {rate} req/s")
+    # 2. Unloaded, both phases, then the loaded matrix.
+    for server, (label, opts) in CEILING.items():
+        out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=False, rate=rate))
+    for server, label, opts in MATRIX:
+        out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=True, rate=rate))
+    return out
+
+
+def run_A(ctx):
+    return _hot_matrix(ctx, "A")
+
+
+def run_B(ctx):
+    return _hot_matrix(ctx, "B")
+
+
+def _worker_counts_nginx(prefix, offset):
+    """Lines per pid appended to the access log after `offset`."""
+    counts = {}
+    with open(os.path.join(prefix, "access.log"), "rb") as f:
+        f.seek(offset)
+        for line in f:
+            k = line.strip().decode()
+            counts[k] = counts.get(k, 0) + 1
+    return counts
+
+
+def _log_size(prefix):
+    p = os.path.join(prefix, "access.log")
+    return os.path.getsize(p) if os.path.exists(p) else 0
+
+
+def run_C(ctx):
+    """Experiment C: accept modes, a small file and `return 200 "OK"`."""
+    root = os.path.join(ctx.run_dir, "c-root")
+    os.makedirs(root, exist_ok=True)
+    os.chmod(root, 0o755)
+    with open(os.path.join(root, C_SMALL), "w") as f:
+        f.write(C_SMALL_BODY)
+    os.chmod(os.path.join(root, C_SMALL), 0o644)
+    lists = {}
+    for target, path in (("small file", "/" + C_SMALL), ("return 200", "/ok")):
+        p = os.path.join(ctx.run_dir, f"c-{path.strip('/')}.txt")
+        with open(p, "w") as f:
+            f.write(path + "\n")
+        lists[target] = p
+    ok_loc = '        location = /ok { return 200 "OK"; }'
+    out = {"runs": [], "conns": C_CONNS}
+    for server in ("nginx", "nowait"):
+        for mode, opts in C_MODES:
+            ctx.log(f"C: {server} {mode}")
+            run, prefix = start(ctx, server, f"C-{mode}", dict(
+                aio="off", access_log="$pid", extra_locations=ok_loc, **opts), root)
+            try:
+                fetch("/" + C_SMALL)
+                fetch("/ok")
+                for target, lst in lists.items():
+                    before_log = _log_size(prefix)
+                    before = (status.requests_per_worker(run.status())
+                              if server == "nowait" else None)
+                    w = load.wrk_run(servers.PORT, lst, C_CONNS, 2, ctx.a.c_seconds,
+                                     os.path.join(prefix, f"wrk-{target.replace(' ', '_')}.txt"))
+                    if server == "nowait":
+                        after = status.requests_per_worker(run.status())
+                        per = {k: after[k] - before.get(k, 0) for k in after}
+                    else:
+                        time.sleep(0.5)  # let the workers flush their log lines
+                        per = _worker_counts_nginx(prefix, before_log)
+                    total = sum(per.values()) or 1
+                    w["per_worker"] = per
+                    w["busiest_share"] = max(per.values()) / total if per else None
+                    out["runs"].append({"server": server, "mode": mode, "target": target,
+                                        "wrk": w})
+            finally:
+                stop(ctx, run)
+    return out

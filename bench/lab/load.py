@@ -1,0 +1,118 @@
+"""The load generators and what they measure.
+
+- `wrk` (Debian) with `urls.lua`: the random loads (a random URL per request
+  from a list) and experiment C's maximum-throughput runs. Closed loop: each
+  connection sends its next request when the previous answer ends, so its
+  latency figures are service times and hide coordinated omission; they are
+  used only for throughput (req/s, MB/s) and for C's latency mean/stdev,
+  which is what the source's table reports.
+- `oha` (crates.io, installed into the work directory): the hot loads. Once
+  closed loop (`-c 50`, as fast as it can: the hot req/s figure), once at a
+  constant rate (`-q RATE --latency-correction`): each request's latency is
+  counted from when it was *due*, so a stalled server is charged for the
+  requests it kept from being sent. The latency percentiles reported are
+  from this second run.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LUA = os.path.join(HERE, "urls.lua")
+
+
+def base_url(port):
+    return f"http://127.0.0.1:{port}"
+
+
+class Wrk:
+    """A wrk run in the background."""
+
+    def __init__(self, port, url_list, conns, threads, seconds, out_path, timeout_s=30):
+        self.out_path = out_path
+        self.out = open(out_path, "w")
+        cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s",
+               "--timeout", f"{timeout_s}s", "-s", LUA, base_url(port) + "/",
+               "--", url_list]
+        self.started = time.time()
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+
+    def wait(self, extra=60):
+        try:
+            self.proc.wait(timeout=extra)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+        with open(self.out_path) as f:
+            text = f.read()
+        for line in text.splitlines():
+            if line.startswith("LABJSON "):
+                r = json.loads(line[len("LABJSON "):])
+                secs = r["duration_us"] / 1e6
+                r["req_per_s"] = r["requests"] / secs if secs else 0.0
+                r["mb_per_s"] = r["bytes"] / secs / 1e6 if secs else 0.0
+                return r
+        raise RuntimeError(f"wrk printed no result:\n{text[-2000:]}")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def oha_bin(tools):
+    return os.path.join(tools, "bin", "oha")
+
+
+def oha(tools, port, urls, conns, seconds, out_path, rate=None):
+    """One oha run (blocking). urls: one path, or a file of paths to pick
+    from at random. rate: None for closed loop, or requests per second with
+    latency correction. Returns the figures as a dict."""
+    cmd = [oha_bin(tools), "--no-tui", "--output-format", "json",
+           "-c", str(conns), "-z", f"{seconds}s", "-t", "30s"]
+    if rate is not None:
+        cmd += ["-q", str(rate), "--latency-correction"]
+    if os.path.isfile(urls):
+        # oha wants whole URLs, one a line, and picks one at random per request.
+        full = out_path + ".urls"
+        with open(urls) as src, open(full, "w") as dst:
+            for line in src:
+                if line.strip():
+                    dst.write(base_url(port) + line.strip() + "\n")
+        cmd += ["--urls-from-file", full]
+    else:
+        cmd += [base_url(port) + urls]
+    with open(out_path, "w") as out:
+        r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
+                           timeout=seconds + 90)
+    with open(out_path) as f:
+        text = f.read()
+    try:
+        j = json.loads(text)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"oha failed ({r.returncode}): {r.stderr[-2000:]}\n{text[-2000:]}")
+    codes = j.get("statusCodeDistribution") or {}
+    ok = int(codes.get("200", 0))
+    pct = j.get("latencyPercentiles") or {}
+    s = j.get("summary") or {}
+    return {
+        "requests_ok": ok,
+        "errors": sum(int(v) for v in (j.get("errorDistribution") or {}).values()),
+        "other_status": sum(int(v) for k, v in codes.items() if k != "200"),
+        "req_per_s": ok / seconds,
+        "offered_rate": rate,
+        "mb_per_s": (s.get("sizePerSec") or 0) / 1e6,
+        # seconds; None when no request completed
+        "latency_s": {k: pct.get(k) for k in ("p10", "p25", "p50", "p75", "p90",
+                                              "p95", "p99", "p99.9", "p99.99")},
+        "mean_s": s.get("average"),
+        "max_s": s.get("slowest"),
+    }
+
+
+def wrk_run(port, url_list, conns, threads, seconds, out_path):
+    """A blocking wrk run."""
+    return Wrk(port, url_list, conns, threads, seconds, out_path).wait(extra=seconds + 60)

@@ -1,0 +1,65 @@
+"""Reading nowait's status page (Prometheus text) into the figures the report
+shows: the loop's blocked time, the fast-path hit ratio, the pools."""
+
+import re
+
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$')
+LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def parse(text):
+    """[(name, {label: value}, float)] for every sample."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        try:
+            out.append((m.group(1), labels, float(m.group(3))))
+        except ValueError:
+            pass
+    return out
+
+
+def pick(samples, name, **want):
+    return [(l, v) for n, l, v in samples if n == name
+            and all(l.get(k) == str(x) for k, x in want.items())]
+
+
+def requests_per_worker(text):
+    return {l["worker"]: v for l, v in pick(parse(text), "nowait_requests_total")}
+
+
+def summarize(text):
+    """The figures for the report, taken over all workers (the worst worker's
+    quantile for the loop's blocked time: the loop that stalls is the one
+    whose connections suffer)."""
+    s = parse(text)
+    out = {}
+    for metric, key in (("nowait_loop_poll_seconds", "poll"),
+                        ("nowait_loop_busy_seconds", "busy"),
+                        ("nowait_ttfb_seconds", "ttfb")):
+        for q, qk in (("0.5", "p50"), ("0.99", "p99"), ("0.999", "p999"), ("1", "max")):
+            vals = [v for _, v in pick(s, metric, quantile=q)]
+            if vals:
+                out[f"{key}_{qk}"] = max(vals)
+    fast = {}
+    for l, v in pick(s, "nowait_fast_path_total"):
+        k = (l["op"], l["result"])
+        fast[k] = fast.get(k, 0) + v
+    ops = sorted({op for op, _ in fast})
+    out["fast"] = {op: {r: fast.get((op, r), 0) for r in ("hit", "miss", "unsupported")}
+                   for op in ops}
+    hits = sum(v for (op, r), v in fast.items() if r == "hit")
+    tries = sum(fast.values())
+    out["fast_hit_ratio"] = hits / tries if tries else None
+    for metric, key in (("nowait_pool_tasks_total", "pool_tasks"),
+                        ("nowait_pool_overflows_total", "pool_overflows")):
+        out[key] = sum(v for _, v in pick(s, metric))
+    qw = [v for _, v in pick(s, "nowait_pool_queue_wait_seconds", quantile="0.99")]
+    out["pool_queue_wait_p99"] = max(qw) if qw else None
+    out["requests_per_worker"] = requests_per_worker(text)
+    return out
