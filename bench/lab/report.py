@@ -58,7 +58,7 @@ def hot_table(exp, data, lines):
         "",
         "| server | configuration | random load | hot req/s (closed loop) | hot req/s at the rate "
         "| hot p50 ms | hot p99 ms | hot p99.9 ms | random MB/s | random req/s | random timeouts "
-        "| loops in D state | loop poll p99 / max ms | loop busy p99 / max ms | fast-path hits "
+        "| loops in D state | loop poll p99 / max ms | loop lag p99 / max ms | fast-path hits "
         "| pool overflows | memory peak MB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -75,7 +75,7 @@ def hot_table(exp, data, lines):
             f"| {rnd['errors']['timeout'] if rnd else '—'} "
             f"| {dshare(r)} "
             f"| {ms(st.get('poll_p99'))} / {ms(st.get('poll_max'))} "
-            f"| {ms(st.get('busy_p99'))} / {ms(st.get('busy_max'))} "
+            f"| {ms(st.get('lag_p99'))} / {ms(st.get('lag_max'))} "
             f"| {'—' if fast is None else f'{fast * 100:.1f}%'} "
             f"| {int(st['pool_overflows']) if st else r.get('overflow_lines', 0)} "
             f"| {'—' if mem is None else f'{mem / 2**20:.0f}'} |")

@@ -40,7 +40,7 @@ def summarize(text):
     s = parse(text)
     out = {}
     for metric, key in (("nowait_loop_poll_seconds", "poll"),
-                        ("nowait_loop_busy_seconds", "busy"),
+                        ("nowait_loop_lag_seconds", "lag"),
                         ("nowait_ttfb_seconds", "ttfb")):
         for q, qk in (("0.5", "p50"), ("0.99", "p99"), ("0.999", "p999"), ("1", "max")):
             vals = [v for _, v in pick(s, metric, quantile=q)]

@@ -58,16 +58,16 @@ pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> Strin
     }
     header(
         &mut out,
-        "nowait_loop_busy_seconds",
+        "nowait_loop_lag_seconds",
         "summary",
-        "Time a worker's loop stayed busy between waking from epoll and parking again.",
+        "How late a worker's periodic timer fired: time the loop was held by other work.",
     );
     for (id, h) in &hists {
         summary(
             &mut out,
-            "nowait_loop_busy_seconds",
+            "nowait_loop_lag_seconds",
             &format!("worker=\"{id}\""),
-            &h.busy,
+            &h.lag,
         );
     }
     header(

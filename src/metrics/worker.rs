@@ -77,10 +77,9 @@ impl FastOutcome {
 pub struct Histograms {
     /// How long one task held the loop in one poll: a handler's run.
     pub poll: Histogram<u64>,
-    /// How long the loop stayed busy between waking from the poller and
-    /// going back to it (Cloudflare's `event_loop_blocked`, when the loop
-    /// gets to park between bursts of work).
-    pub busy: Histogram<u64>,
+    /// How late the worker's periodic probe timer fired: how long the loop
+    /// was held when something was due (see `server::worker::lag_probe`).
+    pub lag: Histogram<u64>,
     /// From a complete request head to the first byte of the response.
     pub ttfb: Histogram<u64>,
 }
@@ -94,7 +93,7 @@ impl Default for Histograms {
     fn default() -> Self {
         Histograms {
             poll: histogram(),
-            busy: histogram(),
+            lag: histogram(),
             ttfb: histogram(),
         }
     }

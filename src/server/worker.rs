@@ -100,8 +100,6 @@ pub fn spawn(
             worker_metrics::install(metrics);
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_unpark(busy_start)
-                .on_thread_park(busy_end)
                 .build()
             {
                 Ok(rt) => rt,
@@ -131,7 +129,7 @@ async fn run(
     let freed = Rc::new(Notify::new());
     let max = site.config.events.worker_connections;
     let (quit_tx, quit_rx) = watch::channel(false);
-    let mut acceptors = Vec::new();
+    let mut acceptors = vec![tokio::task::spawn_local(lag_probe())];
     for (addr, sock, shared) in sockets.sockets {
         // A shared socket without the accept mutex wakes one worker per
         // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
@@ -278,21 +276,19 @@ async fn accept_loop(
     }
 }
 
-thread_local! {
-    /// When this worker's loop last woke from the poller.
-    static WOKE: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
-}
+/// How often each worker checks how late its own timer fires.
+pub const LAG_PROBE_PERIOD: Duration = Duration::from_millis(10);
 
-/// The loop woke from `epoll_wait`: a busy period starts.
-fn busy_start() {
-    WOKE.with(|w| w.set(Some(std::time::Instant::now())));
-}
-
-/// The loop goes back to `epoll_wait`: record how long it was busy.
-fn busy_end() {
-    if let Some(t) = WOKE.with(|w| w.take()) {
-        let spent = t.elapsed();
-        worker_metrics::with(|m| worker_metrics::record(&mut m.histograms().busy, spent));
+/// Measures how long the loop is held by other work: a timer due every
+/// [`LAG_PROBE_PERIOD`] fires late by exactly the time the loop could not
+/// get to it (Cloudflare's `event_loop_blocked`, sampled). Unlike hooks on
+/// the reactor's parking, this sees a loop that never parks.
+async fn lag_probe() {
+    loop {
+        let due = tokio::time::Instant::now() + LAG_PROBE_PERIOD;
+        tokio::time::sleep_until(due).await;
+        let late = tokio::time::Instant::now().saturating_duration_since(due);
+        worker_metrics::with(|m| worker_metrics::record(&mut m.histograms().lag, late));
     }
 }
 
