@@ -30,10 +30,6 @@ fn version_conf(text: &str) -> String {
     .render()
 }
 
-fn body(r: &common::Response) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
 fn pid_file(s: &Server) -> std::path::PathBuf {
     s.prefix().join("nginx.pid")
 }
@@ -145,19 +141,19 @@ fn sigquit_finishes_the_download_in_flight_and_refuses_new_connections() {
 #[test]
 fn reload_switches_to_the_new_configuration() {
     let s = Server::tested(&version_conf("v1"));
-    assert_eq!(body(&get(s.port(), "/")), "v1");
+    assert_eq!(common::body(&get(s.port(), "/")), "v1");
     // A keep-alive connection from before the reload, in the middle of
     // its next request's head.
     let mut before = Conn::open(s.port());
     before.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_eq!(body(&before.response().expect("v1")), "v1");
+    assert_eq!(common::body(&before.response().expect("v1")), "v1");
     before.send(b"GET / HTTP/1.1\r\nHo");
 
     s.write_conf(&version_conf("v2"));
     let (status, stderr) = s.control("reload");
     assert!(status.success(), "-s reload: {status}: {stderr}");
     assert!(
-        until(EXIT_WAIT, || body(&get(s.port(), "/")) == "v2"),
+        until(EXIT_WAIT, || common::body(&get(s.port(), "/")) == "v2"),
         "still v1 after the reload"
     );
     // The old connection finishes its request under the old
@@ -166,7 +162,7 @@ fn reload_switches_to_the_new_configuration() {
     let r = before
         .response()
         .expect("the request begun before the reload");
-    assert_eq!((r.status, body(&r).as_str()), (200, "v1"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "v1"));
     // nowait says `Connection: close`; nginx says `keep-alive` and closes
     // anyway (its headers are out before it checks `ngx_exiting`).
     assert_eq!(before.wait_closed(EXIT_WAIT), State::Closed);
@@ -188,7 +184,7 @@ fn no_connection_is_refused_during_reloads() {
                         c.send(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
                         match c.response() {
                             Some(r) if r.status == 200 => {
-                                bodies.insert(body(&r));
+                                bodies.insert(common::body(&r));
                             }
                             other => failures.push(format!("request {i}: {other:?}")),
                         }
@@ -239,11 +235,11 @@ fn reload_with_a_broken_configuration_keeps_the_old_one() {
     );
     assert!(log.contains("[emerg]"), "{log}");
     let r = get(s.port(), "/");
-    assert_eq!((r.status, body(&r).as_str()), (200, "v1"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "v1"));
     // A later good reload still works.
     s.write_conf(&version_conf("v2"));
     s.signal("HUP");
-    assert!(until(EXIT_WAIT, || body(&get(s.port(), "/")) == "v2"));
+    assert!(until(EXIT_WAIT, || common::body(&get(s.port(), "/")) == "v2"));
 }
 
 /// Kills a daemon left running by a failed test.
@@ -326,7 +322,7 @@ fn daemon_on_detaches_and_stops_on_s_stop() {
         until(EXIT_WAIT, || Conn::try_open(port).is_ok()),
         "the daemon does not listen"
     );
-    assert_eq!(body(&get(port, "/")), "daemon");
+    assert_eq!(common::body(&get(port, "/")), "daemon");
 
     let (status, stderr) = control(Kind::Nowait, prefix.path(), &conf, "stop");
     assert!(status.success(), "-s stop: {status}: {stderr}");
@@ -377,7 +373,7 @@ fn reload_can_add_reuseport_workers_and_move_ports() {
         .render()
     };
     let s = Server::nowait(&conf(1, "127.0.0.1:{port}", "one"));
-    assert_eq!(body(&get(s.port(), "/")), "one");
+    assert_eq!(common::body(&get(s.port(), "/")), "one");
     assert_eq!(listening_sockets(s.port()), 1);
 
     let other = free_port();
@@ -392,9 +388,9 @@ fn reload_can_add_reuseport_workers_and_move_ports() {
     assert_eq!(listening_sockets(s.port()), 3);
     assert_eq!(listening_sockets(other), 1);
     for _ in 0..20 {
-        assert_eq!(body(&get(s.port(), "/")), "three");
+        assert_eq!(common::body(&get(s.port(), "/")), "three");
     }
-    assert_eq!(body(&get(other, "/")), "three");
+    assert_eq!(common::body(&get(other, "/")), "three");
 
     // Back to one shared socket: the other address stops listening.
     s.write_conf(&conf(1, "127.0.0.1:{port}", "back"));
@@ -404,6 +400,6 @@ fn reload_can_add_reuseport_workers_and_move_ports() {
     assert_eq!(listening_sockets(s.port()), 1);
     assert_eq!(listening_sockets(other), 0);
     for _ in 0..20 {
-        assert_eq!(body(&get(s.port(), "/")), "back");
+        assert_eq!(common::body(&get(s.port(), "/")), "back");
     }
 }

@@ -6,10 +6,6 @@ mod common;
 use common::client::get;
 use common::{Conf, Fixture, Server};
 
-fn body(r: &common::Response) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
 /// `error_page 404 @named` with `return 200 "text"` in the named location
 /// answered 200; nginx keeps the error's status for a page served without
 /// `=` (`r->err_status` overrides it in `ngx_http_send_header`). Fixed in
@@ -27,10 +23,10 @@ fn error_page_to_named_location_with_return_text_keeps_the_error_status() {
     .render();
     let s = Server::tested(&conf);
     let r = get(s.port(), "/missing");
-    assert_eq!((r.status, body(&r).as_str()), (404, "fallback"));
+    assert_eq!((r.status, common::body(&r).as_str()), (404, "fallback"));
     // With `=`, the target's status.
     let r = get(s.port(), "/eq/missing");
-    assert_eq!((r.status, body(&r).as_str()), (200, "fallback"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "fallback"));
 }
 
 /// A reload that turned `reuseport` on (or off) for an address already
@@ -79,5 +75,5 @@ fn try_get_body(port: u16) -> Option<String> {
     let mut c = common::Conn::try_open(port).ok()?;
     c.try_send(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .ok()?;
-    c.response().map(|r| body(&r))
+    c.response().map(|r| common::body(&r))
 }

@@ -30,10 +30,6 @@ fn get_keepalive(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n")
 }
 
-fn body(r: &common::Response) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
 #[test]
 fn keepalive_serves_several_requests_on_one_connection() {
     let (_f, s) = serve_fixture("");
@@ -59,7 +55,7 @@ fn pipelined_requests_are_answered_in_order() {
     }
     c.send(burst.as_bytes());
     let bodies: Vec<String> = (0..3)
-        .map(|i| body(&c.response().unwrap_or_else(|| panic!("response {i}"))))
+        .map(|i| common::body(&c.response().unwrap_or_else(|| panic!("response {i}"))))
         .collect();
     assert_eq!(bodies, ["the x target\n", "dir file\n", "static a\n"]);
 }
@@ -89,7 +85,7 @@ fn http10_with_keepalive_stays_open() {
         let r = c.response().expect("a response");
         assert_eq!(r.status, 200);
         assert_eq!(r.header("Connection").as_deref(), Some("keep-alive"));
-        assert_eq!(body(&r), "the x target\n");
+        assert_eq!(common::body(&r), "the x target\n");
     }
 }
 
@@ -121,7 +117,7 @@ fn absolute_form_target_is_served_and_selects_the_server() {
         "GET http://b.test/some/path?q=1 HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(r.status, 200);
-    assert_eq!(body(&r), "b/some/path");
+    assert_eq!(common::body(&r), "b/some/path");
 }
 
 #[test]
@@ -156,11 +152,11 @@ fn server_name_selection_follows_nginx_order() {
             s.port(),
             &format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
         );
-        assert_eq!(body(&r), want, "Host: {host}");
+        assert_eq!(common::body(&r), want, "Host: {host}");
     }
     // Without Host (HTTP/1.0) the default server answers.
     let r = request(s.port(), "GET / HTTP/1.0\r\n\r\n");
-    assert_eq!(body(&r), "default");
+    assert_eq!(common::body(&r), "default");
 }
 
 #[test]
@@ -175,7 +171,7 @@ fn first_server_is_the_default_without_default_server() {
         s.port(),
         "GET / HTTP/1.1\r\nHost: none.test\r\nConnection: close\r\n\r\n",
     );
-    assert_eq!(body(&r), "one");
+    assert_eq!(common::body(&r), "one");
 }
 
 #[test]
@@ -187,9 +183,12 @@ fn content_length_body_is_discarded_before_the_next_request() {
 GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n",
     );
     let r = c.response().expect("the POST's response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "posted"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "posted"));
     let r = c.response().expect("the pipelined GET's response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
 }
 
 #[test]
@@ -202,9 +201,12 @@ fn chunked_body_is_discarded_before_the_next_request() {
 GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n",
     );
     let r = c.response().expect("the POST's response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "posted"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "posted"));
     let r = c.response().expect("the pipelined GET's response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
 }
 
 #[test]
@@ -216,7 +218,7 @@ fn body_sent_after_the_head_in_a_later_write_is_discarded() {
     assert_eq!(r.status, 200);
     c.send(b"abcdefGET /x HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let r = c.response().expect("the next response");
-    assert_eq!(body(&r), "the x target\n");
+    assert_eq!(common::body(&r), "the x target\n");
 }
 
 #[test]
@@ -261,10 +263,10 @@ fn expect_100_continue_gets_an_interim_response() {
     assert_eq!(interim.status_line, "HTTP/1.1 100 Continue");
     c.send(b"hello");
     let r = c.response_to("POST").expect("the final response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "posted"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "posted"));
     c.send(get_keepalive("/x").as_bytes());
     let r = c.response().expect("the next response");
-    assert_eq!(body(&r), "the x target\n");
+    assert_eq!(common::body(&r), "the x target\n");
 }
 
 #[test]
@@ -272,7 +274,7 @@ fn index_html_of_the_root() {
     let (_f, s) = serve_fixture("");
     let r = get(s.port(), "/");
     assert_eq!(r.status, 200);
-    assert_eq!(body(&r), INDEX_HTML);
+    assert_eq!(common::body(&r), INDEX_HTML);
 }
 
 #[test]
@@ -342,7 +344,7 @@ fn a_hundred_pipelined_requests_in_one_write() {
     for i in 0..100 {
         let r = c.response().unwrap_or_else(|| panic!("no response {i}"));
         assert_eq!(
-            (r.status, body(&r).as_str()),
+            (r.status, common::body(&r).as_str()),
             (200, "the x target\n"),
             "{i}"
         );
@@ -367,5 +369,5 @@ fn a_head_split_across_many_writes() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let r = c.response().expect("a response");
-    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "dir file\n"));
 }

@@ -16,17 +16,10 @@ use common::{Conf, Conn, Fixture, Server, State, TempDir};
 /// Upper bound on waiting for a 1s timeout to close a connection.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
-fn serve(fixture: &Fixture, extra: &str) -> Server {
-    let conf = Conf::server(&format!("root {{root}};\n{extra}"))
-        .root(fixture.root())
-        .render();
-    Server::tested(&conf)
-}
-
 #[test]
 fn client_header_timeout_closes_a_half_sent_head() {
     let f = Fixture::build();
-    let s = serve(&f, "client_header_timeout 1s;");
+    let s = common::serve(&f, "client_header_timeout 1s;");
     let mut c = Conn::open(s.port());
     c.send(b"GET /x HTTP/1.1\r\nHost: loc");
     assert_eq!(c.wait_closed(CLOSE_WAIT), State::Closed);
@@ -42,7 +35,7 @@ fn client_header_timeout_closes_a_half_sent_head() {
 #[test]
 fn client_header_timeout_closes_a_connection_that_sends_nothing() {
     let f = Fixture::build();
-    let s = serve(&f, "client_header_timeout 1s;");
+    let s = common::serve(&f, "client_header_timeout 1s;");
     let mut c = Conn::open(s.port());
     assert_eq!(c.wait_closed(CLOSE_WAIT), State::Closed);
 }
@@ -50,7 +43,7 @@ fn client_header_timeout_closes_a_connection_that_sends_nothing() {
 #[test]
 fn keepalive_timeout_closes_an_idle_connection() {
     let f = Fixture::build();
-    let s = serve(&f, "keepalive_timeout 1s;");
+    let s = common::serve(&f, "keepalive_timeout 1s;");
     let mut c = Conn::open(s.port());
     c.send(b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let r = c.response().expect("a response");
@@ -62,7 +55,7 @@ fn keepalive_timeout_closes_an_idle_connection() {
 #[test]
 fn keepalive_timeout_zero_disables_keepalive() {
     let f = Fixture::build();
-    let s = serve(&f, "keepalive_timeout 0;");
+    let s = common::serve(&f, "keepalive_timeout 0;");
     let mut c = Conn::open(s.port());
     c.send(b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let r = c.response().expect("a response");
@@ -73,7 +66,7 @@ fn keepalive_timeout_zero_disables_keepalive() {
 #[test]
 fn keepalive_requests_closes_after_the_last_allowed_request() {
     let f = Fixture::build();
-    let s = serve(&f, "keepalive_requests 2;");
+    let s = common::serve(&f, "keepalive_requests 2;");
     let mut c = Conn::open(s.port());
     let req = b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n";
     c.send(&[&req[..], &req[..], &req[..]].concat());
@@ -88,7 +81,7 @@ fn keepalive_requests_closes_after_the_last_allowed_request() {
 #[test]
 fn large_client_header_buffers_limit_the_request_line_and_header_lines() {
     let f = Fixture::build();
-    let s = serve(&f, "large_client_header_buffers 2 1k;");
+    let s = common::serve(&f, "large_client_header_buffers 2 1k;");
     let long = "a".repeat(2048);
     let mut c = Conn::open(s.port());
     c.send(format!("GET /{long} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes());

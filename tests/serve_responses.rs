@@ -11,17 +11,6 @@ use common::client::{get, request};
 use common::fixture::{BIG_LEN, big_content};
 use common::{Conf, Conn, Fixture, Server};
 
-fn body(r: &common::Response) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
-fn serve(fixture: &Fixture, extra: &str) -> Server {
-    let conf = Conf::server(&format!("root {{root}};\n{extra}"))
-        .root(fixture.root())
-        .render();
-    Server::tested(&conf)
-}
-
 fn get_with(port: u16, path: &str, header: &str) -> common::Response {
     request(
         port,
@@ -33,7 +22,7 @@ fn get_with(port: u16, path: &str, header: &str) -> common::Response {
 fn content_type_from_types_and_default_type() {
     let f = Fixture::build();
     std::fs::write(f.root().join("dir/page.foo"), "foo\n").unwrap();
-    let s = serve(
+    let s = common::serve(
         &f,
         "location /dir/ { types { text/x-foo foo; } default_type text/x-default; }",
     );
@@ -61,16 +50,20 @@ fn server_tokens_off_hides_the_version() {
     let r = get(on.port(), "/missing");
     assert_eq!(r.header("Server").as_deref(), Some(version));
     assert!(
-        body(&r).contains(&format!("<center>{version}</center>")),
+        common::body(&r).contains(&format!("<center>{version}</center>")),
         "{}",
-        body(&r)
+        common::body(&r)
     );
 
     let r = get(off.port(), "/missing");
     assert_eq!(r.status, 404);
     assert_eq!(r.header("Server").as_deref(), Some("nowait"));
-    assert!(body(&r).contains("<center>nowait</center>"), "{}", body(&r));
-    assert!(!body(&r).contains(version));
+    assert!(
+        common::body(&r).contains("<center>nowait</center>"),
+        "{}",
+        common::body(&r)
+    );
+    assert!(!common::body(&r).contains(version));
     let r = get(off.port(), "/x");
     assert_eq!(r.header("Server").as_deref(), Some("nowait"));
 }
@@ -78,7 +71,7 @@ fn server_tokens_off_hides_the_version() {
 #[test]
 fn add_header_skips_errors_unless_always() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         "add_header X-Plain plain;\nadd_header X-Always \"yes $uri\" always;",
     );
@@ -98,7 +91,7 @@ fn add_header_skips_errors_unless_always() {
 #[test]
 fn conditional_requests() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let full = get(s.port(), "/x");
     let etag = full.header("ETag").expect("an ETag");
     let lm = full.header("Last-Modified").expect("a Last-Modified");
@@ -135,7 +128,7 @@ fn conditional_requests() {
 #[test]
 fn single_range() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let big = big_content();
     let r = get_with(s.port(), "/big.bin", "Range: bytes=1000-1999");
     assert_eq!(r.status, 206);
@@ -163,7 +156,7 @@ fn single_range() {
 #[test]
 fn multipart_ranges_match_the_file() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let big = big_content();
     let r = get_with(s.port(), "/big.bin", "Range: bytes=0-9,5000-5999,-16");
     assert_eq!(r.status, 206);
@@ -232,7 +225,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[test]
 fn unsatisfiable_range_is_416() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let r = get_with(s.port(), "/big.bin", &format!("Range: bytes={BIG_LEN}-"));
     assert_eq!(r.status, 416);
     assert_eq!(
@@ -244,7 +237,7 @@ fn unsatisfiable_range_is_416() {
 #[test]
 fn if_range_gives_the_range_only_when_it_matches() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let etag = get(s.port(), "/x").header("ETag").unwrap();
     let r = request(
         s.port(),
@@ -252,18 +245,21 @@ fn if_range_gives_the_range_only_when_it_matches() {
             "GET /x HTTP/1.1\r\nHost: localhost\r\nRange: bytes=4-4\r\nIf-Range: {etag}\r\nConnection: close\r\n\r\n"
         ),
     );
-    assert_eq!((r.status, body(&r).as_str()), (206, "x"));
+    assert_eq!((r.status, common::body(&r).as_str()), (206, "x"));
     let r = request(
         s.port(),
         "GET /x HTTP/1.1\r\nHost: localhost\r\nRange: bytes=4-4\r\nIf-Range: \"stale\"\r\nConnection: close\r\n\r\n",
     );
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
 }
 
 #[test]
 fn head_has_headers_but_no_body() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let mut c = Conn::open(s.port());
     c.send(b"HEAD /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let r = c.response_to("HEAD").expect("a response");
@@ -276,5 +272,5 @@ fn head_has_headers_but_no_body() {
     );
     c.send(b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let r = c.response().expect("a response");
-    assert_eq!(body(&r), "the x target\n");
+    assert_eq!(common::body(&r), "the x target\n");
 }

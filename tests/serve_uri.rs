@@ -8,23 +8,12 @@ mod common;
 use std::time::Duration;
 
 use common::client::{get, request};
-use common::{Conf, Conn, Fixture, Server, State};
-
-fn body(r: &common::Response) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
-fn serve(fixture: &Fixture, extra: &str) -> Server {
-    let conf = Conf::server(&format!("root {{root}};\n{extra}"))
-        .root(fixture.root())
-        .render();
-    Server::tested(&conf)
-}
+use common::{Conn, Fixture, State};
 
 #[test]
 fn climbing_above_the_root_is_400() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     for path in [
         "/../etc/passwd",
         "/dir/../../etc/passwd",
@@ -35,41 +24,44 @@ fn climbing_above_the_root_is_400() {
     }
     // Climbing that stays inside is fine.
     let r = get(s.port(), "/dir/sub/../file.txt");
-    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "dir file\n"));
 }
 
 #[test]
 fn nul_in_the_path_is_400() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     assert_eq!(get(s.port(), "/x%00.html").status, 400);
 }
 
 #[test]
 fn repeated_slashes_are_merged() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         "location = /dir/file.txt { return 200 \"merged $uri\"; }",
     );
     let r = get(s.port(), "//dir///file.txt");
-    assert_eq!(body(&r), "merged /dir/file.txt");
+    assert_eq!(common::body(&r), "merged /dir/file.txt");
 }
 
 #[test]
 fn query_string_is_ignored_for_files() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let r = get(s.port(), "/x?a=1&b=/../..");
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
     let r = get(s.port(), "/dir/file.txt?");
-    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "dir file\n"));
 }
 
 #[test]
 fn location_precedence() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         r#"
         location = /p { return 200 "exact"; }
@@ -106,25 +98,31 @@ fn location_precedence() {
     ];
     for (path, want) in cases {
         let r = get(s.port(), path);
-        assert_eq!((r.status, body(&r).as_str()), (200, want), "{path}");
+        assert_eq!((r.status, common::body(&r).as_str()), (200, want), "{path}");
     }
 }
 
 #[test]
 fn alias_replaces_the_location_prefix() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         "location /al/ { alias {root}/dir/; }\nlocation = /one { alias {root}/x; }",
     );
     let r = get(s.port(), "/al/file.txt");
-    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "dir file\n"));
     let r = get(s.port(), "/al/sub/file.txt");
-    assert_eq!((r.status, body(&r).as_str()), (200, "sub file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "sub file\n"));
     let r = get(s.port(), "/al/");
-    assert_eq!((r.status, body(&r).as_str()), (200, "<p>dir index</p>\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "<p>dir index</p>\n")
+    );
     let r = get(s.port(), "/one");
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
 }
 
 #[test]
@@ -135,12 +133,12 @@ fn index_tries_several_names_in_order() {
     std::fs::write(multi.join("second.htm"), "second\n").unwrap();
     std::fs::write(multi.join("third.txt"), "third\n").unwrap();
     common::tmp::set_mode(&multi, 0o755);
-    let s = serve(
+    let s = common::serve(
         &f,
         "location /multi/ { index first.html second.htm third.txt; }",
     );
     let r = get(s.port(), "/multi/");
-    assert_eq!((r.status, body(&r).as_str()), (200, "second\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "second\n"));
     // The index is an internal redirect: its type is the index file's.
     assert!(
         r.header("Content-Type")
@@ -156,7 +154,7 @@ fn index_tries_several_names_in_order() {
 #[test]
 fn directory_without_slash_redirects() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     let r = get(s.port(), "/dir");
     assert_eq!(r.status, 301);
     assert_eq!(
@@ -174,7 +172,7 @@ fn directory_without_slash_redirects() {
 #[test]
 fn return_text_redirect_and_444() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         r#"
         location = /text { return 201 "made $uri"; }
@@ -184,7 +182,7 @@ fn return_text_redirect_and_444() {
         "#,
     );
     let r = get(s.port(), "/text");
-    assert_eq!((r.status, body(&r).as_str()), (201, "made /text"));
+    assert_eq!((r.status, common::body(&r).as_str()), (201, "made /text"));
     let r = get(s.port(), "/go");
     assert_eq!(r.status, 302);
     assert_eq!(
@@ -211,7 +209,7 @@ fn return_text_redirect_and_444() {
 #[test]
 fn error_page_to_a_file_with_a_status_and_to_a_named_location() {
     let f = Fixture::build();
-    let s = serve(
+    let s = common::serve(
         &f,
         r#"
         location /ep1/ { error_page 404 /404.html; }
@@ -223,22 +221,28 @@ fn error_page_to_a_file_with_a_status_and_to_a_named_location() {
     );
     let r = get(s.port(), "/ep1/missing");
     assert_eq!(
-        (r.status, body(&r).as_str()),
+        (r.status, common::body(&r).as_str()),
         (404, "<p>custom not found</p>\n")
     );
     let r = get(s.port(), "/ep2/missing");
-    assert_eq!((r.status, body(&r).as_str()), (200, "the x target\n"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (200, "the x target\n")
+    );
     let r = get(s.port(), "/ep3/missing");
     // Without `=`, the error status stays (nginx: `r->err_status`).
-    assert_eq!((r.status, body(&r).as_str()), (404, "named fallback"));
+    assert_eq!(
+        (r.status, common::body(&r).as_str()),
+        (404, "named fallback")
+    );
     let r = get(s.port(), "/ep4/missing");
-    assert_eq!((r.status, body(&r).as_str()), (200, "dir file\n"));
+    assert_eq!((r.status, common::body(&r).as_str()), (200, "dir file\n"));
 }
 
 #[test]
 fn a_fifo_is_never_opened_and_answers_404() {
     let f = Fixture::build();
-    let s = serve(&f, "");
+    let s = common::serve(&f, "");
     // A server that opened the FIFO for reading would block (no writer)
     // and never answer; `request` waits a bounded time.
     let r = request(

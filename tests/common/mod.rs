@@ -38,3 +38,19 @@ pub use request::request_methods;
 pub use response::{Parsed, Response, parse_responses};
 pub use server::Server;
 pub use tmp::TempDir;
+
+/// A response body as text (lossy), for assertions.
+#[allow(dead_code)]
+pub fn body(r: &Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// The server under test with `root` the fixture's and `extra` added to the
+/// server block (see [`Server::tested`]).
+#[allow(dead_code)]
+pub fn serve(fixture: &Fixture, extra: &str) -> Server {
+    let conf = Conf::server(&format!("root {{root}};\n{extra}"))
+        .root(fixture.root())
+        .render();
+    Server::tested(&conf)
+}
