@@ -48,6 +48,12 @@ def dshare(r):
     return "—" if not s or not s["samples"] else f"{s['share_D'] * 100:.0f}%"
 
 
+def resident(r):
+    s = r.get("loop_states") or {}
+    lo, mean = s.get("hot_resident_min"), s.get("hot_resident_mean")
+    return "—" if lo is None else f"{lo * 100:.0f}% / {mean * 100:.0f}%"
+
+
 def hot_table(exp, data, lines):
     runs = data["runs"]
     rate = data["rate"]
@@ -59,8 +65,8 @@ def hot_table(exp, data, lines):
         "| server | configuration | random load | hot req/s (closed loop) | hot req/s at the rate "
         "| hot p50 ms | hot p99 ms | hot p99.9 ms | random MB/s | random req/s | random timeouts "
         "| loops in D state | loop poll p99 / max ms | loop lag p99 / max ms | fast-path hits "
-        "| pool overflows | memory peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| pool overflows | memory peak MB | hot data in memory min / mean |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         st = r.get("status") or {}
@@ -78,7 +84,7 @@ def hot_table(exp, data, lines):
             f"| {ms(st.get('lag_p99'))} / {ms(st.get('lag_max'))} "
             f"| {'—' if fast is None else f'{fast * 100:.1f}%'} "
             f"| {int(st['pool_overflows']) if st else r.get('overflow_lines', 0)} "
-            f"| {'—' if mem is None else f'{mem / 2**20:.0f}'} |")
+            f"| {'—' if mem is None else f'{mem / 2**20:.0f}'} | {resident(r)} |")
     if exp == "B":
         lines += ["", "nowait's own time to first byte (server side, `nowait_ttfb_seconds`, "
                   "worst worker):", "",

@@ -3,15 +3,34 @@ loop thread of the server every few milliseconds (nginx: each worker
 process's main thread; nowait: its `worker#N` threads), so the report can say
 what share of the time a loop spent in uninterruptible sleep (D: waiting on
 the disk) and in which kernel function. The same measure for both servers,
-beside nowait's own `nowait_loop_poll_seconds`."""
+beside nowait's own `nowait_loop_poll_seconds`.
+
+It also samples, every half second, how much of the hot data is in the page
+cache (`fincore`, util-linux): the source's hot file is "always in memory",
+and whether it stays so under the cgroup's memory limit decides the hot
+figures more than anything the server does."""
 
 import collections
 import os
+import subprocess
 import threading
 import time
 
 INTERVAL = 0.01
 FRAMES = 6
+RESIDENT_INTERVAL = 0.5
+
+
+def resident_fraction(paths):
+    """The share of the bytes of `paths` that are in the page cache."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output",
+                          "RES,SIZE", *paths], capture_output=True, text=True, check=True)
+    res = size = 0
+    for line in out.stdout.split("\n"):
+        if line.strip():
+            r, s = line.split()
+            res, size = res + int(r), size + int(s)
+    return res / size if size else 1.0
 
 
 def _read(p):
@@ -41,8 +60,10 @@ def _loop_threads(pids):
 class Sampler:
     """Samples in a background thread between start() and stop()."""
 
-    def __init__(self, cgroup):
+    def __init__(self, cgroup, hot_paths=()):
         self.cgroup = cgroup
+        self.hot_paths = list(hot_paths)
+        self.resident = []
         self.states = collections.Counter()
         self.stacks = collections.Counter()
         self.samples = 0
@@ -54,11 +75,17 @@ class Sampler:
         self._thread.start()
 
     def _run(self):
-        threads, refreshed = [], 0.0
+        threads, refreshed, resident_at = [], 0.0, 0.0
         while not self._stop.is_set():
             now = time.time()
             if now - refreshed > 1.0:
                 threads, refreshed = _loop_threads(self.cgroup.pids()), now
+            if self.hot_paths and now - resident_at >= RESIDENT_INTERVAL:
+                resident_at = now
+                try:
+                    self.resident.append(resident_fraction(self.hot_paths))
+                except (OSError, subprocess.CalledProcessError, ValueError):
+                    pass
             for pid, tid, _ in threads:
                 try:
                     stat = _read(f"/proc/{pid}/task/{tid}/stat")
@@ -83,4 +110,7 @@ class Sampler:
             "share_D": self.states.get("D", 0) / n,
             "share_R": self.states.get("R", 0) / n,
             "top_D_stacks": [(s, c) for s, c in self.stacks.most_common(3)],
+            # the hot data's share in the page cache: lowest and mean sample
+            "hot_resident_min": min(self.resident) if self.resident else None,
+            "hot_resident_mean": sum(self.resident) / len(self.resident) if self.resident else None,
         }
