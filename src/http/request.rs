@@ -22,6 +22,9 @@ use crate::http::uri::{self, RequestUri};
 /// lines could exceed only past ~4000 fields; 256 is far above any browser.
 pub const MAX_HEADERS: usize = 256;
 
+/// The header fields a first parse has room for (see [`parse_head`]).
+const FEW_HEADERS: usize = 24;
+
 /// A request method. nginx accepts any token of `A-Z`, `_` and `-`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Method {
@@ -92,14 +95,49 @@ pub enum Version {
     Http11,
 }
 
-/// One header field as received, name case preserved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
-    /// The field name.
-    pub name: String,
-    /// The field value, surrounding whitespace removed; bytes, since
-    /// obs-text (0x80–0xFF) is allowed.
-    pub value: Vec<u8>,
+/// The header fields of a request as received, in order, names' case
+/// preserved; values with surrounding whitespace removed, as bytes, since
+/// obs-text (0x80–0xFF) is allowed. All of them live in one buffer: two
+/// allocations per request, not two per field.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    /// Names and values, one after the other.
+    bytes: Vec<u8>,
+    /// Per field: where its name starts, where its value starts (the name's
+    /// end), where its value ends.
+    spans: Vec<[u32; 3]>,
+}
+
+impl Fields {
+    fn push(&mut self, name: &str, value: &[u8]) {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(name.as_bytes());
+        let mid = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(value);
+        self.spans.push([start, mid, self.bytes.len() as u32]);
+    }
+
+    /// Each field's name and value, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.spans.iter().map(|&[a, b, c]| {
+            let name = &self.bytes[a as usize..b as usize];
+            // Names are tokens (checked by the parser): ASCII.
+            (
+                std::str::from_utf8(name).unwrap_or_default(),
+                &self.bytes[b as usize..c as usize],
+            )
+        })
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
 }
 
 /// A parsed request head.
@@ -107,14 +145,13 @@ pub struct Header {
 pub struct RequestHead {
     /// The request method.
     pub method: Method,
-    /// The request target exactly as received (`$request_uri`).
-    pub target: Vec<u8>,
-    /// The target parsed: `$uri`, `$args`, absolute-form host.
+    /// The target parsed: `$uri`, `$args`, absolute-form host, and the
+    /// target exactly as received (`$request_uri`).
     pub uri: RequestUri,
     /// The protocol version.
     pub version: Version,
     /// All header fields in order.
-    pub headers: Vec<Header>,
+    pub headers: Fields,
     /// The host to route on: the absolute-form target's host if any, else
     /// the `Host` header; validated, lowercased, port and final dot removed.
     pub host: Option<String>,
@@ -151,8 +188,8 @@ impl RequestHead {
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
             .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_slice())
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
     }
 
     /// Whether the request announces a body (`Content-Length` > 0 or chunked).
@@ -181,12 +218,21 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError>
     let line = parse_request_line(line)?;
     if line.version == Version::Http09 {
         // No headers follow an HTTP/0.9 request line.
-        let head = build_head(line, Vec::new())?;
+        let head = build_head(line, Fields::default())?;
         return Ok(Some((head, line_end)));
     }
 
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let (headers_len, headers) = match httparse::parse_headers(&buf[line_end..], &mut slots) {
+    // Most heads have a handful of fields: a small array on the stack is
+    // tried first (preparing 256 slots costs more than parsing a short
+    // head); only a head with more fields is parsed again with them all.
+    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+    let mut all = Vec::new();
+    let mut parsed = httparse::parse_headers(&buf[line_end..], &mut few);
+    if let Err(httparse::Error::TooManyHeaders) = parsed {
+        all.resize(MAX_HEADERS, httparse::EMPTY_HEADER);
+        parsed = httparse::parse_headers(&buf[line_end..], &mut all);
+    }
+    let (headers_len, headers) = match parsed {
         Ok(httparse::Status::Complete((len, parsed))) => (len, collect_headers(parsed)),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
@@ -213,15 +259,16 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError>
 
 /// Owned header fields, without those nginx ignores: names with `_`
 /// (`underscores_in_headers off`).
-fn collect_headers(parsed: &[httparse::Header<'_>]) -> Vec<Header> {
-    parsed
-        .iter()
-        .filter(|h| !h.name.contains('_'))
-        .map(|h| Header {
-            name: h.name.to_string(),
-            value: trim_ows(h.value).to_vec(),
-        })
-        .collect()
+fn collect_headers(parsed: &[httparse::Header<'_>]) -> Fields {
+    let kept = || parsed.iter().filter(|h| !h.name.contains('_'));
+    let mut fields = Fields {
+        bytes: Vec::with_capacity(kept().map(|h| h.name.len() + h.value.len()).sum()),
+        spans: Vec::with_capacity(kept().count()),
+    };
+    for h in kept() {
+        fields.push(h.name, trim_ows(h.value));
+    }
+    fields
 }
 
 /// Whether `c` may appear in a field name (RFC 9110 §5.6.2 `tchar`).
@@ -283,8 +330,6 @@ pub fn oversized_head_error(buf: &[u8]) -> HeadError {
 struct RequestLine {
     /// The method token.
     method: Method,
-    /// The raw target.
-    target: Vec<u8>,
     /// The version, `Http09` when absent.
     version: Version,
     /// The target parsed; done with the line so its errors come first.
@@ -325,7 +370,6 @@ fn parse_request_line(line: &[u8]) -> Result<RequestLine, HeadError> {
     }
     Ok(RequestLine {
         method,
-        target: target.to_vec(),
         version,
         uri,
     })
@@ -374,22 +418,21 @@ const UNIQUE_HEADERS: &[&str] = &[
 
 /// Derives the head's fields and applies nginx's checks, in nginx's order
 /// (`ngx_http_process_request_headers`, then `ngx_http_process_request_header`).
-fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, HeadError> {
+fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadError> {
     let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
     let mut host_header: Option<&[u8]> = None;
     let mut valid_host: Option<String> = None;
     let mut connection: Option<bool> = None; // Some(true): keep-alive, Some(false): close
-    let mut first: [Option<&Header>; UNIQUE_HEADERS.len()] = [None; UNIQUE_HEADERS.len()];
+    let mut first: [Option<&[u8]>; UNIQUE_HEADERS.len()] = [None; UNIQUE_HEADERS.len()];
     let (mut range, mut user_agent, mut referer) = (None, None, None);
 
-    for h in &headers {
-        let name = h.name.as_str();
+    for (name, value) in headers.iter() {
         if name.eq_ignore_ascii_case("Host") {
             if host_header.is_some() {
                 return Err(HeadError::DuplicateHost);
             }
-            host_header = Some(&h.value);
-            valid_host = Some(uri::validate_host(&h.value).ok_or(HeadError::InvalidHost)?);
+            host_header = Some(value);
+            valid_host = Some(uri::validate_host(value).ok_or(HeadError::InvalidHost)?);
         } else if let Some(i) = UNIQUE_HEADERS
             .iter()
             .position(|u| name.eq_ignore_ascii_case(u))
@@ -397,30 +440,30 @@ fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, He
             if let Some(prev) = first[i] {
                 return Err(HeadError::DuplicateHeader {
                     name: name.to_string(),
-                    previous: text(&prev.value),
-                    value: text(&h.value),
+                    previous: text(prev),
+                    value: text(value),
                 });
             }
-            first[i] = Some(h);
+            first[i] = Some(value);
         } else if name.eq_ignore_ascii_case("Connection") {
             // nginx: a substring match, "close" first; the last header wins.
-            let v = h.value.to_ascii_lowercase();
+            let v = value.to_ascii_lowercase();
             if contains(&v, b"close") {
                 connection = Some(false);
             } else if contains(&v, b"keep-alive") {
                 connection = Some(true);
             }
         } else if name.eq_ignore_ascii_case("Range") {
-            range.get_or_insert_with(|| text(&h.value));
+            range.get_or_insert_with(|| text(value));
         } else if name.eq_ignore_ascii_case("User-Agent") {
-            user_agent.get_or_insert_with(|| text(&h.value));
+            user_agent.get_or_insert_with(|| text(value));
         } else if name.eq_ignore_ascii_case("Referer") {
-            referer.get_or_insert_with(|| text(&h.value));
+            referer.get_or_insert_with(|| text(value));
         }
     }
     let unique = |name: &str| {
         let i = UNIQUE_HEADERS.iter().position(|u| *u == name)?;
-        first[i].map(|h| h.value.as_slice())
+        first[i]
     };
 
     if host_header.is_none() && line.version == Version::Http11 {
@@ -465,7 +508,6 @@ fn build_head(line: RequestLine, headers: Vec<Header>) -> Result<RequestHead, He
         if_match: owned("If-Match"),
         if_range: owned("If-Range"),
         method: line.method,
-        target: line.target,
         uri: line.uri,
         version: line.version,
         host,

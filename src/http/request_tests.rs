@@ -30,7 +30,7 @@ fn err(text: &str) -> HeadError {
 fn simple_get() {
     let h = ok("GET /a%20b/?x=1 HTTP/1.1\r\nHost: Example.COM:8080\r\nUser-Agent: t\r\n\r\n");
     assert_eq!(h.method, Method::Get);
-    assert_eq!(h.target, b"/a%20b/?x=1");
+    assert_eq!(h.uri.request_uri, b"/a%20b/?x=1");
     assert_eq!(h.uri.path, b"/a b/");
     assert_eq!(h.version, Version::Http11);
     assert_eq!(h.host.as_deref(), Some("example.com"));

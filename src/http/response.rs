@@ -140,7 +140,14 @@ impl<'a> ResponseHead<'a> {
 
     /// The head as a new buffer.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEAD_CAPACITY);
+        self.to_bytes_with_room(0)
+    }
+
+    /// [`to_bytes`](Self::to_bytes) in a buffer with room for `body` more
+    /// bytes after the head: a small body sent in the same write is
+    /// appended without growing the buffer again.
+    pub fn to_bytes_with_room(&self, body: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEAD_CAPACITY + body);
         self.write(&mut out);
         out
     }

@@ -340,8 +340,8 @@ fn open_slow(p: Arc<Path>) -> Result<Opened, FileError> {
     }
 }
 
-/// `openat2(O_PATH, RESOLVE_CACHED)` on the loop, then the reopen for
-/// reading (see [`sysfile::open_regular`]). A definite answer (the file, or
+/// `openat2(RESOLVE_CACHED)` and `fstat` on the loop (see
+/// [`sysfile::open_regular`]). A definite answer (the file, or
 /// an error such as `ENOENT` from a cached negative entry) is final; `EAGAIN`
 /// and unsupported calls go to the pool.
 fn open_fast(p: &Arc<Path>) -> Fast<Result<Opened, FileError>> {

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -132,23 +132,25 @@ pub async fn serve(
             }
         };
         requests += 1;
-        let start = Instant::now();
+        let start = crate::metrics::timed::now();
         let server = site
             .server(info.socket_addr, info.local, head.host.as_deref())
             .unwrap_or(default_server);
         let mut r = Req {
             head: &head,
-            uri: head.uri.path_lossy().into_owned(),
+            uri: head.uri.path_lossy(),
             peer: info.peer,
             local: info.local,
             server,
             conn_no: info.conn_no,
             conn_requests: requests,
             start,
-            start_wall: SystemTime::now(),
             head_len,
         };
-        let handled = handler::handle(&site, &mut r).await;
+        let handled = match handler::handle_now(&site, &mut r) {
+            Some(h) => h,
+            None => handler::handle(&site, &mut r).await,
+        };
         let Handled { reply, conf, pool } = handled;
         buf.drain(..head_len);
 
@@ -204,15 +206,20 @@ pub async fn serve(
             },
             start,
         };
-        let result = send::send(
-            &stream,
-            &mut pool_sock,
-            head_bytes,
-            &reply.body,
-            head_only && !http09,
-            &params,
-        )
-        .await;
+        let head_only = head_only && !http09;
+        let result = if send::from_memory(&reply.body, head_only) {
+            send::send_from_memory(&stream, head_bytes, &reply.body, head_only, &params).await
+        } else {
+            send::send(
+                &stream,
+                &mut pool_sock,
+                head_bytes,
+                &reply.body,
+                head_only,
+                &params,
+            )
+            .await
+        };
         let sent = match &result {
             Ok(w) => Sent {
                 status: reply.status.0,
@@ -316,7 +323,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
     let server = crate::signature(conf.server_tokens);
     DATE.with(|d| {
         let mut d = d.borrow_mut();
-        let date = d.get(SystemTime::now());
+        let date = d.get(crate::metrics::timed::wall_now());
         let extra: Vec<(&str, &str)> = reply
             .extra
             .iter()
@@ -332,6 +339,6 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
         h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;
         h.content_range = reply.content_range.as_deref();
-        h.to_bytes()
+        h.to_bytes_with_room(send::appended_len(&reply.body))
     })
 }

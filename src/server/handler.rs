@@ -112,6 +112,71 @@ fn reply_return(r: &Req<'_>, ret: &Return, conf: &LocConf) -> Reply {
     reply
 }
 
+/// Serves `r` when that needs neither a file nor an `error_page` fetch:
+/// `return`, the status page, a body too large. `None`: call [`handle`].
+///
+/// The answers that never wait are decided here, outside [`handle`]'s
+/// future, whose state (the static file handler's and `error_page`'s) is
+/// large enough that creating it cost a `return 200` more than deciding it.
+pub fn handle_now<'a>(site: &'a Site, r: &mut Req<'a>) -> Option<Handled<'a>> {
+    let server = r.server;
+    let (reply, conf) = if let Some(ret) = &server.ret {
+        (reply_return(r, ret, &server.conf), &server.conf)
+    } else {
+        let (loc, conf) = select(server, &r.uri);
+        let reply = immediate(site, r, loc, conf)?;
+        (reply, conf)
+    };
+    if needs_error_page(&reply, conf) {
+        return None;
+    }
+    let mut out = Handled {
+        reply,
+        conf,
+        pool: None,
+    };
+    decorate(&mut out, r);
+    Some(out)
+}
+
+/// The reply a location gives without touching files, if it does.
+fn immediate(site: &Site, r: &Req<'_>, loc: Option<&Location>, conf: &LocConf) -> Option<Reply> {
+    let max_body = conf.client_max_body_size;
+    if max_body != 0 && r.head.content_length.is_some_and(|n| n > max_body) {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!(
+                "client intended to send too large body: {} bytes{}",
+                r.head.content_length.unwrap_or(0),
+                r.log_context()
+            ),
+        );
+        return Some(Reply::special(Status::REQUEST_ENTITY_TOO_LARGE));
+    }
+    if let Some(ret) = loc.and_then(|l| l.ret.as_ref()) {
+        return Some(reply_return(r, ret, conf));
+    }
+    if loc.is_some_and(|l| l.status_page) {
+        let text = crate::metrics::prometheus::render(&site.worker_metrics(), &site.pools);
+        return Some(Reply::text(
+            Status::OK,
+            text,
+            crate::metrics::prometheus::CONTENT_TYPE,
+        ));
+    }
+    None
+}
+
+/// Whether an `error_page` replaces `reply`.
+fn needs_error_page(reply: &Reply, conf: &LocConf) -> bool {
+    reply.special
+        && conf
+            .error_pages
+            .iter()
+            .any(|p| p.codes.contains(&reply.status.0))
+}
+
 /// Serves `r` through its server's configuration.
 pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
     let server = r.server;
@@ -122,27 +187,7 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
     let mut redirects = 0;
     loop {
         let (loc, conf) = select(server, &r.uri);
-        let max_body = conf.client_max_body_size;
-        if max_body != 0 && r.head.content_length.is_some_and(|n| n > max_body) {
-            site.error_log.log(
-                Level::Error,
-                Some(r.conn_no),
-                format_args!(
-                    "client intended to send too large body: {} bytes{}",
-                    r.head.content_length.unwrap_or(0),
-                    r.log_context()
-                ),
-            );
-            let reply = Reply::special(Status::REQUEST_ENTITY_TOO_LARGE);
-            return finish(site, r, reply, conf, None, redirects).await;
-        }
-        if let Some(ret) = loc.and_then(|l| l.ret.as_ref()) {
-            let reply = reply_return(r, ret, conf);
-            return finish(site, r, reply, conf, None, redirects).await;
-        }
-        if loc.is_some_and(|l| l.status_page) {
-            let text = crate::metrics::prometheus::render(&site.worker_metrics(), &site.pools);
-            let reply = Reply::text(Status::OK, text, crate::metrics::prometheus::CONTENT_TYPE);
+        if let Some(reply) = immediate(site, r, loc, conf) {
             return finish(site, r, reply, conf, None, redirects).await;
         }
         let pool = match pool_for(site, r, conf) {
@@ -169,7 +214,7 @@ pub async fn handle<'a>(site: &'a Site, r: &mut Req<'a>) -> Handled<'a> {
                     let reply = Reply::special(Status::INTERNAL_SERVER_ERROR);
                     return finish(site, r, reply, conf, pool, redirects).await;
                 }
-                r.uri = next;
+                r.uri = next.into();
             }
             Served::Error(status, msg) => {
                 if let Some(msg) = msg {
@@ -203,13 +248,14 @@ async fn finish<'a>(
     redirects: u32,
 ) -> Handled<'a> {
     let mut out = Handled { reply, conf, pool };
-    if out.reply.special {
+    if needs_error_page(&out.reply, conf) {
+        let status = out.reply.status;
         if let Some(page) = conf
             .error_pages
             .iter()
-            .find(|p| p.codes.contains(&out.reply.status.0))
+            .find(|p| p.codes.contains(&status.0))
         {
-            if let Some(h) = error_page(site, r, page, out.reply.status, redirects).await {
+            if let Some(h) = error_page(site, r, page, status, redirects).await {
                 out = h;
             }
         }
@@ -247,7 +293,7 @@ async fn error_page<'a>(
         let loc = locate::find_named(&r.server.locations, &target)?;
         (Some(loc), &loc.conf)
     } else {
-        r.uri = target.clone();
+        r.uri = target.clone().into();
         select(r.server, &target)
     };
     let mut reply = if let Some(ret) = loc.and_then(|l| l.ret.as_ref()) {

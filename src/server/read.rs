@@ -5,6 +5,7 @@
 use std::pin::Pin;
 use std::time::Duration;
 
+use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Sleep;
@@ -12,6 +13,7 @@ use tokio::time::Sleep;
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::request::{self, RequestHead};
 use crate::http::status::Status;
+use crate::sys::socket as sys_socket;
 
 /// How long a request body may take between two reads (nginx's
 /// `client_body_timeout` default).
@@ -77,7 +79,7 @@ pub async fn read_head(
             }
         }
         buf.reserve(4096);
-        match stream.try_read_buf(buf) {
+        match stream.try_io(Interest::READABLE, || sys_socket::recv_spare(stream, buf)) {
             Ok(0) => return HeadRead::Gone,
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -89,7 +91,9 @@ pub async fn read_head(
             } else {
                 idle_timeout
             };
-            timer.as_mut().reset(tokio::time::Instant::now() + wait);
+            timer
+                .as_mut()
+                .reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + wait);
             armed = Some(started);
         }
         tokio::select! {

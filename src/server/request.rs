@@ -14,8 +14,9 @@ use crate::http::request::RequestHead;
 pub struct Req<'a> {
     /// The parsed head.
     pub head: &'a RequestHead,
-    /// The decoded, normalized path (`$uri`); replaced by internal redirects.
-    pub uri: String,
+    /// The decoded, normalized path (`$uri`): the head's own until an
+    /// internal redirect replaces it.
+    pub uri: Cow<'a, str>,
     /// The client's address.
     pub peer: SocketAddr,
     /// Our address on this connection.
@@ -28,8 +29,6 @@ pub struct Req<'a> {
     pub conn_requests: u64,
     /// When the first byte of the request arrived (`$request_time`).
     pub start: Instant,
-    /// Wall-clock time of the same moment (`$msec`).
-    pub start_wall: SystemTime,
     /// The request head's length in bytes (`$request_length`).
     pub head_len: usize,
 }
@@ -57,7 +56,6 @@ impl Req<'_> {
             conn_no: self.conn_no,
             conn_requests: self.conn_requests,
             start: self.start,
-            start_wall: self.start_wall,
             head_len: self.head_len,
         }
     }
@@ -89,7 +87,7 @@ impl Req<'_> {
         format!(
             "{} {}{}",
             self.head.method.as_str(),
-            String::from_utf8_lossy(&self.head.target),
+            String::from_utf8_lossy(&self.head.uri.request_uri),
             version
         )
     }
@@ -98,7 +96,7 @@ impl Req<'_> {
     pub fn var(&self, name: &str, sent: Option<&Sent>) -> Option<Cow<'_, str>> {
         let lossy = |b: &[u8]| Cow::Owned(String::from_utf8_lossy(b).into_owned());
         Some(match name {
-            "uri" | "document_uri" => Cow::Borrowed(self.uri.as_str()),
+            "uri" | "document_uri" => Cow::Borrowed(&*self.uri),
             "request_uri" => lossy(&self.head.uri.request_uri),
             "args" | "query_string" => lossy(self.head.uri.args.as_deref()?),
             "is_args" => Cow::Borrowed(if self.head.uri.args.is_some() {

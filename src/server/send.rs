@@ -19,6 +19,7 @@ use crate::io::fault;
 use crate::io::file::{FileError, FileLayer, OpenFile};
 use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
+use crate::sys::socket as sys_socket;
 
 use super::reply::Body;
 
@@ -97,7 +98,7 @@ pub async fn write_all(
     timeout: Duration,
 ) -> Result<(), SendError> {
     while !buf.is_empty() {
-        match stream.try_write(buf) {
+        match stream.try_io(Interest::WRITABLE, || sys_socket::send(stream, buf)) {
             Ok(0) => return Err(SendError::Io(io::ErrorKind::WriteZero.into())),
             Ok(n) => buf = &buf[n..],
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -112,34 +113,63 @@ pub async fn write_all(
     Ok(())
 }
 
-/// Sends `head` and `body` (without the body for HEAD requests).
-pub async fn send(
+/// How many body bytes are sent in the head's buffer (see
+/// [`send_from_memory`] and [`INLINE_FILE_MAX`]).
+pub fn appended_len(body: &Body) -> usize {
+    match body {
+        Body::Bytes(b) => b.len(),
+        Body::File { range, .. } if range.len() <= INLINE_FILE_MAX => range.len() as usize,
+        _ => 0,
+    }
+}
+
+/// Whether [`send_from_memory`] sends this reply: nothing to read from a file.
+pub fn from_memory(body: &Body, head_only: bool) -> bool {
+    head_only || matches!(body, Body::Empty | Body::Bytes(_))
+}
+
+/// Sends a reply whose bytes are all in memory (see [`from_memory`]): one
+/// write of head and body. Its future is a fraction of [`send`]'s, which
+/// holds the file paths' state: a small reply does not pay for creating it.
+pub async fn send_from_memory(
     stream: &TcpStream,
-    pool_sock: &mut SocketForPools,
     mut head: Vec<u8>,
     body: &Body,
     head_only: bool,
     p: &SendParams<'_>,
 ) -> Result<Written, SendError> {
     let head_len = head.len() as u64;
-    let mut w = Written::default();
-    if head_only {
-        write_all(stream, &head, p.timeout).await?;
-        metrics::ttfb(p.start.elapsed());
-        w.total = head_len;
-        return Ok(w);
-    }
-    match body {
-        Body::Empty => {
-            write_all(stream, &head, p.timeout).await?;
-            metrics::ttfb(p.start.elapsed());
-        }
-        Body::Bytes(b) => {
+    let body_len = match body {
+        Body::Bytes(b) if !head_only => {
             head.extend_from_slice(b);
-            write_all(stream, &head, p.timeout).await?;
-            metrics::ttfb(p.start.elapsed());
-            w.body = b.len() as u64;
+            b.len() as u64
         }
+        _ => 0,
+    };
+    write_all(stream, &head, p.timeout).await?;
+    metrics::ttfb(p.start.elapsed());
+    Ok(Written {
+        total: head_len + body_len,
+        body: body_len,
+    })
+}
+
+/// Sends `head` and `body` (without the body for HEAD requests).
+pub async fn send(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    head: Vec<u8>,
+    body: &Body,
+    head_only: bool,
+    p: &SendParams<'_>,
+) -> Result<Written, SendError> {
+    let head_len = head.len() as u64;
+    let mut w = Written::default();
+    match body {
+        Body::Empty | Body::Bytes(_) => {
+            return send_from_memory(stream, head, body, head_only, p).await;
+        }
+        _ if head_only => return send_from_memory(stream, head, body, head_only, p).await,
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
             let head_len = head.len();
             let len = range.len() as usize;

@@ -29,10 +29,22 @@ struct AddrServers {
     regex: Vec<(Regex, usize)>,
 }
 
-/// Address → servers.
+impl AddrServers {
+    /// Whether only the default server can answer on this address (no
+    /// names to choose between): then the host need not be looked at.
+    fn only_default(&self) -> bool {
+        self.exact.is_empty()
+            && self.head_wild.is_empty()
+            && self.tail_wild.is_empty()
+            && self.regex.is_empty()
+    }
+}
+
+/// Address → servers. A list, not a map: a configuration has a few
+/// addresses, and comparing them costs less than hashing one per request.
 #[derive(Debug, Default)]
 pub struct VirtualHosts {
-    by_addr: HashMap<SocketAddr, AddrServers>,
+    by_addr: Vec<(SocketAddr, AddrServers)>,
 }
 
 impl VirtualHosts {
@@ -73,20 +85,28 @@ impl VirtualHosts {
             a.head_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
             a.tail_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
         }
-        VirtualHosts { by_addr }
+        VirtualHosts {
+            by_addr: by_addr.into_iter().collect(),
+        }
+    }
+
+    fn servers_of(&self, addr: SocketAddr) -> Option<&AddrServers> {
+        self.by_addr
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, s)| s)
     }
 
     /// The server index for a connection accepted on `socket_addr` whose
     /// local address is `local`, asking for `host` (lower-case, no port).
     pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {
         let Some(a) = self
-            .by_addr
-            .get(&local)
-            .or_else(|| self.by_addr.get(&socket_addr))
+            .servers_of(local)
+            .or_else(|| self.servers_of(socket_addr))
         else {
             return 0;
         };
-        let Some(host) = host else {
+        let Some(host) = host.filter(|_| !a.only_default()) else {
             return a.default;
         };
         if let Some(&i) = a.exact.get(host) {
