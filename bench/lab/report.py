@@ -108,7 +108,8 @@ def hot_table(exp, data, lines):
         top_txt = f"`{top[0]}` ({top[1] / s['samples'] * 100:.0f}%)" if top else "—"
         lines.append(f"| {r['server']} | {r['config']} | {'yes' if r['loaded'] else 'no'} "
                      f"| {s['samples']} | {s['share_D'] * 100:.0f}% | {top_txt} |")
-    lines += ["", "Fast-path outcomes (nowait, all workers):", "",
+    lines += ["", "Fast-path outcomes (nowait, all workers; a body miss goes to the pool "
+              "in its front lane when the response has come mostly from memory):", "",
               "| configuration | random load | op | hit | miss | unsupported |",
               "|---|---|---|---|---|---|"]
     for r in runs:
@@ -119,6 +120,10 @@ def hot_table(exp, data, lines):
             if sum(c.values()):
                 lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} | {op} "
                              f"| {int(c['hit'])} | {int(c['miss'])} | {int(c['unsupported'])} |")
+        if st.get("pool_front"):
+            lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} "
+                         f"| pool tasks in the front lane | {int(st['pool_front'])} "
+                         f"| of {int(st['pool_tasks'])} | |")
     # Ratios.
     pairs = [("aio off", "aio off", True), ("aio threads; aio_fast_path off", "aio threads", True),
              ("aio threads (fast path on)", "aio threads", True),

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::fault;
-use super::{Pool, SubmitError};
+use super::{Lane, Pool, SubmitError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
 use crate::sys::file::{self as sysfile, FileMeta};
@@ -148,10 +148,19 @@ impl FileLayer<'_> {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
+        self.run_in(Lane::Normal, what, f).await
+    }
+
+    /// [`run`](Self::run) in the pool's `lane`.
+    async fn run_in<T, F>(&self, lane: Lane, what: &'static str, f: F) -> Result<T, FileError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         match self.pool {
             None => Ok(f()),
             Some(pool) => {
-                let done = pool.submit(f).map_err(FileError::Overflow)?;
+                let done = pool.submit_to(lane, f).map_err(FileError::Overflow)?;
                 done.await.map_err(|_| FileError::Lost(what))
             }
         }
@@ -202,6 +211,18 @@ impl FileLayer<'_> {
     pub async fn read_append(
         &self,
         file: &OpenFile,
+        buf: Vec<u8>,
+        len: usize,
+        off: u64,
+    ) -> Result<Vec<u8>, FileError> {
+        self.read_append_in(Lane::Normal, file, buf, len, off).await
+    }
+
+    /// [`read_append`](Self::read_append), on the pool in `lane`.
+    pub async fn read_append_in(
+        &self,
+        lane: Lane,
+        file: &OpenFile,
         mut buf: Vec<u8>,
         len: usize,
         off: u64,
@@ -217,7 +238,7 @@ impl FileLayer<'_> {
         }
         let fd = file.fd.clone();
         let path = file.path.clone();
-        self.run("read", move || {
+        self.run_in(lane, "read", move || {
             fault::stall(&path);
             while done < len {
                 match sysfile::pread(&*fd, &mut buf[base + done..], off + done as u64) {
@@ -294,11 +315,12 @@ impl FileLayer<'_> {
     }
 
     /// One `sendfile()` of up to `len` bytes at `off` into the non-blocking
-    /// socket `sock`, on the pool (or the loop under `aio off`). `Ok(0)` means
-    /// the file ended early (truncated); `EAGAIN` comes back as an error for
-    /// the caller to wait for writability.
+    /// socket `sock`, on the pool in `lane` (or the loop under `aio off`).
+    /// `Ok(0)` means the file ended early (truncated); `EAGAIN` comes back as
+    /// an error for the caller to wait for writability.
     pub async fn sendfile(
         &self,
+        lane: Lane,
         sock: &Arc<OwnedFd>,
         file: &OpenFile,
         off: u64,
@@ -307,7 +329,7 @@ impl FileLayer<'_> {
         let sock = sock.clone();
         let fd = file.fd.clone();
         let path = file.path.clone();
-        self.run("sendfile", move || {
+        self.run_in(lane, "sendfile", move || {
             fault::stall(&path);
             let mut o = off;
             sysfile::sendfile(&*sock, &*fd, &mut o, len).map_err(|e| {

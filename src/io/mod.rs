@@ -18,5 +18,5 @@ pub mod pool;
 pub mod pools;
 
 pub use completion::{Completion, SubmitError, TaskError};
-pub use pool::{Pool, PoolStats, PoolTimings, thread_name};
+pub use pool::{Lane, Pool, PoolStats, PoolTimings, thread_name};
 pub use pools::{DEFAULT_MAX_QUEUE, DEFAULT_POOL, DEFAULT_THREADS, Pools};

@@ -2,7 +2,10 @@
 //! (`src/core/ngx_thread_pool.c`).
 //!
 //! A pool is one FIFO task queue, shared by all worker loops, and `threads`
-//! threads named `NAME#i` that run its tasks. `max_queue` bounds the tasks
+//! threads named `NAME#i` that run its tasks. nowait adds a second lane in
+//! front of it ([`Lane::Front`]) for short tasks that finish a response
+//! the loop was serving from memory, so that a hole in a hot file does not
+//! wait behind cold files' reads (see `server::send`). `max_queue` bounds the tasks
 //! *waiting* for a thread, not those running: a task is accepted when
 //! `queued - idle < max_queue`, so `max_queue=0` accepts a task only while a
 //! thread is idle. A full queue fails at once with
@@ -86,10 +89,23 @@ where
     }
 }
 
+/// Which queue a task joins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// The FIFO queue, nginx's only one.
+    Normal,
+    /// Ahead of every [`Lane::Normal`] task (FIFO among themselves): for
+    /// short tasks whose delay would hold up data otherwise served from
+    /// memory.
+    Front,
+}
+
 /// What the queue lock protects.
 struct Queue {
     /// Tasks not yet taken by a thread, oldest first.
     jobs: VecDeque<Job>,
+    /// [`Lane::Front`] tasks, taken before any of `jobs`.
+    front: VecDeque<Job>,
     /// Threads not running a task (nginx's `-waiting` at rest). Starts at
     /// `threads` so admission is deterministic before the threads get going.
     idle: usize,
@@ -100,7 +116,17 @@ struct Queue {
 impl Queue {
     /// Tasks that will not find an idle thread: nginx's `waiting`, floored at 0.
     fn waiting(&self) -> usize {
-        self.jobs.len().saturating_sub(self.idle)
+        self.queued().saturating_sub(self.idle)
+    }
+
+    /// Tasks in either lane.
+    fn queued(&self) -> usize {
+        self.jobs.len() + self.front.len()
+    }
+
+    /// The next task to run: the front lane's oldest, else the queue's.
+    fn pop(&mut self) -> Option<Job> {
+        self.front.pop_front().or_else(|| self.jobs.pop_front())
     }
 }
 
@@ -153,6 +179,8 @@ struct Shared {
     completed: AtomicU64,
     /// Submissions refused because the queue was full.
     overflows: AtomicU64,
+    /// Tasks accepted into [`Lane::Front`].
+    front: AtomicU64,
     /// One timing pair per thread, indexed by thread number.
     timings: Box<[Mutex<Timings>]>,
 }
@@ -210,6 +238,7 @@ impl Pool {
             max_queue,
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
+                front: VecDeque::new(),
                 idle: threads,
                 closing: false,
             }),
@@ -219,6 +248,7 @@ impl Pool {
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             overflows: AtomicU64::new(0),
+            front: AtomicU64::new(0),
             timings: (0..threads).map(|_| Mutex::new(Timings::new())).collect(),
         });
         let pool = Arc::new(Pool {
@@ -260,6 +290,16 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.submit_to(Lane::Normal, task)
+    }
+
+    /// [`submit`](Self::submit) into `lane`. Both lanes count against
+    /// `max_queue` alike.
+    pub fn submit_to<T, F>(&self, lane: Lane, task: F) -> Result<Completion<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let task = Box::new(Pending {
             f: Some(task),
@@ -279,7 +319,7 @@ impl Pool {
                 });
             }
             let waiting = q.waiting();
-            if q.jobs.len() >= q.idle + s.max_queue {
+            if q.queued() >= q.idle + s.max_queue {
                 drop(q);
                 s.overflows.fetch_add(1, Ordering::Relaxed);
                 return Err(SubmitError::Overflow {
@@ -287,10 +327,16 @@ impl Pool {
                     waiting,
                 });
             }
-            q.jobs.push_back(job);
+            match lane {
+                Lane::Normal => q.jobs.push_back(job),
+                Lane::Front => q.front.push_back(job),
+            }
             s.waiting.store(q.waiting(), Ordering::Relaxed);
         }
         s.submitted.fetch_add(1, Ordering::Relaxed);
+        if lane == Lane::Front {
+            s.front.fetch_add(1, Ordering::Relaxed);
+        }
         s.ready.notify_one();
         Ok(Completion::new(rx, Arc::clone(&s.name)))
     }
@@ -306,6 +352,7 @@ impl Pool {
             submitted: s.submitted.load(Ordering::Relaxed),
             completed: s.completed.load(Ordering::Relaxed),
             overflows: s.overflows.load(Ordering::Relaxed),
+            front: s.front.load(Ordering::Relaxed),
         }
     }
 
@@ -367,7 +414,7 @@ fn worker(shared: &Shared, index: usize) {
     let _ = block_all_in_thread();
     let mut q = shared.lock();
     loop {
-        if let Some(mut job) = q.jobs.pop_front() {
+        if let Some(mut job) = q.pop() {
             q.idle -= 1;
             shared.waiting.store(q.waiting(), Ordering::Relaxed);
             drop(q);
@@ -439,6 +486,8 @@ pub struct PoolStats {
     pub completed: u64,
     /// Tasks refused with a queue overflow since start.
     pub overflows: u64,
+    /// Tasks accepted into the front lane since start.
+    pub front: u64,
 }
 
 /// Merged timing histograms of one pool, in microseconds.

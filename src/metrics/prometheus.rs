@@ -202,6 +202,20 @@ pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> Strin
     }
     header(
         &mut out,
+        "nowait_pool_front_lane_total",
+        "counter",
+        "Tasks queued ahead of the others: the rest of a response served from memory.",
+    );
+    for p in &pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_front_lane_total{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().front
+        );
+    }
+    header(
+        &mut out,
         "nowait_pool_queue_wait_seconds",
         "summary",
         "Time a task waited for a pool thread.",

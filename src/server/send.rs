@@ -15,8 +15,8 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use crate::http::range::ByteRange;
-use crate::io::fault;
 use crate::io::file::{FileError, FileLayer, OpenFile};
+use crate::io::{Lane, fault};
 use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
 use crate::sys::socket as sys_socket;
@@ -216,13 +216,34 @@ fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
     crate::sys::socket::set_tcp_nopush(stream, on)
 }
 
+/// How much more of a response must have come from memory than from the
+/// pool for its next miss to take the pool's front lane.
+const FRONT_LANE_RATIO: u64 = 4;
+
+/// The pool lane for the next slice of a response that has sent
+/// `from_memory` bytes from the loop and `from_pool` through the pool.
+///
+/// A miss in a response served mostly from memory is a hole in a hot file
+/// (a few pages evicted, or not yet read back): its slice needs little of
+/// the disk, and while it waits behind cold files' reads the loop's hot
+/// traffic on that file waits too; so it goes ahead of them. A response
+/// that starts with a miss, or has needed the pool as much as memory, is
+/// cold and keeps its place in the FIFO, as in nginx.
+pub fn lane_for(from_memory: u64, from_pool: u64) -> Lane {
+    if from_memory > 0 && from_memory >= from_pool.saturating_mul(FRONT_LANE_RATIO) {
+        Lane::Front
+    } else {
+        Lane::Normal
+    }
+}
+
 /// Sends one range of a file; returns the bytes sent.
 ///
 /// Under `aio threads` with the fast path, each step first copies what is
 /// in memory from the loop ([`FileLayer::body_now`], at most
 /// [`FAST_BODY_CHUNK`]); only when the next bytes need the disk does a slice
-/// go to the pool (`sendfile()` there, or a read). Otherwise `sendfile()` or
-/// reads run where `aio` says.
+/// go to the pool (`sendfile()` there, or a read), in the lane
+/// [`lane_for`] picks. Otherwise `sendfile()` or reads run where `aio` says.
 async fn send_range(
     stream: &TcpStream,
     pool_sock: &mut SocketForPools,
@@ -234,6 +255,7 @@ async fn send_range(
     // One buffer for the whole range when it is copied rather than sendfile'd.
     let mut scratch = Vec::new();
     let mut off = range.start;
+    let (mut from_memory, mut from_pool) = (0u64, 0u64);
     while off < range.end {
         let left = range.end - off;
         let mut n = 0;
@@ -244,23 +266,25 @@ async fn send_range(
                 .body_now(file, &mut scratch, left.min(FAST_BODY_CHUNK) as usize, off);
             if n > 0 {
                 write_all(stream, &scratch[..n], p.timeout).await?;
+                from_memory += n as u64;
             }
         }
         if n == 0 {
+            let lane = lane_for(from_memory, from_pool);
             n = if p.sendfile {
                 let chunk = if p.max_chunk == 0 {
                     left
                 } else {
                     left.min(p.max_chunk)
                 } as usize;
-                sendfile_once(stream, pool_sock, file, off, chunk, p).await?
+                sendfile_once(stream, pool_sock, file, off, chunk, lane, p).await?
             } else {
                 let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
                 let mut buf = std::mem::take(&mut scratch);
                 buf.clear();
                 buf = p
                     .files
-                    .read_append(file, buf, chunk, off)
+                    .read_append_in(lane, file, buf, chunk, off)
                     .await
                     .map_err(SendError::File)?;
                 if buf.is_empty() {
@@ -271,6 +295,7 @@ async fn send_range(
                 scratch = buf;
                 n
             };
+            from_pool += n as u64;
         }
         off += n as u64;
         if p.max_chunk != 0 && off < range.end {
@@ -291,6 +316,7 @@ async fn sendfile_once(
     file: &OpenFile,
     off: u64,
     chunk: usize,
+    lane: Lane,
     p: &SendParams<'_>,
 ) -> Result<usize, SendError> {
     loop {
@@ -303,7 +329,7 @@ async fn sendfile_once(
             })
         } else {
             let sock = pool_sock.get(stream).map_err(SendError::Io)?;
-            match p.files.sendfile(&sock, file, off, chunk).await {
+            match p.files.sendfile(lane, &sock, file, off, chunk).await {
                 Ok(n) => Ok(n),
                 Err(e) => match e.errno() {
                     Some(libc::EAGAIN) => {
@@ -330,5 +356,28 @@ async fn sendfile_once(
             }
             Err(e) => return Err(SendError::Io(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_that_starts_cold_keeps_its_place() {
+        assert_eq!(lane_for(0, 0), Lane::Normal);
+        assert_eq!(lane_for(0, 512 * 1024), Lane::Normal);
+    }
+
+    #[test]
+    fn a_hole_in_a_response_served_from_memory_goes_first() {
+        assert_eq!(lane_for(64 * 1024, 0), Lane::Front);
+        assert_eq!(lane_for(4 << 20, 512 * 1024), Lane::Front);
+    }
+
+    #[test]
+    fn a_response_that_needed_the_pool_as_much_as_memory_is_cold() {
+        assert_eq!(lane_for(1 << 20, 512 * 1024), Lane::Normal);
+        assert_eq!(lane_for(2 << 20, 512 * 1024), Lane::Front);
     }
 }

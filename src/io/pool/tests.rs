@@ -39,6 +39,37 @@ fn tasks_run_in_fifo_order() {
 }
 
 #[test]
+fn front_lane_runs_before_the_queue_and_counts_against_max_queue() {
+    let pool = Pool::new("lanes", 1, 4).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit(blocker).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let push = |lane, i| {
+        let order = Arc::clone(&order);
+        pool.submit_to(lane, move || order.lock().unwrap().push(i))
+            .unwrap()
+    };
+    let done = vec![
+        push(Lane::Normal, 1),
+        push(Lane::Normal, 2),
+        push(Lane::Front, 10),
+        push(Lane::Front, 11),
+    ];
+    // Four waiting: the fifth is refused whatever its lane.
+    assert!(matches!(
+        pool.submit_to(Lane::Front, || ()),
+        Err(SubmitError::Overflow { waiting: 4, .. })
+    ));
+    release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    for d in done {
+        d.wait_blocking().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![10, 11, 1, 2]);
+    assert_eq!(pool.stats().front, 2);
+}
+
+#[test]
 fn overflow_message_is_nginx_text() {
     let pool = Pool::new("pool_1", 1, 2).unwrap();
     let (release, blocker) = gate();
