@@ -28,6 +28,20 @@ else
     log "installed: $($NGINX -v 2>&1)"
 fi
 
+# The Perl modules nginx's own test suite uses in the files
+# scripts/conformance.py runs (WebSocket framing for proxy_websocket.t).
+PERL_MODULES=(libprotocol-websocket-perl)
+missing=()
+for p in "${PERL_MODULES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+    log "installing ${missing[*]}"
+    apt-get install -y "${missing[@]}" >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+    }
+fi
+
 # The package's postinst starts the service; stop it whether or not we
 # installed it now, so that nothing holds port 80 or confuses a test.
 log "stopping and disabling the system nginx service (tests start their own)"

@@ -160,9 +160,78 @@ fn version_and_build_facts() {
     let r = nowait(&["-V"]);
     assert_eq!(r.code, Some(0));
     assert!(r.stderr.starts_with(&v), "{}", r.stderr);
-    for fact in ["built for ", "prefix: ", "conf-path: ", "features: "] {
+    for fact in [
+        "\nnginx version: nginx/1.22.1 ",
+        "built for ",
+        "features: ",
+        "\nconfigure arguments: --prefix=",
+        " --conf-path=",
+        " --http-client-body-temp-path=",
+        " --with-threads",
+        " --without-http_fastcgi_module",
+    ] {
         assert!(r.stderr.contains(fact), "{fact}: {}", r.stderr);
     }
+}
+
+/// nginx's test harness decides what a binary has from `-V`: some features
+/// by the absence of `--without-…`, others by a bare word anywhere in the
+/// text (`stream`, `http_ssl`, `sub`, `dav` …). nowait must not claim any
+/// of those by accident, or the harness runs tests of modules it lacks.
+#[test]
+fn version_claims_no_module_nowait_lacks() {
+    let r = nowait(&["-V"]);
+    // `upstream` contains `stream`: see `config::modules`.
+    let text = r.stderr.replace("upstream", "");
+    for word in [
+        "stream",
+        "--with-mail",
+        "http_ssl",
+        "http_v2",
+        "http_v3",
+        "TLS SNI",
+        "perl",
+        "xslt",
+        "dav",
+        "flv",
+        "mp4",
+        "image_filter",
+        "geoip",
+        "slice",
+        "secure_link",
+        "random_index",
+        "addition",
+        "gunzip",
+        "sub",
+        "--with-debug",
+    ] {
+        assert!(!text.contains(word), "{word} in {}", r.stderr);
+    }
+}
+
+/// nginx opens the `-e` log before reading the configuration: a
+/// configuration that fails leaves its reason there too (nginx's test
+/// harness reads it).
+#[test]
+fn configuration_errors_also_go_to_the_e_log() {
+    let dir = TempDir::new("elog");
+    let conf = dir.write("nowait.conf", "events {}\nbogus;\n");
+    let r = nowait(&["-p", dir.path(), "-c", &conf, "-e", "early.log"]);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("[emerg] unknown directive"),
+        "{}",
+        r.stderr
+    );
+    let log = std::fs::read_to_string(Path::new(dir.path()).join("early.log")).unwrap();
+    let line = log.lines().next().unwrap_or_default();
+    // `2026/11/23 14:36:48 [emerg] 7116#7116: unknown directive …`
+    assert!(
+        line.contains(" [emerg] ")
+            && line.contains(&format!("unknown directive \"bogus\" in {conf}:2")),
+        "{log}"
+    );
+    assert_eq!(line.as_bytes()[4], b'/', "{log}");
 }
 
 #[test]

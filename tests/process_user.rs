@@ -129,3 +129,24 @@ fn worker_threads_have_nobody_uid_and_the_main_thread_keeps_root() {
 fn names(threads: &[(u32, String, String)]) -> Vec<&str> {
     threads.iter().map(|(_, n, _)| n.as_str()).collect()
 }
+
+/// nginx's `ngx_create_paths`: the request-body temp directory is created
+/// at start-up, private (0700), and given to `user`, who writes there.
+#[test]
+fn temp_directories_are_created_for_the_serving_user() {
+    assert_root();
+    let f = Fixture::build();
+    let conf = Conf::server("root {root};")
+        .main("user nobody nogroup;")
+        .root(f.root())
+        .render()
+        .replace(
+            "client_body_temp_path client_body_temp;",
+            "client_body_temp_path {prefix}/bodies 1 2;",
+        );
+    let s = Server::nowait(&conf);
+    let meta = std::fs::metadata(s.prefix().join("bodies")).expect("the directory exists");
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert_eq!(meta.uid(), NOBODY);
+}

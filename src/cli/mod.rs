@@ -23,8 +23,17 @@ pub const DEFAULT_PREFIX: &str = match option_env!("NOWAIT_PREFIX") {
 pub const DEFAULT_CONF: &str = "conf/nowait.conf";
 
 /// Prints a message as nginx does before its logs are open: `nowait: …`.
+/// A message with a level (`[emerg] …`) also goes to the `-e` error log,
+/// as nginx's do.
 pub fn say(msg: &str) {
     eprintln!("{}: {msg}", crate::NAME);
+    if let Some((level, text)) = msg
+        .strip_prefix('[')
+        .and_then(|m| m.split_once("] "))
+        .and_then(|(l, t)| Some((crate::log::Level::from_name(l)?, t)))
+    {
+        crate::log::write_startup_file(level, format_args!("{text}"));
+    }
 }
 
 /// Prints configuration messages as `nowait: [emerg] … in FILE:LINE`.
@@ -61,12 +70,21 @@ fn usage() -> String {
     )
 }
 
+/// The nginx release whose configuration language and behaviour nowait
+/// follows. `-V` names it on nginx's own line, so that tools that ask
+/// `nginx -V` which behaviour to expect (nginx's test harness among them)
+/// get the answer that is true of nowait.
+pub const NGINX_COMPAT_VERSION: &str = "1.22.1";
+
 fn version_facts() -> String {
     format!(
-        "built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
-         prefix: {prefix}\n\
-         conf-path: {prefix}{conf}\n\
-         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n",
+        "nginx version: nginx/{compat} (the nginx whose configuration and behaviour nowait follows)\n\
+         built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
+         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n\
+         configure arguments: --prefix={prefix} --conf-path={prefix}{conf} --error-log-path={prefix}logs/error.log \
+         --pid-path={prefix}logs/{name}.pid --http-log-path={prefix}logs/access.log \
+         --http-client-body-temp-path={prefix}{body_temp} {flags}\n",
+        compat = NGINX_COMPAT_VERSION,
         arch = std::env::consts::ARCH,
         profile = if cfg!(debug_assertions) {
             "debug"
@@ -75,6 +93,9 @@ fn version_facts() -> String {
         },
         prefix = DEFAULT_PREFIX,
         conf = DEFAULT_CONF,
+        name = crate::NAME,
+        body_temp = config::inherit::DEFAULT_CLIENT_BODY_TEMP_PATH,
+        flags = config::modules::configure_flags().join(" "),
     )
 }
 
@@ -182,6 +203,11 @@ pub fn main() -> i32 {
             return 1;
         }
     };
+    if let Some(e) = inv.load.error_log.as_deref().filter(|e| *e != "stderr") {
+        if let Err(msg) = crate::log::open_startup_file(&inv.load.prefix.join(e)) {
+            say(&format!("[alert] {msg}"));
+        }
+    }
     if inv.args.signal.is_some() && inv.load.conf_file.is_none() {
         say(&format!(
             "[error] no configuration file at \"{}\": \"-s\" needs one to find the pid file",

@@ -107,6 +107,7 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
     if let Root::Root(t) = &d.root {
         d.root = Root::Root(Template::literal(&prefix.join(&t.source).to_string_lossy()));
     }
+    d.client_body_temp_path.path = prefix.join(&d.client_body_temp_path.path);
     if let AccessLogs::Logs(logs) = &mut d.access_log {
         for l in logs {
             if let LogTarget::File(p) = &l.target {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::model::{AccessLogs, AddHeader, Aio, ErrorPage, Root, Types};
+use super::model::{AccessLogs, AddHeader, Aio, ErrorPage, Root, TempPath, Types};
 use super::template::Template;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
@@ -54,6 +54,9 @@ macro_rules! inherited {
 }
 
 const KB: u64 = 1024;
+
+/// nginx's `--http-client-body-temp-path` default, relative to the prefix.
+pub const DEFAULT_CLIENT_BODY_TEMP_PATH: &str = "client_body_temp";
 const MB: u64 = 1024 * 1024;
 
 inherited! {
@@ -94,6 +97,9 @@ inherited! {
         aio_fast_path: bool = true,
         /// `aio_write`.
         aio_write: bool = false,
+        /// `client_body_temp_path`: where request bodies larger than the
+        /// body buffer are written (made absolute by the loader).
+        client_body_temp_path: TempPath = TempPath::new(DEFAULT_CLIENT_BODY_TEMP_PATH),
         /// `client_max_body_size` (0 disables the check).
         client_max_body_size: u64 = MB,
         /// `error_page`: all of a level's entries replace the parent's.

@@ -15,6 +15,7 @@ pub mod finish;
 pub mod inherit;
 pub mod lexer;
 pub mod model;
+pub mod modules;
 pub mod set_core;
 pub mod set_http;
 pub mod set_proxy;

@@ -8,7 +8,7 @@ use super::build::{Builder, Scope, invalid, set_flag, set_once};
 use super::inherit::{LocSet, SrvSet};
 use super::model::{
     AccessLog, AccessLogs, AddHeader, Aio, COMBINED_FORMAT, ErrorPage, HttpConf, LogFormat,
-    LogTarget, Root, Types,
+    LogTarget, Root, TempPath, Types,
 };
 use super::syntax::Directive;
 use super::template::{Part, Template};
@@ -458,6 +458,31 @@ pub fn error_page(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
             uri,
         });
     Ok(())
+}
+
+/// `client_body_temp_path path [level1 [level2 [level3]]];`
+pub fn client_body_temp_path(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let p = temp_path(b, d)?;
+    set_once(&mut ls(scope).client_body_temp_path, p, &d.name)
+}
+
+/// A temp path and its levels, as `ngx_conf_set_path_slot` reads them.
+pub fn temp_path(b: &Builder, d: &Directive) -> Result<TempPath, String> {
+    let mut levels = Vec::new();
+    for w in &d.args[1..] {
+        match value::number(&w.value) {
+            Some(n @ 1..=2) => levels.push(n as u8),
+            _ => return Err(invalid(d, &w.value)),
+        }
+    }
+    Ok(TempPath {
+        path: b.full_path(d.arg(0)),
+        levels,
+    })
 }
 
 /// `add_header name value [always];`

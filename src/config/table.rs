@@ -146,6 +146,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("keepalive_requests", HSL, Exactly(1), false, Ready, set_http::keepalive_requests, "keepalive_requests number;", "1000"),
     spec!("send_timeout", HSL, Exactly(1), false, Ready, set_http::send_timeout, "send_timeout time;", "60s"),
     spec!("client_max_body_size", HSL, Exactly(1), false, Ready, set_http::client_max_body_size, "client_max_body_size size;", "1m"),
+    spec!("client_body_temp_path", HSL, Between(1, 4), false, Ready, set_http::client_body_temp_path, "client_body_temp_path path [level1 [level2 [level3]]];", "client_body_temp"),
     spec!("client_header_timeout", HTTP | SERVER, Exactly(1), false, Ready, set_http::client_header_timeout, "client_header_timeout time;", "60s"),
     spec!("client_header_buffer_size", HTTP | SERVER, Exactly(1), false, Ready, set_http::client_header_buffer_size, "client_header_buffer_size size;", "1k"),
     spec!("large_client_header_buffers", HTTP | SERVER, Exactly(2), false, Ready, set_http::large_client_header_buffers, "large_client_header_buffers number size;", "4 8k"),

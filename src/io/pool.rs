@@ -255,15 +255,22 @@ impl Pool {
             shared,
             handles: Mutex::new(Vec::with_capacity(threads)),
         });
+        // Each thread says when its `init` has run: the pool is returned
+        // only once every thread is what `init` makes it (e.g. no longer
+        // root), so nothing observes a thread before it is ready.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         for i in 0..threads {
             let shared = Arc::clone(&pool.shared);
             let init = init.clone();
+            let ready = ready_tx.clone();
             let spawned = thread::Builder::new()
                 .name(thread_name(name, i + 1))
                 .spawn(move || {
                     if let Some(init) = init {
                         init();
                     }
+                    let _ = ready.send(());
+                    drop(ready);
                     worker(&shared, i)
                 });
             match spawned {
@@ -272,6 +279,13 @@ impl Pool {
                     pool.close();
                     return Err(e);
                 }
+            }
+        }
+        drop(ready_tx);
+        for _ in 0..threads {
+            // A thread that died before saying so ends the wait early.
+            if ready_rx.recv().is_err() {
+                break;
             }
         }
         Ok(pool)

@@ -122,12 +122,54 @@ pub fn startup_message(level: Level, msg: fmt::Arguments<'_>) -> String {
     format!("{}: [{level}] {msg}", crate::NAME)
 }
 
-/// Writes [`startup_message`] and a newline to stderr, synchronously. Only
-/// before the loops start (or on the way out): it may block on the terminal.
+/// The error log named by `-e`, opened before the configuration is read
+/// (nginx's `ngx_log_init`): start-up messages go there as well as to
+/// stderr, so a configuration that fails to load leaves its reason in the
+/// log an operator (or nginx's test harness) reads.
+static STARTUP_FILE: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
+/// Opens `path` (created, appended to) as the start-up error log. The
+/// error is nginx's `could not open error log file: open() "…" failed (…)`,
+/// which the caller prints as an alert and goes on without the file.
+pub fn open_startup_file(path: &std::path::Path) -> Result<(), String> {
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| {
+            format!(
+                "could not open error log file: open() \"{}\" failed ({})",
+                path.display(),
+                crate::config::errno_text(&e)
+            )
+        })?;
+    *STARTUP_FILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    Ok(())
+}
+
+/// Writes [`startup_message`] and a newline to stderr, and the message in
+/// the error log's format to the `-e` file if one is open; synchronously.
+/// Only before the loops start (or on the way out): it may block.
 pub fn write_startup_message(level: Level, msg: fmt::Arguments<'_>) {
     let line = startup_message(level, msg) + "\n";
     // Nowhere left to report a failing stderr.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    write_startup_file(level, msg);
+}
+
+/// Writes one message to the `-e` file only (see [`write_startup_message`]).
+pub fn write_startup_file(level: Level, msg: fmt::Arguments<'_>) {
+    let mut guard = STARTUP_FILE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(f) = guard.as_mut() else {
+        return;
+    };
+    let time = crate::sys::time::LocalTime::now()
+        .map(|t| t.error_log())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    format_line(&mut out, &time, level, getpid(), tid(), None, msg);
+    out.push(b'\n');
+    let _ = f.write_all(&out);
 }
 
 #[cfg(test)]

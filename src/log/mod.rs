@@ -27,7 +27,9 @@ pub mod files;
 pub mod level;
 pub mod writer;
 
-pub use error_log::{ErrorLog, startup_message, write_startup_message};
+pub use error_log::{
+    ErrorLog, open_startup_file, startup_message, write_startup_file, write_startup_message,
+};
 pub use files::LogFiles;
 pub use level::Level;
 pub use writer::{Destination, LogWriter, WriterStats};

@@ -11,6 +11,7 @@
 //! logs.
 
 pub mod identity;
+pub mod paths;
 pub mod pidfile;
 
 use std::sync::Arc;
@@ -183,6 +184,10 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         return 1;
     }
     if let Err(e) = check_logs(&config) {
+        say(&format!("[emerg] {e}"));
+        return 1;
+    }
+    if let Err(e) = paths::create(&config, identity.as_ref()) {
         say(&format!("[emerg] {e}"));
         return 1;
     }
@@ -390,6 +395,7 @@ fn reload(inv: &Invocation, listeners: &mut Listeners, id: u64) -> Result<Genera
         return Err(refused.join("; "));
     }
     let (identity, _) = identity::resolve(&config.main)?;
+    paths::create(&config, identity.as_ref())?;
     let init = identity::thread_init(identity);
     let workers = worker_count(&config);
     listeners

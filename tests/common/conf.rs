@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-/// nginx's temporary directories, kept in the prefix; nowait drops these
-/// lines (see [`Server`](super::Server)).
-const NGINX_TEMP_PATHS: &str = " client_body_temp_path client_body_temp; # nginx only
+/// nginx's temporary directories, kept in the prefix; nowait drops the
+/// lines of modules it does not have (see [`Server`](super::Server)).
+const NGINX_TEMP_PATHS: &str = " client_body_temp_path client_body_temp;
  proxy_temp_path proxy_temp; # nginx only
  fastcgi_temp_path fastcgi_temp; # nginx only
  uwsgi_temp_path uwsgi_temp; # nginx only
