@@ -12,6 +12,8 @@
 //! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
 //!   ranges, conditionals, response heads, error pages.
 //! - [`io`]: the never-blocking file layer and the named thread pools.
+//! - [`body`]: bodies that stream (an upstream response), chunked framing,
+//!   the tee that feeds the cache writer.
 //! - [`log`]: error and access logs, written off the event loops.
 //! - [`metrics`]: loop blocked time, latency histograms, pool counters.
 //! - [`sys`]: every raw system call, behind safe wrappers. The only module
@@ -22,6 +24,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod body;
 pub mod cli;
 pub mod config;
 pub mod http;

@@ -107,7 +107,8 @@ pub struct Builder {
     pub diags: Diagnostics,
     /// Directives that are parsed but not implemented yet.
     pub not_implemented: Vec<(String, Loc)>,
-    /// Variables used anywhere, checked once all are defined.
+    /// Names of configuration-defined variables used anywhere, checked once
+    /// all are defined.
     pub var_uses: Vec<(String, Loc)>,
     /// Variables defined by the configuration (`split_clients`).
     pub defined_vars: HashSet<String>,
@@ -115,6 +116,9 @@ pub struct Builder {
     pub pool_uses: Vec<(Template, Loc)>,
     /// `access_log … FORMAT` uses, checked against `log_format`.
     pub log_format_uses: Vec<(String, Loc)>,
+    /// Whether any template uses `$realpath_root` (resolving it costs a
+    /// file-system walk per request, made only when needed).
+    pub uses_realpath_root: bool,
 }
 
 impl Builder {
@@ -128,6 +132,7 @@ impl Builder {
             defined_vars: HashSet::new(),
             pool_uses: Vec::new(),
             log_format_uses: Vec::new(),
+            uses_realpath_root: false,
         }
     }
 
@@ -156,7 +161,15 @@ impl Builder {
     pub fn template(&mut self, s: &str, loc: &Loc) -> Result<Template, String> {
         let t = Template::parse(s)?;
         for v in t.vars() {
-            self.var_uses.push((v.to_string(), loc.clone()));
+            match v {
+                super::vars::Var::Named(name) => {
+                    self.var_uses.push((name.to_string(), loc.clone()));
+                }
+                super::vars::Var::Builtin(super::vars::Builtin::RealpathRoot) => {
+                    self.uses_realpath_root = true;
+                }
+                _ => {}
+            }
         }
         Ok(t)
     }

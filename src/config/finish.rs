@@ -9,10 +9,10 @@ use std::path::Path;
 use super::build::Builder;
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
-    AccessLogs, Aio, DEFAULT_POOL, HttpConf, Listen, Location, LogTarget, MainConf, Root,
+    AccessLogs, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget, MainConf, Root,
     ThreadPoolConf,
 };
-use super::template::{Part, Template, is_builtin};
+use super::template::{Part, Template, Var};
 
 /// Merges and checks; errors go to the builder's diagnostics.
 pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>) {
@@ -29,10 +29,7 @@ fn check_variables(b: &mut Builder) {
     let uses = std::mem::take(&mut b.var_uses);
     let mut reported = HashSet::new();
     for (name, loc) in uses {
-        if !is_builtin(&name)
-            && !b.defined_vars.contains(&name)
-            && reported.insert((name.clone(), loc.clone().line))
-        {
+        if !b.defined_vars.contains(&name) && reported.insert((name.clone(), loc.clone().line)) {
             b.error(format!("unknown \"{name}\" variable"), &loc);
         }
     }
@@ -52,8 +49,8 @@ fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>>
     for part in &t.parts {
         match part {
             Part::Literal(s) => out.iter_mut().for_each(|o| o.push_str(s)),
-            Part::Var(v) => {
-                let sc = http?.split_clients.iter().find(|s| &s.var == v)?;
+            Part::Var(Var::Named(v)) => {
+                let sc = http?.split_clients.iter().find(|s| *s.var == **v)?;
                 let vals: Vec<&str> = sc.parts.iter().map(|(_, v)| v.as_str()).collect();
                 if out.len().saturating_mul(vals.len()) > MAX_POSSIBLE_VALUES {
                     return None;
@@ -63,6 +60,7 @@ fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>>
                     .flat_map(|o| vals.iter().map(move |v| format!("{o}{v}")))
                     .collect();
             }
+            Part::Var(_) => return None,
         }
     }
     Some(out)
@@ -138,18 +136,37 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
                 }),
             ));
         }
-        merge_locations(&mut s.locations, &s.conf);
+        merge_locations(b, &mut s.locations, &s.conf);
     }
 }
 
-fn merge_locations(list: &mut [Location], parent: &LocConf) {
+fn merge_locations(b: &mut Builder, list: &mut [Location], parent: &LocConf) {
     for l in list {
         l.conf = l.set.resolve(parent);
-        if let Aio::Threads(_) = &l.conf.aio {
-            // Pools were checked where `aio` was written; nothing to add here.
-        }
+        choose_handler(b, l);
         let conf = l.conf.clone();
-        merge_locations(&mut l.locations, &conf);
+        merge_locations(b, &mut l.locations, &conf);
+    }
+}
+
+/// One content handler per location: the directives that name one may not
+/// be combined (nginx: the second one's `is duplicate`).
+fn choose_handler(b: &mut Builder, l: &mut Location) {
+    let mut chosen = Vec::new();
+    if l.proxy_pass.is_some() {
+        chosen.push((Handler::Proxy, "proxy_pass"));
+    }
+    if l.status_page {
+        chosen.push((Handler::Status, "nowait_status"));
+    }
+    if let Some((h, _)) = chosen.first() {
+        l.handler = *h;
+    }
+    if let [(_, first), (_, second), ..] = chosen.as_slice() {
+        b.error(
+            format!("\"{second}\" cannot be used with \"{first}\" in one location: a location has one content handler"),
+            &l.loc,
+        );
     }
 }
 

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use super::model::BodyInFile;
 use super::model::{AccessLogs, AddHeader, Aio, ErrorPage, Root, TempPath, Types};
 use super::template::Template;
 
@@ -95,11 +96,23 @@ inherited! {
         /// `aio_fast_path` (nowait's): with `aio threads`, try each file
         /// operation on the loop in a form that cannot block first.
         aio_fast_path: bool = true,
-        /// `aio_write`.
-        aio_write: bool = false,
+        /// `aio_write`: temp-file and cache writes go to the pool under
+        /// `aio threads`. nowait's default is on (nginx's is off): with it
+        /// off, writes wait on the loop, which only the baseline wants.
+        aio_write: bool = true,
         /// `client_body_temp_path`: where request bodies larger than the
         /// body buffer are written (made absolute by the loader).
         client_body_temp_path: TempPath = TempPath::new(DEFAULT_CLIENT_BODY_TEMP_PATH),
+        /// `client_body_buffer_size`: request bodies up to this size stay in
+        /// memory (two pages on x86-64, nginx's default).
+        client_body_buffer_size: u64 = 16 * KB,
+        /// `client_body_in_file_only`.
+        client_body_in_file_only: BodyInFile = BodyInFile::Off,
+        /// `client_body_in_single_buffer`.
+        client_body_in_single_buffer: bool = false,
+        /// `client_body_timeout`: the longest wait between two reads of a
+        /// request body.
+        client_body_timeout: Duration = Duration::from_secs(60),
         /// `client_max_body_size` (0 disables the check).
         client_max_body_size: u64 = MB,
         /// `error_page`: all of a level's entries replace the parent's.

@@ -25,6 +25,7 @@ pub mod syntax;
 pub mod table;
 pub mod template;
 pub mod value;
+pub mod vars;
 
 use std::path::PathBuf;
 
@@ -132,6 +133,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
             prefix: opts.prefix.clone(),
             conf_file: opts.conf_file.clone(),
             files: reader.files,
+            uses_realpath_root: b.uses_realpath_root,
         },
         warnings: b.diags.items,
     })

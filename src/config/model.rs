@@ -32,6 +32,8 @@ pub struct Config {
     pub conf_file: Option<PathBuf>,
     /// Every file read, for `-T`.
     pub files: Vec<SourceFile>,
+    /// Whether `$realpath_root` is used anywhere (see `server::phases`).
+    pub uses_realpath_root: bool,
 }
 
 /// `worker_processes`.
@@ -177,8 +179,9 @@ pub struct Server {
     pub srv_set: SrvSet,
     /// Resolved server-wide settings.
     pub srv: SrvConf,
-    /// `return` at server level (answers before any location).
-    pub ret: Option<Return>,
+    /// The rewrite module's script at server level, run before a location
+    /// is chosen (and again after each internal redirect).
+    pub rewrite: Vec<RewriteOp>,
     /// The locations, in order of appearance.
     pub locations: Vec<Location>,
     /// Where the block starts.
@@ -287,12 +290,17 @@ pub struct Location {
     pub set: LocSet,
     /// Resolved settings in force inside it.
     pub conf: LocConf,
-    /// `return`.
-    pub ret: Option<Return>,
+    /// The rewrite module's script of this location, run when the request
+    /// enters it.
+    pub rewrite: Vec<RewriteOp>,
     /// `proxy_pass` (parsed; served by the caching-proxy issue).
     pub proxy_pass: Option<Template>,
     /// `nowait_status`: this location serves the measurements.
     pub status_page: bool,
+    /// What makes the response when the request reaches the content phase
+    /// here: one handler per location, chosen when the configuration is
+    /// built.
+    pub handler: Handler,
     /// Nested locations.
     pub locations: Vec<Location>,
     /// Where the block starts.
@@ -397,6 +405,28 @@ pub struct AddHeader {
     pub always: bool,
 }
 
+/// The content handler of a location (nginx's `clcf->handler`, or the
+/// static/index modules when none is set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Handler {
+    /// Files: `root`/`alias`, `index`, ranges, conditionals.
+    #[default]
+    Static,
+    /// `nowait_status`: the measurements.
+    Status,
+    /// `proxy_pass`.
+    Proxy,
+}
+
+/// One instruction of the rewrite module's script: a server's runs before
+/// a location is chosen, a location's when the request enters it (nginx's
+/// server-rewrite and rewrite phases).
+#[derive(Clone, Debug)]
+pub enum RewriteOp {
+    /// `return`: answer now.
+    Return(Return),
+}
+
 /// `return`.
 #[derive(Clone, Debug)]
 pub struct Return {
@@ -470,6 +500,18 @@ impl TempPath {
             levels: Vec::new(),
         }
     }
+}
+
+/// `client_body_in_file_only`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BodyInFile {
+    /// Bodies go to a file only when they outgrow `client_body_buffer_size`.
+    #[default]
+    Off,
+    /// Always a file, removed when the request ends.
+    Clean,
+    /// Always a file, kept.
+    On,
 }
 
 /// A shared pointer to a resolved location configuration.

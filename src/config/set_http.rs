@@ -347,6 +347,7 @@ fn path_template(b: &Builder, mut t: Template, is_root: bool) -> Template {
         .iter()
         .map(|p| match p {
             Part::Literal(s) => s.clone(),
+            Part::Var(crate::config::vars::Var::Capture(n)) => format!("${n}"),
             Part::Var(v) => format!("${{{v}}}"),
         })
         .collect();
@@ -360,10 +361,12 @@ fn root_or_alias(
     alias: bool,
 ) -> Result<(), String> {
     let raw = d.arg(0);
-    for forbidden in ["document_root", "realpath_root"] {
-        if Template::parse(raw).is_ok_and(|t| t.vars().any(|v| v == forbidden)) {
+    use crate::config::vars::Builtin;
+    for forbidden in [Builtin::DocumentRoot, Builtin::RealpathRoot] {
+        if Template::parse(raw).is_ok_and(|t| t.uses(forbidden)) {
             return Err(format!(
-                "the ${forbidden} variable cannot be used in the \"{}\" directive",
+                "the ${} variable cannot be used in the \"{}\" directive",
+                forbidden.name(),
                 d.name
             ));
         }

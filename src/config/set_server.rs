@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 use super::build::{Builder, Scope};
-use super::model::{Listen, Location, LocationMatch, Return, Server};
+use super::model::{Listen, Location, LocationMatch, Return, RewriteOp, Server};
 use super::syntax::Directive;
 use super::value;
 
@@ -237,6 +237,11 @@ fn duplicate_key(m: &LocationMatch) -> Option<(u8, &str)> {
 /// `location [=|~|~*|^~] uri { ... }` and `location @name { ... }`
 pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let matcher = location_match(d)?;
+    if let LocationMatch::Regex { re, .. } = &matcher {
+        // Named captures (`(?<name>…)`) are variables, as in nginx.
+        b.defined_vars
+            .extend(re.capture_names().flatten().map(str::to_string));
+    }
     if let Scope::Location(parent) = scope {
         let inner = matcher.describe();
         match &parent.matcher {
@@ -291,9 +296,10 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         matcher,
         set: Default::default(),
         conf: Default::default(),
-        ret: None,
+        rewrite: Vec::new(),
         proxy_pass: None,
         status_page: false,
+        handler: Default::default(),
         locations: Vec::new(),
         loc: d.loc.clone(),
     };
@@ -347,19 +353,11 @@ pub fn return_(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<
         }
         _ => return Err(format!("invalid return code \"{first}\"")),
     };
-    let slot = match scope {
-        Scope::Server(s) => &mut s.ret,
-        Scope::Location(l) => &mut l.ret,
+    let script = match scope {
+        Scope::Server(s) => &mut s.rewrite,
+        Scope::Location(l) => &mut l.rewrite,
         _ => unreachable!("the table allows return in server and location only"),
     };
-    // As in nginx, the first `return` of a block is the one that runs.
-    if slot.is_none() {
-        *slot = Some(ret);
-    } else {
-        b.warn(
-            "\"return\" after an earlier \"return\" in the same block is never reached",
-            &d.loc,
-        );
-    }
+    script.push(RewriteOp::Return(ret));
     Ok(())
 }

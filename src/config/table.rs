@@ -154,7 +154,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("aio", HSL, Exactly(1), false, Ready, set_http::aio, "aio off | threads[=pool];", "off"),
     spec!("aio_fast_path", HSL, Exactly(1), false, Ready, set_http::aio_fast_path, "aio_fast_path on | off;", "on"),
     spec!("nowait_status", LOCATION, Exactly(0), false, Ready, set_server::nowait_status, "nowait_status;", "—"),
-    spec!("aio_write", HSL, Exactly(1), false, Ready, set_http::aio_write, "aio_write on | off;", "off"),
+    spec!("aio_write", HSL, Exactly(1), false, Ready, set_http::aio_write, "aio_write on | off;", "on"),
     spec!("root", HSL, Exactly(1), false, Ready, set_http::root, "root path;", "html"),
     spec!("alias", LOCATION, Exactly(1), false, Ready, set_http::alias, "alias path;", "—"),
     spec!("index", HSL, AtLeast(1), false, Ready, set_http::index, "index file ...;", "index.html"),

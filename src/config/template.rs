@@ -1,19 +1,22 @@
-//! Arguments that may hold variables (`$uri`, `${host}`): parsed once at load
-//! time into literal and variable parts, evaluated per request later.
+//! Arguments that may hold variables (`$uri`, `${host}`, `$1`): parsed
+//! once at load time into literal and variable parts ([`Var`]), evaluated
+//! per request later.
 //!
-//! Variable names are checked when the whole configuration is known (a
-//! `split_clients` may define a variable after its first use, as in nginx),
-//! with nginx's message `unknown "name" variable`.
+//! Names the configuration defines itself are checked when the whole
+//! configuration is known (a `split_clients` may define a variable after its
+//! first use, as in nginx), with nginx's message `unknown "name" variable`.
 
 use std::fmt;
+
+pub use super::vars::Var;
 
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {
     /// Text copied as is.
     Literal(String),
-    /// A variable's name, without `$` or braces.
-    Var(String),
+    /// A variable.
+    Var(Var),
 }
 
 /// An argument split into literal text and variables.
@@ -26,9 +29,11 @@ pub struct Template {
 }
 
 impl Template {
-    /// Parses `s`. A `$` followed by a name (`[A-Za-z0-9_]+`) or `{name}` is a
-    /// variable; a lone `$` is literal, as in nginx's script compiler for
-    /// `$` at the end. An unclosed `${` is an error.
+    /// Parses `s` as nginx's script compiler does (`ngx_http_script_compile`):
+    /// `$1`…`$9` is a capture (one digit: `$12` is capture 1 then `2`); a
+    /// `$` followed by a name (`[A-Za-z0-9_]+`) or `{name}` is a variable; a
+    /// lone `$` is literal (nowait keeps it where nginx would refuse a `$`
+    /// at the very end). An unclosed `${` is an error.
     pub fn parse(s: &str) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut lit = String::new();
@@ -39,6 +44,14 @@ impl Template {
                 let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
                 lit.push(ch);
                 i += ch.len_utf8().max(1);
+                continue;
+            }
+            if let Some(d @ b'1'..=b'9') = b.get(i + 1) {
+                if !lit.is_empty() {
+                    parts.push(Part::Literal(std::mem::take(&mut lit)));
+                }
+                parts.push(Part::Var(Var::Capture(d - b'0')));
+                i += 2;
                 continue;
             }
             let (name, next) = if b.get(i + 1) == Some(&b'{') {
@@ -66,7 +79,7 @@ impl Template {
             if !lit.is_empty() {
                 parts.push(Part::Literal(std::mem::take(&mut lit)));
             }
-            parts.push(Part::Var(name.to_string()));
+            parts.push(Part::Var(Var::from_name(name)));
             i = next;
         }
         if !lit.is_empty() {
@@ -91,12 +104,17 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
 
-    /// The variable names it uses.
-    pub fn vars(&self) -> impl Iterator<Item = &str> {
+    /// The variables it uses.
+    pub fn vars(&self) -> impl Iterator<Item = &Var> {
         self.parts.iter().filter_map(|p| match p {
-            Part::Var(v) => Some(v.as_str()),
+            Part::Var(v) => Some(v),
             Part::Literal(_) => None,
         })
+    }
+
+    /// Whether it uses the built-in `b`.
+    pub fn uses(&self, b: super::vars::Builtin) -> bool {
+        self.vars().any(|v| *v == Var::Builtin(b))
     }
 }
 
@@ -104,58 +122,6 @@ impl fmt::Display for Template {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
     }
-}
-
-/// The built-in variables nowait knows by name.
-pub const BUILTIN_VARIABLES: &[&str] = &[
-    "args",
-    "body_bytes_sent",
-    "bytes_sent",
-    "connection",
-    "connection_requests",
-    "content_length",
-    "content_type",
-    "document_root",
-    "document_uri",
-    "host",
-    "hostname",
-    "is_args",
-    "msec",
-    "nginx_version",
-    "pid",
-    "query_string",
-    "realpath_root",
-    "remote_addr",
-    "remote_port",
-    "remote_user",
-    "request",
-    "request_filename",
-    "request_length",
-    "request_method",
-    "request_time",
-    "request_uri",
-    "scheme",
-    "server_addr",
-    "server_name",
-    "server_port",
-    "server_protocol",
-    "status",
-    "time_iso8601",
-    "time_local",
-    "uri",
-];
-
-/// Prefixes of variable families (`$http_user_agent`, `$arg_id`, …).
-pub const VARIABLE_PREFIXES: &[&str] = &["http_", "arg_", "cookie_", "sent_http_"];
-
-/// Whether `name` is a built-in variable, a member of a family, or a regex
-/// capture (`$1`…`$9`).
-pub fn is_builtin(name: &str) -> bool {
-    BUILTIN_VARIABLES.contains(&name)
-        || VARIABLE_PREFIXES
-            .iter()
-            .any(|p| name.len() > p.len() && name.starts_with(p))
-        || (name.len() == 1 && name.as_bytes()[0].is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -167,15 +133,18 @@ mod tests {
         let t = Template::parse("pool_$disk").unwrap();
         assert_eq!(
             t.parts,
-            vec![Part::Literal("pool_".into()), Part::Var("disk".into())]
+            vec![
+                Part::Literal("pool_".into()),
+                Part::Var(Var::from_name("disk"))
+            ]
         );
         let t = Template::parse("${host}x$uri/").unwrap();
         assert_eq!(
             t.parts,
             vec![
-                Part::Var("host".into()),
+                Part::Var(Var::from_name("host")),
                 Part::Literal("x".into()),
-                Part::Var("uri".into()),
+                Part::Var(Var::from_name("uri")),
                 Part::Literal("/".into())
             ]
         );
@@ -185,12 +154,21 @@ mod tests {
         assert!(Template::parse("${}").is_err());
     }
 
+    /// nginx's rule: a capture is one digit, `$0` is not one.
     #[test]
-    fn builtins() {
-        assert!(is_builtin("request_uri"));
-        assert!(is_builtin("http_user_agent"));
-        assert!(is_builtin("1"));
-        assert!(!is_builtin("http_"));
-        assert!(!is_builtin("disk"));
+    fn captures() {
+        let t = Template::parse("/d/$12x").unwrap();
+        assert_eq!(
+            t.parts,
+            vec![
+                Part::Literal("/d/".into()),
+                Part::Var(Var::Capture(1)),
+                Part::Literal("2x".into())
+            ]
+        );
+        assert_eq!(
+            Template::parse("${1}").unwrap().parts,
+            vec![Part::Var(Var::Named("1".into()))]
+        );
     }
 }

@@ -120,6 +120,8 @@ pub struct FileLayer<'a> {
     pub pool: Option<&'a Arc<Pool>>,
     /// `aio_fast_path`: try the non-blocking form on the loop first.
     pub fast: bool,
+    /// `aio_write`: writes (temp files, the cache) go to the pool too.
+    pub write: bool,
 }
 
 /// What a fast path concluded.
@@ -130,12 +132,23 @@ enum Fast<T> {
     Slow,
 }
 
-impl FileLayer<'_> {
+impl<'a> FileLayer<'a> {
     /// A layer that runs everything on the loop (`aio off`).
     pub const INLINE: FileLayer<'static> = FileLayer {
         pool: None,
         fast: false,
+        write: false,
     };
+
+    /// The layer a location's settings ask for, with `pool` the pool its
+    /// `aio threads` names.
+    pub fn for_conf(pool: Option<&'a Arc<Pool>>, conf: &crate::config::inherit::LocConf) -> Self {
+        FileLayer {
+            pool,
+            fast: conf.aio_fast_path,
+            write: conf.aio_write,
+        }
+    }
 
     /// Whether fast paths apply: only with a pool to fall back on.
     fn fast_enabled(&self) -> bool {
@@ -149,6 +162,49 @@ impl FileLayer<'_> {
         F: FnOnce() -> T + Send + 'static,
     {
         self.run_in(Lane::Normal, what, f).await
+    }
+
+    /// Runs a read-side `f` where `aio` says (for sibling modules).
+    pub(super) async fn run_read<T, F>(&self, what: &'static str, f: F) -> Result<T, FileError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.run(what, f).await
+    }
+
+    /// Runs a write-side `f` (create, write, rename, unlink): on the pool
+    /// under `aio threads` with `aio_write on`, else on the loop, as nginx.
+    pub(super) async fn run_write<T, F>(&self, what: &'static str, f: F) -> Result<T, FileError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        match self.pool {
+            Some(_) if self.write => self.run(what, f).await,
+            _ => Ok(f()),
+        }
+    }
+
+    /// `realpath()` of `path` (`$realpath_root`): on the loop when every
+    /// component is in the dentry cache (`openat2(O_PATH, RESOLVE_CACHED)`,
+    /// then the name of the descriptor), else where `aio` says.
+    pub async fn realpath(&self, path: &Path) -> Result<PathBuf, FileError> {
+        if self.fast_enabled() && fault::stall_for(path).is_none() {
+            if let Ok(fd) = sysfile::open_cached(path) {
+                use std::os::fd::AsRawFd;
+                if let Ok(p) = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+                    return Ok(p);
+                }
+            }
+        }
+        let p = path.to_path_buf();
+        self.run("realpath", move || {
+            fault::stall(&p);
+            std::fs::canonicalize(&p)
+                .map_err(|e| FileError::Sys(SysError::with_path("realpath", p, e)))
+        })
+        .await?
     }
 
     /// [`run`](Self::run) in the pool's `lane`.

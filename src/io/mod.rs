@@ -6,6 +6,7 @@
 //! - [`completion`]: what a submission returns: a future that wakes the
 //!   posting tokio task on any runtime, or the overflow error.
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
+//! - [`temp`]: temporary files (request bodies, buffered responses).
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
@@ -16,6 +17,7 @@ pub mod fault;
 pub mod file;
 pub mod pool;
 pub mod pools;
+pub mod temp;
 
 pub use completion::{Completion, SubmitError, TaskError};
 pub use pool::{Lane, Pool, PoolStats, PoolTimings, thread_name};

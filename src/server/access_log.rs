@@ -9,12 +9,14 @@ use std::net::SocketAddr;
 use crate::config::inherit::LocConf;
 use crate::config::model::AccessLogs;
 use crate::config::template::Part;
+use crate::config::vars::{Builtin, Var};
 
 use super::request::{Req, Sent};
 use super::site::Site;
+use super::vars::Response;
 
 /// Writes one line per `access_log` of `conf`, expanding variables with `var`.
-fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&str) -> Option<Cow<'a, str>>) {
+fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&Var) -> Option<Cow<'a, [u8]>>) {
     let AccessLogs::Logs(logs) = &conf.access_log else {
         return;
     };
@@ -24,23 +26,23 @@ fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&str) -> Option<Cow<'a, s
         else {
             continue;
         };
-        let mut line = String::with_capacity(256);
+        let mut line = Vec::with_capacity(256);
         for p in &format.template.parts {
             match p {
-                Part::Literal(s) => line.push_str(s),
+                Part::Literal(s) => line.extend_from_slice(s.as_bytes()),
                 Part::Var(v) => match var(v) {
-                    Some(val) if !val.is_empty() => line.push_str(&escape(&val)),
-                    _ => line.push('-'),
+                    Some(val) if !val.is_empty() => escape(&val, &mut line),
+                    _ => line.push(b'-'),
                 },
             }
         }
-        writer.write_line(line.as_bytes());
+        writer.write_line(&line);
     }
 }
 
 /// The lines of an answered request.
-pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, sent: &Sent) {
-    write(site, conf, |v| r.var(v, Some(sent)));
+pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) {
+    write(site, conf, |v| r.var(v, Some(resp)));
 }
 
 /// The lines of a request rejected while its head was read: what is known
@@ -51,42 +53,44 @@ pub fn rejected(site: &Site, conf: &LocConf, peer: SocketAddr, head: &[u8], sent
             .into_owned()
     });
     write(site, conf, |v| {
-        Some(match v {
-            "remote_addr" => Cow::Owned(peer.ip().to_string()),
-            "remote_port" => Cow::Owned(peer.port().to_string()),
-            "request" => Cow::Owned(line.clone()?),
-            "status" => Cow::Owned(format!("{:03}", sent.status)),
-            "body_bytes_sent" => Cow::Owned(sent.body_bytes.to_string()),
-            "bytes_sent" => Cow::Owned(sent.bytes.to_string()),
-            "time_local" => Cow::Owned(crate::log::clock::with_now(|t| t.time_local.clone())),
-            "time_iso8601" => Cow::Owned(crate::log::clock::with_now(|t| t.iso8601.clone())),
+        let Var::Builtin(b) = v else {
+            return None;
+        };
+        let text = match b {
+            Builtin::RemoteAddr => peer.ip().to_string(),
+            Builtin::RemotePort => peer.port().to_string(),
+            Builtin::Request => line.clone()?,
+            Builtin::Status => format!("{:03}", sent.status),
+            Builtin::BodyBytesSent => sent.body_bytes.to_string(),
+            Builtin::BytesSent => sent.bytes.to_string(),
+            Builtin::TimeLocal => crate::log::clock::with_now(|t| t.time_local.clone()),
+            Builtin::TimeIso8601 => crate::log::clock::with_now(|t| t.iso8601.clone()),
             _ => return None,
-        })
+        };
+        Some(Cow::Owned(text.into_bytes()))
     });
 }
 
-/// nginx's default log escaping: `"`, `\` and bytes outside printable ASCII
-/// become `\xXX`.
-fn escape(s: &str) -> Cow<'_, str> {
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for b in s.bytes() {
+/// nginx's default log escaping: `"`, `\\` and bytes outside printable ASCII
+/// become `\\xXX`.
+fn escape(s: &[u8], out: &mut Vec<u8>) {
+    for &b in s {
         if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
-            out.push(b as char);
+            out.push(b);
         } else {
-            out.push_str(&format!("\\x{b:02X}"));
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.extend_from_slice(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
         }
     }
-    Cow::Owned(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    fn escape(s: &str) -> String {
+        let mut out = Vec::new();
+        super::escape(s.as_bytes(), &mut out);
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn escapes_like_nginx() {

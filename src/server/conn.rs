@@ -1,6 +1,7 @@
 //! One client connection: read a request head within the header limits and
-//! timeouts, route and answer it, discard any request body, log it, and keep
-//! the connection for the next request while keep-alive allows.
+//! timeouts, walk it through the phases, send the reply, discard any request
+//! body nobody read, log it, and keep the connection for the next request
+//! while keep-alive allows.
 //!
 //! Limits and timeouts are nginx's: `client_header_timeout` until a head is
 //! complete, `keepalive_timeout` between requests, `client_header_buffer_size`
@@ -10,25 +11,27 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::config::inherit::LocConf;
 use crate::http::date::DateCache;
-use crate::http::request::Version;
+use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::access_log;
-use super::handler::{self, Handled};
+use super::client::{BodyProgress, Client};
+use super::phases::{Handled, Walk};
 use super::read::{BodyDiscard, HeadRead, linger, read_head};
 use super::reply::{Body, Reply};
 use super::request::{Req, Sent};
 use super::send::{self, SendParams, SocketForPools};
 use super::site::Site;
+use super::vars::Response;
 
 thread_local! {
     /// The `Date` header of the current second, per worker thread.
@@ -46,6 +49,16 @@ pub struct ConnInfo {
     pub socket_addr: SocketAddr,
     /// Its serial number.
     pub conn_no: u64,
+    /// When it was accepted (`$connection_time`).
+    pub accepted: Instant,
+}
+
+/// How a request's handling ended for the connection.
+enum Next {
+    /// Read the next request.
+    KeepAlive,
+    /// Close (after a lingering close when `linger`).
+    Close { linger: bool },
 }
 
 /// Serves a connection until it closes.
@@ -67,6 +80,7 @@ pub async fn serve(
     // TCP_NODELAY as the worker set it at accept (the http level's setting).
     let mut nodelay = site.http().is_some_and(|h| h.conf.tcp_nodelay);
     loop {
+        let pipelined = !buf.is_empty();
         let head = read_head(
             &stream,
             &mut buf,
@@ -97,36 +111,7 @@ pub async fn serve(
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                site.error_log.log(
-                    Level::Info,
-                    Some(info.conn_no),
-                    format_args!("{msg}, client: {}", info.peer.ip()),
-                );
-                let mut reply = Reply::special(status);
-                reply.fill_special_page(crate::signature(default_server.conf.server_tokens));
-                let head = response_head(&reply, &default_server.conf, false, &reply_len(&reply));
-                let body: &[u8] = match &reply.body {
-                    Body::Bytes(b) => b,
-                    _ => &[],
-                };
-                let ok = send::write_all(
-                    &stream,
-                    &[&head[..], body].concat(),
-                    default_server.conf.send_timeout,
-                )
-                .await;
-                let sent = match ok {
-                    Ok(()) => Sent {
-                        status: status.0,
-                        body_bytes: body.len() as u64,
-                        bytes: (head.len() + body.len()) as u64,
-                    },
-                    Err(_) => Sent {
-                        status: status.0,
-                        ..Sent::default()
-                    },
-                };
-                access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
+                reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
                 linger(stream).await;
                 return;
             }
@@ -136,170 +121,43 @@ pub async fn serve(
         let server = site
             .server(info.socket_addr, info.local, head.host.as_deref())
             .unwrap_or(default_server);
-        let mut r = Req {
-            head: &head,
-            uri: head.uri.path_lossy(),
-            peer: info.peer,
-            local: info.local,
-            server,
-            conn_no: info.conn_no,
-            conn_requests: requests,
-            start,
-            head_len,
-        };
-        let handled = match handler::handle_now(&site, &mut r) {
-            Some(h) => h,
-            None => handler::handle(&site, &mut r).await,
-        };
-        let Handled { reply, conf, pool } = handled;
         buf.drain(..head_len);
-
-        if reply.status.0 == 444 {
-            access_log::request(
+        let mut r = Req::new(&head, server, &info, requests, start, head_len);
+        r.pipelined = pipelined;
+        let next = {
+            let mut client = Client::new(&stream, &mut buf);
+            let mut walk = Walk::new(&site);
+            let handled = match walk.route(&mut r) {
+                Some(h) => h,
+                None => walk.content(&mut r, &mut client).await,
+            };
+            r.body.received = r.body.received.max(client.body_received());
+            let continue_sent = client.continue_sent;
+            let progress = std::mem::replace(&mut client.body, BodyProgress::Failed);
+            drop(client);
+            respond(
+                &stream,
+                &mut buf,
                 &site,
                 &r,
-                conf,
-                &Sent {
-                    status: 444,
-                    ..Sent::default()
-                },
-            );
-            return;
-        }
-        // A client that asked to be told before sending its body hears
-        // `100 Continue` when the request found content, as from nginx.
-        if head.expect_continue
-            && reply.content
-            && send::write_all(&stream, CONTINUE, conf.send_timeout)
-                .await
-                .is_err()
-        {
-            return;
-        }
-        // Drop the part of the body already read, as nginx does before it
-        // answers; a body that is already invalid ends keep-alive.
-        let mut discard = BodyDiscard::new(&head, conf.client_max_body_size);
-        let body_ok = discard.feed(&mut buf).is_ok();
-        let http09 = head.version == Version::Http09;
-        let keep_alive = head.keep_alive
-            && !http09
-            && !reply.close
-            && !conf.keepalive_timeout.is_zero()
-            && requests < conf.keepalive_requests
-            && body_ok
-            && !*quit.borrow();
-
-        let head_only = head.method == crate::http::request::Method::Head;
-        let head_bytes = if http09 {
-            Vec::new()
-        } else {
-            response_head(&reply, conf, keep_alive, &reply_len(&reply))
-        };
-        let params = SendParams {
-            timeout: conf.send_timeout,
-            sendfile: conf.sendfile,
-            max_chunk: conf.sendfile_max_chunk,
-            nopush: conf.tcp_nopush,
-            files: FileLayer {
-                pool: pool.as_ref(),
-                fast: conf.aio_fast_path,
-            },
-            start,
-        };
-        let head_only = head_only && !http09;
-        let result = if send::from_memory(&reply.body, head_only) {
-            send::send_from_memory(&stream, head_bytes, &reply.body, head_only, &params).await
-        } else {
-            send::send(
-                &stream,
+                handled,
                 &mut pool_sock,
-                head_bytes,
-                &reply.body,
-                head_only,
-                &params,
+                continue_sent,
+                progress,
+                requests,
+                &quit,
             )
             .await
         };
-        let sent = match &result {
-            Ok(w) => Sent {
-                status: reply.status.0,
-                body_bytes: w.body,
-                bytes: w.total,
-            },
-            Err(_) => Sent {
-                status: reply.status.0,
-                ..Sent::default()
-            },
-        };
-        access_log::request(&site, &r, conf, &sent);
-        crate::metrics::worker::with(|m| {
-            m.requests
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        });
-        match result {
-            Ok(_) => {}
-            Err(send::SendError::TimedOut) => {
-                site.error_log.log(
-                    Level::Info,
-                    Some(info.conn_no),
-                    format_args!(
-                        "client timed out while sending response to client{}",
-                        r.log_context()
-                    ),
-                );
-                return;
-            }
-            Err(send::SendError::File(crate::io::file::FileError::Overflow(o))) => {
-                site.error_log
-                    .log(Level::Error, Some(info.conn_no), format_args!("{o}"));
-                return;
-            }
-            Err(send::SendError::File(e)) => {
-                site.error_log.log(
-                    Level::Crit,
-                    Some(info.conn_no),
-                    format_args!("{e} while sending response to client{}", r.log_context()),
-                );
-                return;
-            }
-            Err(send::SendError::Truncated) => {
-                site.error_log.log(
-                    Level::Alert,
-                    Some(info.conn_no),
-                    format_args!(
-                        "file was truncated while sending response to client{}",
-                        r.log_context()
-                    ),
-                );
-                return;
-            }
-            Err(send::SendError::Io(_)) => return,
-        }
-        if !keep_alive {
-            if reply.close || head.has_body() {
-                linger(stream).await;
-            }
-            return;
-        }
-        // The body is read and thrown away after the answer (static
-        // locations take none), so that the next request starts where it ends.
-        if !discard.is_done() {
-            if let Err(status) = discard.finish(&stream, &mut buf).await {
-                if let Some(status) = status {
-                    site.error_log.log(
-                        Level::Info,
-                        Some(info.conn_no),
-                        format_args!(
-                            "client sent an invalid or too large body ({}){}",
-                            status.0,
-                            r.log_context()
-                        ),
-                    );
-                }
+        match next {
+            Next::KeepAlive => {}
+            Next::Close { linger: true } => {
                 linger(stream).await;
                 return;
             }
+            Next::Close { linger: false } => return,
         }
+        let conf = r.conf;
         idle_timeout = conf.keepalive_timeout;
         if conf.tcp_nodelay != nodelay {
             // Only when a location asks otherwise than the http level did
@@ -310,20 +168,256 @@ pub async fn serve(
     }
 }
 
-/// The `Content-Length` to announce.
-fn reply_len(reply: &Reply) -> Option<u64> {
-    match reply.body {
-        Body::Empty if reply.status.0 == 304 => None,
-        _ => Some(reply.body.len()),
+/// Answers a head that could not be read (400, 414, 494 …) and logs it.
+async fn reject(
+    stream: &TcpStream,
+    site: &Site,
+    server: &crate::config::model::Server,
+    info: &ConnInfo,
+    buf: &[u8],
+    status: crate::http::status::Status,
+    msg: &str,
+) {
+    site.error_log.log(
+        Level::Info,
+        Some(info.conn_no),
+        format_args!("{msg}, client: {}", info.peer.ip()),
+    );
+    let mut reply = Reply::special(status);
+    reply.fill_special_page(crate::signature(server.conf.server_tokens));
+    let head = response_head(&reply, &server.conf, false);
+    let body: &[u8] = match &reply.body {
+        Body::Bytes(b) => b,
+        _ => &[],
+    };
+    let ok = send::write_all(
+        stream,
+        &[&head[..], body].concat(),
+        server.conf.send_timeout,
+    )
+    .await;
+    let sent = match ok {
+        Ok(()) => Sent {
+            status: status.0,
+            body_bytes: body.len() as u64,
+            bytes: (head.len() + body.len()) as u64,
+            complete: true,
+        },
+        Err(_) => Sent {
+            status: status.0,
+            ..Sent::default()
+        },
+    };
+    access_log::rejected(site, &server.conf, info.peer, buf, &sent);
+}
+
+/// Sends the reply, discards the rest of an unread body, logs, and says
+/// whether the connection goes on.
+#[allow(clippy::too_many_arguments)]
+async fn respond(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    site: &Site,
+    r: &Req<'_>,
+    handled: Handled<'_>,
+    pool_sock: &mut SocketForPools,
+    continue_sent: bool,
+    progress: BodyProgress,
+    requests: u64,
+    quit: &watch::Receiver<bool>,
+) -> Next {
+    let Handled {
+        mut reply,
+        conf,
+        pool,
+    } = handled;
+    let head = r.head;
+    if reply.abort {
+        let sent = Sent {
+            status: reply.status.0,
+            ..Sent::default()
+        };
+        log_request(site, r, conf, &reply, &sent, false);
+        return Next::Close { linger: false };
     }
+    // A client that asked to be told before sending its body hears
+    // `100 Continue` when the request found content, as from nginx.
+    if head.expect_continue
+        && reply.content
+        && !continue_sent
+        && matches!(progress, BodyProgress::Untouched)
+        && send::write_all(stream, CONTINUE, conf.send_timeout)
+            .await
+            .is_err()
+    {
+        return Next::Close { linger: false };
+    }
+    // Drop the part of an unread body already read, as nginx does before
+    // it answers; a body that is already invalid ends keep-alive.
+    let (mut discard, body_ok) = match &progress {
+        BodyProgress::Untouched => {
+            let mut d = BodyDiscard::new(head, conf.client_max_body_size);
+            let ok = d.feed(buf).is_ok();
+            (Some(d), ok)
+        }
+        BodyProgress::Reading(reader) => (None, reader.is_done()),
+        BodyProgress::Failed => (None, false),
+    };
+    let http09 = head.version == Version::Http09;
+    let head_only = head.method == Method::Head && !http09;
+    // A body of unknown length: chunked to an HTTP/1.1 client, else the
+    // end of the connection marks its end.
+    let mut close_delimited = false;
+    if reply.announced_length().is_none() && !bodiless(&reply, head_only) {
+        if head.version == Version::Http11 {
+            reply.chunked = true;
+        } else {
+            close_delimited = true;
+        }
+    }
+    let keep_alive = head.keep_alive
+        && !http09
+        && !reply.close
+        && !close_delimited
+        && !conf.keepalive_timeout.is_zero()
+        && requests < conf.keepalive_requests
+        && body_ok
+        && !*quit.borrow();
+    let head_bytes = if http09 {
+        Vec::new()
+    } else {
+        response_head(&reply, conf, keep_alive)
+    };
+    let params = SendParams {
+        timeout: conf.send_timeout,
+        sendfile: conf.sendfile,
+        max_chunk: conf.sendfile_max_chunk,
+        nopush: conf.tcp_nopush,
+        files: FileLayer::for_conf(pool.as_ref(), conf),
+        start: r.start,
+        chunked: reply.chunked,
+        read_ahead: reply.read_ahead,
+    };
+    let mut written = send::Written::default();
+    let result = if send::from_memory(&reply.body, head_only) {
+        send::send_from_memory(
+            stream,
+            head_bytes,
+            &reply.body,
+            head_only,
+            &params,
+            &mut written,
+        )
+        .await
+    } else {
+        send::send(
+            stream,
+            pool_sock,
+            head_bytes,
+            &mut reply.body,
+            head_only,
+            &params,
+            &mut written,
+        )
+        .await
+    };
+    let sent = Sent {
+        status: reply.status.0,
+        body_bytes: written.body,
+        bytes: written.total,
+        complete: result.is_ok(),
+    };
+    log_request(site, r, conf, &reply, &sent, keep_alive);
+    crate::metrics::worker::with(|m| {
+        m.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    });
+    if let Err(e) = result {
+        log_send_error(site, r, e);
+        return Next::Close { linger: false };
+    }
+    if !keep_alive {
+        let linger = reply.close || head.has_body();
+        return Next::Close { linger };
+    }
+    // The body is read and thrown away after the answer (a handler that
+    // took none), so that the next request starts where it ends.
+    if let Some(d) = &mut discard {
+        if !d.is_done() {
+            if let Err(status) = d.finish(stream, buf).await {
+                if let Some(status) = status {
+                    site.error_log.log(
+                        Level::Info,
+                        Some(r.conn_no),
+                        format_args!(
+                            "client sent an invalid or too large body ({}){}",
+                            status.0,
+                            r.log_context()
+                        ),
+                    );
+                }
+                return Next::Close { linger: true };
+            }
+        }
+    }
+    Next::KeepAlive
+}
+
+/// Whether the reply has no body on the wire (HEAD, 204, 304, 1xx).
+fn bodiless(reply: &Reply, head_only: bool) -> bool {
+    head_only || matches!(reply.status.0, 100..=199 | 204 | 304)
+}
+
+fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &Sent, keep: bool) {
+    access_log::request(
+        site,
+        r,
+        conf,
+        Response {
+            sent,
+            reply,
+            keep_alive: keep,
+        },
+    );
+}
+
+/// The error log line for a reply that could not be sent whole.
+fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
+    let (level, msg) = match e {
+        send::SendError::TimedOut => (
+            Level::Info,
+            "client timed out while sending response to client".to_string(),
+        ),
+        send::SendError::File(crate::io::file::FileError::Overflow(o)) => {
+            site.error_log
+                .log(Level::Error, Some(r.conn_no), format_args!("{o}"));
+            return;
+        }
+        send::SendError::File(e) => (Level::Crit, format!("{e} while sending response to client")),
+        send::SendError::Truncated => (
+            Level::Alert,
+            "file was truncated while sending response to client".to_string(),
+        ),
+        send::SendError::Source(e) => (Level::Error, e.message),
+        send::SendError::Io(_) => return,
+    };
+    site.error_log.log(
+        level,
+        Some(r.conn_no),
+        format_args!("{msg}{}", r.log_context()),
+    );
 }
 
 /// Serializes the response head.
-fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u64>) -> Vec<u8> {
-    let server = crate::signature(conf.server_tokens);
+fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
+    let server = reply
+        .server
+        .as_deref()
+        .unwrap_or(crate::signature(conf.server_tokens));
     DATE.with(|d| {
         let mut d = d.borrow_mut();
-        let date = d.get(crate::metrics::timed::wall_now());
+        let now = d.get(crate::metrics::timed::wall_now());
+        let date = reply.date.as_deref().unwrap_or(now);
         let extra: Vec<(&str, &str)> = reply
             .extra
             .iter()
@@ -331,10 +425,11 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool, len: &Option<u
             .collect();
         let mut h = ResponseHead::new(reply.status, server, date);
         h.content_type = reply.content_type.as_deref();
-        h.content_length = *len;
+        h.content_length = reply.announced_length();
         h.last_modified = reply.last_modified;
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;
+        h.chunked = reply.chunked;
         h.etag = reply.etag.as_deref();
         h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;

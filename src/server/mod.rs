@@ -7,21 +7,29 @@
 //! - [`worker`]: a thread per worker, each a current-thread tokio runtime.
 //! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
 //! - [`read`]: reading heads and bodies within limits, lingering close.
-//! - [`handler`]: `return`, locations, static files, `error_page`.
+//! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
+//! - [`rewrite`]: the rewrite module's scripts (`return` today).
+//! - [`client`]: the client as handlers see it, and request bodies.
+//! - [`vars`]: variables and templates evaluated for a request.
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
+//! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
 pub mod access_log;
+pub mod client;
 pub mod conn;
-pub mod handler;
 pub mod listen;
 pub mod locate;
+pub mod phases;
 pub mod read;
 pub mod reply;
 pub mod request;
+pub mod rewrite;
 pub mod send;
 pub mod site;
 pub mod static_file;
+pub mod stream;
+pub mod vars;
 pub mod vhost;
 pub mod worker;

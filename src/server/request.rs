@@ -1,36 +1,166 @@
 //! What is known about one request while it is served: the parsed head,
-//! the connection it came on, the server that answers it, and its timing.
-//! Variables (`$uri`, `$remote_addr`, …) are read from here.
+//! the connection it came on, the server and location that answer it, the
+//! state the phases build up (the URI after rewrites, regex captures,
+//! variables set by the configuration, what the upstream answered), and its
+//! timing. Variables are read from here (see [`super::vars`]).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::Instant;
 
-use crate::config::model::Server;
-use crate::config::template::{Part, Template};
-use crate::http::request::RequestHead;
+use crate::config::inherit::LocConf;
+use crate::config::model::{Location, Server};
+use crate::http::request::{RequestHead, Version};
 
 /// One request in flight.
 pub struct Req<'a> {
     /// The parsed head.
     pub head: &'a RequestHead,
-    /// The decoded, normalized path (`$uri`): the head's own until an
-    /// internal redirect replaces it.
+    /// The decoded, normalized path (`$uri`): the head's own until a
+    /// rewrite or an internal redirect replaces it.
     pub uri: Cow<'a, str>,
+    /// `$args` when a rewrite changed them; `None` keeps the head's.
+    pub args: Option<Option<String>>,
     /// The client's address.
     pub peer: SocketAddr,
     /// Our address on this connection.
     pub local: SocketAddr,
     /// The virtual server answering.
     pub server: &'a Server,
+    /// The location the request is in (`None`: the server's own settings).
+    pub location: Option<&'a Location>,
+    /// The settings in force where the request is.
+    pub conf: &'a LocConf,
     /// The connection's serial number (`$connection`, `*N` in the error log).
     pub conn_no: u64,
     /// How many requests this connection has carried, this one included.
     pub conn_requests: u64,
+    /// When the connection was accepted (`$connection_time`).
+    pub conn_start: Instant,
     /// When the first byte of the request arrived (`$request_time`).
     pub start: Instant,
-    /// The request head's length in bytes (`$request_length`).
+    /// The request head's length in bytes (`$request_length` adds the body).
     pub head_len: usize,
+    /// Whether the request arrived behind another one in the same read
+    /// (`$pipe`).
+    pub pipelined: bool,
+    /// The captures of the last regular expression that matched.
+    pub captures: Option<Captures>,
+    /// Values of configuration-defined variables computed or set so far.
+    pub user_vars: Vec<(Arc<str>, Option<String>)>,
+    /// `$request_id`, made on first use.
+    pub request_id: std::cell::OnceCell<String>,
+    /// `$realpath_root`, resolved (through the file layer) when a location
+    /// is entered and the configuration uses it.
+    pub realpath_root: Option<String>,
+    /// What the request body became, once read (`$request_body`,
+    /// `$request_body_file`, `$request_length`).
+    pub body: BodyVars,
+    /// What the upstream exchanges of this request were (`$upstream_*`).
+    pub upstream: UpstreamVars,
+}
+
+/// The captures of a regular expression match: the subject and the spans,
+/// as nginx keeps `r->captures` and `r->captures_data`.
+#[derive(Clone, Debug, Default)]
+pub struct Captures {
+    /// The string matched.
+    pub subject: String,
+    /// Each group's span in `subject` (group 0 is the whole match).
+    pub groups: Vec<Option<(usize, usize)>>,
+}
+
+impl Captures {
+    /// Runs `re` on `subject`; `None` when it does not match. Named groups
+    /// are also stored as configuration variables in `vars`.
+    pub fn find(
+        re: &regex::Regex,
+        subject: &str,
+        vars: &mut Vec<(Arc<str>, Option<String>)>,
+    ) -> Option<Captures> {
+        let caps = re.captures(subject)?;
+        let groups = caps
+            .iter()
+            .map(|m| m.map(|m| (m.start(), m.end())))
+            .collect();
+        for name in re.capture_names().flatten() {
+            let value = caps.name(name).map(|m| m.as_str().to_string());
+            set_user_var(vars, name, value);
+        }
+        Some(Captures {
+            subject: subject.to_string(),
+            groups,
+        })
+    }
+
+    /// Capture `n` (`$n`), empty when the group did not take part.
+    pub fn get(&self, n: usize) -> &str {
+        match self.groups.get(n) {
+            Some(Some((a, b))) => &self.subject[*a..*b],
+            _ => "",
+        }
+    }
+}
+
+/// Sets (or adds) a configuration variable's value for this request.
+pub fn set_user_var(vars: &mut Vec<(Arc<str>, Option<String>)>, name: &str, value: Option<String>) {
+    match vars.iter_mut().find(|(n, _)| &**n == name) {
+        Some(slot) => slot.1 = value,
+        None => vars.push((Arc::from(name), value)),
+    }
+}
+
+/// What the request body became.
+#[derive(Clone, Debug, Default)]
+pub struct BodyVars {
+    /// Bytes of body received (for `$request_length`).
+    pub received: u64,
+    /// The body, when it was read whole into memory.
+    pub in_memory: Option<Arc<Vec<u8>>>,
+    /// The file the body was written to.
+    pub file: Option<Arc<std::path::Path>>,
+}
+
+/// One upstream exchange, for the `$upstream_*` variables.
+#[derive(Clone, Debug, Default)]
+pub struct UpstreamTry {
+    /// `$upstream_addr`: the peer's name, or the upstream group's name when
+    /// no peer was available.
+    pub addr: String,
+    /// `$upstream_status`; `None` prints `-` (nothing received).
+    pub status: Option<u16>,
+    /// Seconds with the peer (`$upstream_response_time`).
+    pub response_time: Option<f64>,
+    /// Seconds to connect (`$upstream_connect_time`).
+    pub connect_time: Option<f64>,
+    /// Seconds to the response head (`$upstream_header_time`).
+    pub header_time: Option<f64>,
+    /// Body bytes received (`$upstream_response_length`).
+    pub response_length: Option<u64>,
+    /// Bytes received (`$upstream_bytes_received`).
+    pub bytes_received: u64,
+    /// Bytes sent (`$upstream_bytes_sent`).
+    pub bytes_sent: u64,
+}
+
+/// The upstream side of a request: every try, and the response head of the
+/// last one (for `$upstream_http_*`).
+#[derive(Clone, Debug, Default)]
+pub struct UpstreamVars {
+    /// `$proxy_host`.
+    pub proxy_host: Option<String>,
+    /// `$proxy_port`.
+    pub proxy_port: Option<u16>,
+    /// Every try, in order; a new group after an internal redirect is
+    /// separated by `" : "` as nginx does (see `group_starts`).
+    pub tries: Vec<UpstreamTry>,
+    /// Indexes in `tries` where a new upstream group began.
+    pub group_starts: Vec<usize>,
+    /// The last response's header fields (name, value).
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The last response's trailer fields.
+    pub trailers: Vec<(String, Vec<u8>)>,
 }
 
 /// What was sent, for the access log.
@@ -42,21 +172,49 @@ pub struct Sent {
     pub body_bytes: u64,
     /// All bytes written, head included (`$bytes_sent`).
     pub bytes: u64,
+    /// Whether the response was sent completely (`$request_completion`).
+    pub complete: bool,
 }
 
-impl Req<'_> {
-    /// The same request with another head (an `error_page` fetch).
-    pub fn with_head<'b>(&'b self, head: &'b RequestHead) -> Req<'b> {
+impl<'a> Req<'a> {
+    /// A request at the start of its walk: in `server`, no location yet.
+    pub fn new(
+        head: &'a RequestHead,
+        server: &'a Server,
+        conn: &super::conn::ConnInfo,
+        conn_requests: u64,
+        start: Instant,
+        head_len: usize,
+    ) -> Req<'a> {
         Req {
             head,
-            uri: self.uri.clone(),
-            peer: self.peer,
-            local: self.local,
-            server: self.server,
-            conn_no: self.conn_no,
-            conn_requests: self.conn_requests,
-            start: self.start,
-            head_len: self.head_len,
+            uri: head.uri.path_lossy(),
+            args: None,
+            peer: conn.peer,
+            local: conn.local,
+            server,
+            location: None,
+            conf: &server.conf,
+            conn_no: conn.conn_no,
+            conn_requests,
+            conn_start: conn.accepted,
+            start,
+            head_len,
+            pipelined: false,
+            captures: None,
+            user_vars: Vec::new(),
+            request_id: std::cell::OnceCell::new(),
+            realpath_root: None,
+            body: BodyVars::default(),
+            upstream: UpstreamVars::default(),
+        }
+    }
+
+    /// `$args`: a rewrite's, else the head's.
+    pub fn args(&self) -> Option<Cow<'_, str>> {
+        match &self.args {
+            Some(a) => a.as_deref().map(Cow::Borrowed),
+            None => self.head.uri.args.as_deref().map(String::from_utf8_lossy),
         }
     }
 
@@ -80,9 +238,9 @@ impl Req<'_> {
     /// The request line as sent (`$request`).
     pub fn request_line(&self) -> String {
         let version = match self.head.version {
-            crate::http::request::Version::Http09 => "",
-            crate::http::request::Version::Http10 => " HTTP/1.0",
-            crate::http::request::Version::Http11 => " HTTP/1.1",
+            Version::Http09 => "",
+            Version::Http10 => " HTTP/1.0",
+            Version::Http11 => " HTTP/1.1",
         };
         format!(
             "{} {}{}",
@@ -90,103 +248,6 @@ impl Req<'_> {
             String::from_utf8_lossy(&self.head.uri.request_uri),
             version
         )
-    }
-
-    /// The value of a variable, `None` when it is not set (logged as `-`).
-    pub fn var(&self, name: &str, sent: Option<&Sent>) -> Option<Cow<'_, str>> {
-        let lossy = |b: &[u8]| Cow::Owned(String::from_utf8_lossy(b).into_owned());
-        Some(match name {
-            "uri" | "document_uri" => Cow::Borrowed(&*self.uri),
-            "request_uri" => lossy(&self.head.uri.request_uri),
-            "args" | "query_string" => lossy(self.head.uri.args.as_deref()?),
-            "is_args" => Cow::Borrowed(if self.head.uri.args.is_some() {
-                "?"
-            } else {
-                ""
-            }),
-            "request_method" => Cow::Borrowed(self.head.method.as_str()),
-            "request" => Cow::Owned(self.request_line()),
-            "host" => self.host(),
-            "remote_addr" => Cow::Owned(self.peer.ip().to_string()),
-            "remote_port" => Cow::Owned(self.peer.port().to_string()),
-            "server_addr" => Cow::Owned(self.local.ip().to_string()),
-            "server_port" => Cow::Owned(self.local.port().to_string()),
-            "server_name" => Cow::Borrowed(self.server.names.first().map_or("", String::as_str)),
-            "server_protocol" => Cow::Borrowed(match self.head.version {
-                crate::http::request::Version::Http09 => "HTTP/0.9",
-                crate::http::request::Version::Http10 => "HTTP/1.0",
-                crate::http::request::Version::Http11 => "HTTP/1.1",
-            }),
-            "scheme" => Cow::Borrowed("http"),
-            "connection" => Cow::Owned(self.conn_no.to_string()),
-            "connection_requests" => Cow::Owned(self.conn_requests.to_string()),
-            "request_length" => Cow::Owned(self.head_len.to_string()),
-            "request_time" => {
-                let t = self.start.elapsed();
-                Cow::Owned(format!("{}.{:03}", t.as_secs(), t.subsec_millis()))
-            }
-            "msec" => {
-                let t = SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .unwrap_or_default();
-                Cow::Owned(format!("{}.{:03}", t.as_secs(), t.subsec_millis()))
-            }
-            "time_local" => Cow::Owned(crate::log::clock::with_now(|t| t.time_local.clone())),
-            "time_iso8601" => Cow::Owned(crate::log::clock::with_now(|t| t.iso8601.clone())),
-            "pid" => Cow::Owned(crate::sys::process::getpid().to_string()),
-            "nginx_version" => Cow::Borrowed(crate::VERSION),
-            "hostname" => return None,
-            "remote_user" => return None,
-            "content_length" => Cow::Owned(self.head.content_length?.to_string()),
-            "content_type" => lossy(self.head.header("content-type")?),
-            "status" => Cow::Owned(format!("{:03}", sent?.status)),
-            "body_bytes_sent" => Cow::Owned(sent?.body_bytes.to_string()),
-            "bytes_sent" => Cow::Owned(sent?.bytes.to_string()),
-            n if n.starts_with("http_") => {
-                let want = n["http_".len()..].replace('_', "-");
-                lossy(self.head.header(&want)?)
-            }
-            n if n.starts_with("arg_") => {
-                let args = self.head.uri.args.as_deref()?;
-                let want = &n.as_bytes()["arg_".len()..];
-                let v = args.split(|&b| b == b'&').find_map(|kv| {
-                    let (k, v) = match kv.iter().position(|&b| b == b'=') {
-                        Some(i) => (&kv[..i], &kv[i + 1..]),
-                        None => (kv, &b""[..]),
-                    };
-                    k.eq_ignore_ascii_case(want).then_some(v)
-                })?;
-                lossy(v)
-            }
-            n if n.starts_with("cookie_") => {
-                let cookies = self.head.header("cookie")?;
-                let want = &n["cookie_".len()..];
-                let text = String::from_utf8_lossy(cookies).into_owned();
-                let v = text
-                    .split(';')
-                    .filter_map(|c| c.trim().split_once('='))
-                    .find(|(k, _)| *k == want)
-                    .map(|(_, v)| v.to_string())?;
-                Cow::Owned(v)
-            }
-            _ => return None,
-        })
-    }
-
-    /// Expands a template; unset variables expand to nothing.
-    pub fn expand(&self, t: &Template) -> String {
-        let mut out = String::new();
-        for p in &t.parts {
-            match p {
-                Part::Literal(s) => out.push_str(s),
-                Part::Var(v) => {
-                    if let Some(val) = self.var(v, None) {
-                        out.push_str(&val);
-                    }
-                }
-            }
-        }
-        out
     }
 
     /// The error log's context suffix: `, client: …, server: …, request: "…", host: "…"`.
@@ -201,5 +262,11 @@ impl Req<'_> {
             s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
         }
         s
+    }
+
+    /// Moves the request into `location` (or the server's own settings).
+    pub fn enter(&mut self, location: Option<&'a Location>) {
+        self.location = location;
+        self.conf = location.map_or(&self.server.conf, |l| &l.conf);
     }
 }

@@ -45,6 +45,8 @@ pub enum SendError {
     File(FileError),
     /// The file ended before the promised length (truncated while sent).
     Truncated,
+    /// A streamed body ended before it was complete (the upstream failed).
+    Source(crate::body::SourceError),
 }
 
 /// How a body is sent.
@@ -61,6 +63,11 @@ pub struct SendParams<'a> {
     pub files: FileLayer<'a>,
     /// When the request head was complete, for time to first byte.
     pub start: std::time::Instant,
+    /// Frame a streamed body as `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+    /// How far a streamed body may be read ahead of the client, in bytes
+    /// (0: [`super::stream::DEFAULT_READ_AHEAD`]).
+    pub read_ahead: usize,
 }
 
 /// Bytes written.
@@ -70,6 +77,14 @@ pub struct Written {
     pub total: u64,
     /// The body alone.
     pub body: u64,
+}
+
+impl Written {
+    /// Counts `n` bytes of body written.
+    pub fn count(&mut self, n: usize) {
+        self.total += n as u64;
+        self.body += n as u64;
+    }
 }
 
 /// The connection's socket as file operations on pool threads see it: a
@@ -137,7 +152,8 @@ pub async fn send_from_memory(
     body: &Body,
     head_only: bool,
     p: &SendParams<'_>,
-) -> Result<Written, SendError> {
+    w: &mut Written,
+) -> Result<(), SendError> {
     let head_len = head.len() as u64;
     let body_len = match body {
         Body::Bytes(b) if !head_only => {
@@ -148,28 +164,29 @@ pub async fn send_from_memory(
     };
     write_all(stream, &head, p.timeout).await?;
     metrics::ttfb(p.start.elapsed());
-    Ok(Written {
-        total: head_len + body_len,
-        body: body_len,
-    })
+    w.total += head_len + body_len;
+    w.body += body_len;
+    Ok(())
 }
 
-/// Sends `head` and `body` (without the body for HEAD requests).
+/// Sends `head` and `body` (without the body for HEAD requests), counting
+/// what was written in `w` as it goes (the access log shows what a client
+/// got even when sending fails).
 pub async fn send(
     stream: &TcpStream,
     pool_sock: &mut SocketForPools,
     head: Vec<u8>,
-    body: &Body,
+    body: &mut Body,
     head_only: bool,
     p: &SendParams<'_>,
-) -> Result<Written, SendError> {
+    w: &mut Written,
+) -> Result<(), SendError> {
     let head_len = head.len() as u64;
-    let mut w = Written::default();
     match body {
         Body::Empty | Body::Bytes(_) => {
-            return send_from_memory(stream, head, body, head_only, p).await;
+            return send_from_memory(stream, head, body, head_only, p, w).await;
         }
-        _ if head_only => return send_from_memory(stream, head, body, head_only, p).await,
+        _ if head_only => return send_from_memory(stream, head, body, head_only, p, w).await,
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
             let head_len = head.len();
             let len = range.len() as usize;
@@ -183,7 +200,8 @@ pub async fn send(
             }
             write_all(stream, &out, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());
-            w.body = range.len();
+            w.total += out.len() as u64;
+            w.body += range.len();
         }
         Body::File { file, range } => {
             let cork = p.sendfile && p.nopush;
@@ -192,7 +210,8 @@ pub async fn send(
             }
             write_all(stream, &head, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());
-            w.body = send_range(stream, pool_sock, file, *range, p).await?;
+            w.total += head_len;
+            send_range(stream, pool_sock, file, *range, p, w).await?;
             if cork {
                 let _ = sysfile_cork(stream, false);
             }
@@ -200,16 +219,23 @@ pub async fn send(
         Body::Multipart { file, parts } => {
             write_all(stream, &head, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());
+            w.total += head_len;
             for (part_head, range) in parts.parts() {
                 write_all(stream, part_head, p.timeout).await?;
-                send_range(stream, pool_sock, file, range, p).await?;
+                w.count(part_head.len());
+                send_range(stream, pool_sock, file, range, p, w).await?;
             }
             write_all(stream, parts.trailer(), p.timeout).await?;
-            w.body = parts.content_length();
+            w.count(parts.trailer().len());
+        }
+        Body::Stream(source) => {
+            write_all(stream, &head, p.timeout).await?;
+            metrics::ttfb(p.start.elapsed());
+            w.total += head_len;
+            super::stream::send_stream(stream, source.as_mut(), p, w).await?;
         }
     }
-    w.total = head_len + w.body;
-    Ok(w)
+    Ok(())
 }
 
 fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
@@ -250,7 +276,8 @@ async fn send_range(
     file: &OpenFile,
     range: ByteRange,
     p: &SendParams<'_>,
-) -> Result<u64, SendError> {
+    w: &mut Written,
+) -> Result<(), SendError> {
     let fast = p.files.pool.is_some() && p.files.fast;
     // One buffer for the whole range when it is copied rather than sendfile'd.
     let mut scratch = Vec::new();
@@ -266,6 +293,7 @@ async fn send_range(
                 .body_now(file, &mut scratch, left.min(FAST_BODY_CHUNK) as usize, off);
             if n > 0 {
                 write_all(stream, &scratch[..n], p.timeout).await?;
+                w.count(n);
                 from_memory += n as u64;
             }
         }
@@ -277,7 +305,9 @@ async fn send_range(
                 } else {
                     left.min(p.max_chunk)
                 } as usize;
-                sendfile_once(stream, pool_sock, file, off, chunk, lane, p).await?
+                let n = sendfile_once(stream, pool_sock, file, off, chunk, lane, p).await?;
+                w.count(n);
+                n
             } else {
                 let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
                 let mut buf = std::mem::take(&mut scratch);
@@ -292,6 +322,7 @@ async fn send_range(
                 }
                 write_all(stream, &buf, p.timeout).await?;
                 let n = buf.len();
+                w.count(n);
                 scratch = buf;
                 n
             };
@@ -304,7 +335,7 @@ async fn send_range(
             tokio::task::yield_now().await;
         }
     }
-    Ok(range.len())
+    Ok(())
 }
 
 /// One `sendfile()` of up to `chunk` bytes, on the loop or in the pool.

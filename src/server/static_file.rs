@@ -40,11 +40,11 @@ pub fn map_path(r: &Req<'_>, conf: &LocConf, location: Option<&Location>, uri: &
     let mut path: Vec<u8> = Vec::new();
     match &conf.root {
         Root::Root(t) => {
-            path.extend_from_slice(r.expand(t).as_bytes());
+            path.extend_from_slice(&r.expand(t));
             path.extend_from_slice(uri.as_bytes());
         }
         Root::Alias(t) => {
-            path.extend_from_slice(r.expand(t).as_bytes());
+            path.extend_from_slice(&r.expand(t));
             let prefix_len = match location.map(|l| &l.matcher) {
                 Some(
                     LocationMatch::Prefix(p)
@@ -76,15 +76,22 @@ fn open_failure(e: &FileError) -> (Status, Option<String>) {
     }
 }
 
-/// Serves `uri` from the file system.
+/// Serves `uri` from the file system. `error_page`: the request is an
+/// `error_page` fetch, which nginx makes as a GET (a HEAD stays a HEAD)
+/// without ranges or conditionals.
 pub async fn serve(
     r: &Req<'_>,
     conf: &LocConf,
     location: Option<&Location>,
     uri: &str,
     files: FileLayer<'_>,
+    error_page: bool,
 ) -> Served {
-    let method = &r.head.method;
+    let method = match &r.head.method {
+        Method::Head => &Method::Head,
+        _ if error_page => &Method::Get,
+        m => m,
+    };
     if !matches!(method, Method::Get | Method::Head | Method::Post) {
         return Served::Error(Status::NOT_ALLOWED, None);
     }
@@ -108,7 +115,7 @@ pub async fn serve(
     if *method == Method::Post {
         return Served::Error(Status::NOT_ALLOWED, None);
     }
-    Served::Reply(Box::new(file_reply(r, conf, uri, file)))
+    Served::Reply(Box::new(file_reply(r, conf, uri, file, error_page)))
 }
 
 /// The outcome of a failed file operation.
@@ -129,7 +136,7 @@ async fn index(
     files: FileLayer<'_>,
 ) -> Served {
     for name in &conf.index {
-        let name = r.expand(name);
+        let name = r.expand_lossy(name);
         if name.starts_with('/') {
             return Served::InternalRedirect(name);
         }
@@ -162,9 +169,9 @@ fn directory_redirect(r: &Req<'_>, uri: &str) -> Reply {
         r,
         &crate::http::uri::percent_encode_path(format!("{uri}/").as_bytes()),
     );
-    if let Some(args) = &r.head.uri.args {
+    if let Some(args) = r.args() {
         location.push('?');
-        location.push_str(&String::from_utf8_lossy(args));
+        location.push_str(&args);
     }
     let mut reply = Reply::special(Status::MOVED_PERMANENTLY);
     reply.location = Some(location);
@@ -194,18 +201,39 @@ pub fn absolute_url(r: &Req<'_>, path: &str) -> String {
 }
 
 /// A `200`, `206`, `304`, `412` or `416` for an open regular file.
-fn file_reply(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> Reply {
-    let mut reply = file_reply_inner(r, conf, uri, file);
+fn file_reply(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile, error_page: bool) -> Reply {
+    let mut reply = file_reply_inner(r, conf, uri, file, error_page);
     reply.content = true;
     reply
 }
 
-fn file_reply_inner(r: &Req<'_>, conf: &LocConf, uri: &str, file: OpenFile) -> Reply {
+fn file_reply_inner(
+    r: &Req<'_>,
+    conf: &LocConf,
+    uri: &str,
+    file: OpenFile,
+    error_page: bool,
+) -> Reply {
     let size = file.meta.size;
     let mtime = file.meta.mtime_sec;
     let etag = file_etag(mtime, size);
     let content_type = content_type(conf, uri);
     let h = r.head;
+    if error_page {
+        // No conditionals, no ranges: the page answers an error.
+        let mut reply = Reply::new(
+            Status::OK,
+            Body::File {
+                file,
+                range: ByteRange {
+                    start: 0,
+                    end: size,
+                },
+            },
+        );
+        reply.content_type = Some(content_type);
+        return with_validators(reply, mtime, etag);
+    }
     let conditions = Conditions {
         if_modified_since: h.if_modified_since.as_deref(),
         if_unmodified_since: h.if_unmodified_since.as_deref(),

@@ -240,6 +240,7 @@ async fn accept_loop(
                         local,
                         socket_addr: addr,
                         conn_no: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+                        accepted: crate::metrics::timed::now(),
                     };
                     if site.http().is_some_and(|h| h.conf.tcp_nodelay) {
                         let _ = stream.set_nodelay(true);

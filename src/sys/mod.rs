@@ -18,6 +18,7 @@
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
 //!   `tcp_nodelay`), through socket2 where it has them.
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
+//! - [`random`]: `getrandom` and `gethostname`.
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
 //! - [`time`]: `localtime_r` and the three timestamp formats nginx logs use.
 //!
@@ -30,6 +31,7 @@ pub mod epoll;
 pub mod error;
 pub mod file;
 pub mod process;
+pub mod random;
 pub mod signal;
 pub mod socket;
 pub mod time;

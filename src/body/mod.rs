@@ -1,0 +1,18 @@
+//! Bodies that stream: the pieces a response body is made of when it is not
+//! a file or bytes known in advance — an upstream's response read as it
+//! arrives — and the tools around them: a chunked encoder for clients that
+//! need framing, a tee that hands the same bytes to a second consumer (the
+//! cache writer), and the spool that lets a reader run ahead of a slow
+//! client within `proxy_buffers` and a temp file.
+//!
+//! This room sits below `server`, `upstream` and `cache`: they all point
+//! down to it, it points up to none of them.
+//!
+//! - [`source`]: the [`Source`] trait every streaming body implements, and
+//!   [`source::Teed`], the tee.
+//! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
+
+pub mod chunked;
+pub mod source;
+
+pub use source::{Source, SourceError, Tee, Teed};

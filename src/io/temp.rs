@@ -1,0 +1,242 @@
+//! Temporary files: request bodies too large for memory
+//! (`client_body_temp_path`) and buffered upstream responses that outgrow
+//! `proxy_buffers` (`proxy_temp_path`). Created, written, read and removed
+//! through the [`FileLayer`], so `aio threads` keeps every one of those calls
+//! off the event loop.
+//!
+//! Names are nginx's (`ngx_create_temp_file`): a ten-digit number from a
+//! process-wide counter, under `levels` of directories named by the
+//! number's last digits (`levels=1:2`: `…/3/12/0000000123`), directories made
+//! on demand with mode 0700, files with 0600 and `O_EXCL`. A file whose name
+//! nobody needs (`$request_body_file` unused, `client_body_in_file_only off`)
+//! is unlinked in the same pool task that creates it: nothing is left to
+//! clean up when the request ends, whatever way it ends.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::config::model::TempPath;
+use crate::sys::error::SysError;
+
+use super::fault;
+use super::file::{FileError, FileLayer};
+
+/// Log names of the calls made here.
+const OPEN: &str = "open";
+const MKDIR: &str = "mkdir";
+const PWRITE: &str = "pwrite";
+const PREAD: &str = "pread";
+const UNLINK: &str = "unlink";
+
+/// How many names are tried before giving up when they all exist.
+const MAX_COLLISIONS: u32 = 16;
+
+/// The next temp file number (`ngx_temp_number`).
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+/// An open temporary file.
+#[derive(Clone, Debug)]
+pub struct TempFile {
+    /// The open file, shared with pool tasks that use it.
+    pub file: Arc<File>,
+    /// Its name (already unlinked unless `named`).
+    pub path: Arc<Path>,
+    /// Whether the name still exists in the file system.
+    pub named: bool,
+    /// Bytes written so far.
+    pub len: u64,
+}
+
+/// The name of file number `n` under `dir` with its levels.
+pub fn temp_name(dir: &TempPath, n: u32) -> PathBuf {
+    let digits = format!("{n:010}");
+    let mut p = dir.path.clone();
+    let mut end = digits.len();
+    for &level in &dir.levels {
+        let level = level as usize;
+        p.push(&digits[end - level..end]);
+        end -= level;
+    }
+    p.push(&digits);
+    p
+}
+
+/// Creates a fresh file under `dir` (blocking: runs in the pool or, under
+/// `aio off`, on the loop). `keep_name`: leave the name in place.
+fn create_blocking(dir: &TempPath, keep_name: bool) -> Result<TempFile, FileError> {
+    let mut n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut collisions = 0;
+    loop {
+        let path = temp_name(dir, n);
+        fault::stall(&path);
+        let opened = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path);
+        match opened {
+            Ok(file) => {
+                if !keep_name {
+                    std::fs::remove_file(&path).map_err(|e| sys(UNLINK, &path, e))?;
+                }
+                return Ok(TempFile {
+                    file: Arc::new(file),
+                    path: Arc::from(path),
+                    named: keep_name,
+                    len: 0,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !dir.levels.is_empty() => {
+                // The level directories are made on demand, as nginx does.
+                let parent = path.parent().unwrap_or(&dir.path);
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
+                    .map_err(|e| sys(MKDIR, parent, e))?;
+                // The same name again: the directory did not exist.
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && collisions < MAX_COLLISIONS => {
+                collisions += 1;
+                // nginx adds a random step after a collision.
+                n = NEXT.fetch_add(1 + (n.wrapping_mul(2_654_435_761) >> 20), Ordering::Relaxed);
+            }
+            Err(e) => return Err(sys(OPEN, &path, e)),
+        }
+    }
+}
+
+fn sys(call: &'static str, path: &Path, e: io::Error) -> FileError {
+    FileError::Sys(SysError::with_path(call, path.to_path_buf(), e))
+}
+
+impl FileLayer<'_> {
+    /// Creates a temporary file under `dir`, through the pool under `aio
+    /// threads` (nginx creates them on the loop).
+    pub async fn create_temp(
+        &self,
+        dir: &TempPath,
+        keep_name: bool,
+    ) -> Result<TempFile, FileError> {
+        let dir = dir.clone();
+        self.run_write("create", move || create_blocking(&dir, keep_name))
+            .await?
+    }
+
+    /// Appends `data` to `t`, where `aio_write` says (the pool under `aio
+    /// threads` with `aio_write on`, nowait's default).
+    pub async fn append_temp(&self, t: &mut TempFile, data: Arc<[u8]>) -> Result<(), FileError> {
+        let file = t.file.clone();
+        let path = t.path.clone();
+        let off = t.len;
+        let len = data.len() as u64;
+        self.run_write("write", move || {
+            fault::stall(&path);
+            file.write_all_at(&data, off)
+                .map_err(|e| sys(PWRITE, &path, e))
+        })
+        .await??;
+        t.len += len;
+        Ok(())
+    }
+
+    /// Reads up to `len` bytes of `t` at `off` (short at the end).
+    pub async fn read_temp(
+        &self,
+        t: &TempFile,
+        off: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, FileError> {
+        let file = t.file.clone();
+        let path = t.path.clone();
+        self.run_read("read", move || {
+            fault::stall(&path);
+            let mut buf = vec![0u8; len];
+            let mut done = 0;
+            while done < len {
+                match file.read_at(&mut buf[done..], off + done as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(sys(PREAD, &path, e)),
+                }
+            }
+            buf.truncate(done);
+            Ok(buf)
+        })
+        .await?
+    }
+
+    /// Removes the name of `t` if it still has one (a kept request body at
+    /// the end of its request, `client_body_in_file_only clean`).
+    pub async fn remove_temp(&self, t: &TempFile) -> Result<(), FileError> {
+        if !t.named {
+            return Ok(());
+        }
+        let path = t.path.clone();
+        self.run_write("unlink", move || {
+            std::fs::remove_file(&path).map_err(|e| sys(UNLINK, &path, e))
+        })
+        .await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_take_levels_from_the_end_as_nginx() {
+        let dir = TempPath {
+            path: PathBuf::from("/t"),
+            levels: vec![1, 2],
+        };
+        assert_eq!(temp_name(&dir, 123), PathBuf::from("/t/3/12/0000000123"));
+        let flat = TempPath {
+            path: PathBuf::from("/t"),
+            levels: vec![],
+        };
+        assert_eq!(temp_name(&flat, 7), PathBuf::from("/t/0000000007"));
+    }
+
+    #[test]
+    fn create_write_read_and_unlink() {
+        let base = std::env::temp_dir().join(format!("nowait-temp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = TempPath {
+            path: base.clone(),
+            levels: vec![1, 2],
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let files = FileLayer::INLINE;
+            let mut t = files.create_temp(&dir, true).await.unwrap();
+            assert!(t.path.exists(), "a kept name exists");
+            files
+                .append_temp(&mut t, Arc::from(&b"hello "[..]))
+                .await
+                .unwrap();
+            files
+                .append_temp(&mut t, Arc::from(&b"world"[..]))
+                .await
+                .unwrap();
+            assert_eq!(t.len, 11);
+            assert_eq!(files.read_temp(&t, 6, 100).await.unwrap(), b"world");
+            files.remove_temp(&t).await.unwrap();
+            assert!(!t.path.exists());
+            // An anonymous one has no name from the start.
+            let a = files.create_temp(&dir, false).await.unwrap();
+            assert!(!a.path.exists());
+        });
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,440 @@
+//! The request phases, as nginx's phase engine runs them: server rewrite →
+//! find location → location rewrite → access checks → content → (the log
+//! phase is the connection's, after sending). An internal redirect (an
+//! `index` file, an `error_page`, later `rewrite … last` and `try_files`)
+//! starts the walk again at the server rewrite phase with the new URI; a
+//! named location (`@x`) is entered directly.
+//!
+//! The walk is split where it may wait: [`Walk::route`] runs every phase
+//! that decides without I/O (a `return`, the status page, a body too large)
+//! on the caller's stack; only when a content handler must read files or
+//! talk to an upstream does [`Walk::content`] create the larger future that
+//! awaits it. A `return 200` therefore never pays for the static handler's
+//! state.
+//!
+//! `error_page` is applied here too (once, as nginx's `recursive_error_pages
+//! off`): a reply the server made for an error that a page is configured for
+//! becomes an internal redirect, with the method turned into GET.
+
+use std::sync::Arc;
+
+use crate::config::inherit::LocConf;
+use crate::config::model::{Aio, ErrorPage, Handler, Location, LocationMatch};
+use crate::http::status::Status;
+use crate::io::Pool;
+use crate::io::file::FileLayer;
+use crate::log::Level;
+
+use super::client::Client;
+use super::locate;
+use super::reply::{ADD_HEADER_STATUSES, Reply};
+use super::request::{Captures, Req};
+use super::rewrite::{self, Flow};
+use super::site::Site;
+use super::static_file::{self, Served};
+
+/// The answer when a pool's queue is full. nginx answers 500; nowait
+/// answers 503 Service Unavailable, because the condition is temporary
+/// overload, not a fault, and clients and load balancers retry a 503
+/// elsewhere or later.
+pub const OVERFLOW_STATUS: Status = Status::SERVICE_UNAVAILABLE;
+
+/// The methods a static location answers, for `Allow`.
+pub const STATIC_METHODS: &str = "GET, HEAD";
+
+/// nginx's limit on internal redirects per request (`index`, `error_page`,
+/// `rewrite … last`): the eleventh is a 500 with "rewrite or internal
+/// redirection cycle".
+pub const MAX_INTERNAL_REDIRECTS: u32 = 10;
+
+/// A reply and the location settings it was produced under (the access log,
+/// `send_timeout`, `sendfile` … come from there).
+pub struct Handled<'a> {
+    /// What to send.
+    pub reply: Reply,
+    /// The settings in force where the request ended.
+    pub conf: &'a LocConf,
+    /// The pool for this request's file operations, if `aio threads`.
+    pub pool: Option<Arc<Pool>>,
+}
+
+/// What a content handler did.
+enum Outcome {
+    /// It answered.
+    Reply(Box<Reply>),
+    /// It redirected internally: the walk goes on.
+    Redirected,
+}
+
+/// Where an internal redirect goes.
+enum Target<'a> {
+    /// A URI: the walk starts again at the server rewrite phase.
+    Uri,
+    /// A named location, entered directly.
+    Named(&'a Location),
+}
+
+/// The walk of one request through the phases.
+pub struct Walk<'a> {
+    site: &'a Site,
+    /// Internal redirects so far.
+    redirects: u32,
+    /// Where the next [`Walk::route`] starts.
+    target: Target<'a>,
+    /// The status of the error an `error_page` is being served for, and
+    /// its `=code` (nginx's `r->err_status`, `r->error_page`).
+    error: Option<(Status, Option<Option<u16>>)>,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk for a request that has just been read.
+    pub fn new(site: &'a Site) -> Walk<'a> {
+        Walk {
+            site,
+            redirects: 0,
+            target: Target::Uri,
+            error: None,
+        }
+    }
+
+    /// Runs the phases that decide without waiting. `Some`: the reply is
+    /// final. `None`: `r` stands in a location whose content handler must
+    /// run; call [`Walk::content`].
+    pub fn route(&mut self, r: &mut Req<'a>) -> Option<Handled<'a>> {
+        loop {
+            let reply = match self.locate(r) {
+                Some(reply) => reply,
+                None => self.immediate(r)?,
+            };
+            match self.after(r, reply, None) {
+                Ok(h) => return Some(h),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// Runs the content handler `route` stopped at, then the rest of the
+    /// walk (internal redirects, `error_page`), until a final reply.
+    pub async fn content(&mut self, r: &mut Req<'a>, client: &mut Client<'_>) -> Handled<'a> {
+        loop {
+            let (outcome, pool) = self.run_content(r, client).await;
+            if let Outcome::Reply(reply) = outcome {
+                if let Ok(h) = self.after(r, *reply, pool) {
+                    return h;
+                }
+            }
+            // An internal redirect: the walk goes on at the new target.
+            if let Some(h) = self.route(r) {
+                return h;
+            }
+        }
+    }
+
+    /// Server rewrite, find location, location rewrite. `Some` when a
+    /// script answered.
+    fn locate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
+        let server = r.server;
+        let location = match std::mem::replace(&mut self.target, Target::Uri) {
+            Target::Named(l) => l,
+            Target::Uri => {
+                r.enter(None);
+                if let Flow::Reply(reply) = rewrite::run(r, &server.rewrite) {
+                    return Some(*reply);
+                }
+                let Some(l) = locate::find(&server.locations, &r.uri) else {
+                    // No location matches: the server's own settings serve.
+                    return self.body_too_large(r);
+                };
+                if let LocationMatch::Regex { re, .. } = &l.matcher {
+                    if re.captures_len() > 1 {
+                        r.captures = Captures::find(re, &r.uri, &mut r.user_vars);
+                    }
+                }
+                l
+            }
+        };
+        r.enter(Some(location));
+        if let Some(reply) = self.body_too_large(r) {
+            return Some(reply);
+        }
+        match rewrite::run(r, &location.rewrite) {
+            Flow::Reply(reply) => Some(*reply),
+            Flow::Continue => None,
+        }
+    }
+
+    /// nginx's find-config check: a `Content-Length` over the location's
+    /// `client_max_body_size` is a 413 before the location's own rewrites.
+    fn body_too_large(&self, r: &Req<'a>) -> Option<Reply> {
+        let max_body = r.conf.client_max_body_size;
+        let len = r.head.content_length?;
+        if max_body == 0 || len <= max_body {
+            return None;
+        }
+        self.site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!(
+                "client intended to send too large body: {len} bytes{}",
+                r.log_context()
+            ),
+        );
+        Some(Reply::special(Status::REQUEST_ENTITY_TOO_LARGE))
+    }
+
+    /// The checks after the location is known and the handlers that answer
+    /// without I/O. `None`: a content handler must run.
+    fn immediate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
+        let site = self.site;
+        match r.location.map_or(Handler::Static, |l| l.handler) {
+            Handler::Status => {
+                let text = crate::metrics::prometheus::render(&site.worker_metrics(), &site.pools);
+                Some(Reply::text(
+                    Status::OK,
+                    text,
+                    crate::metrics::prometheus::CONTENT_TYPE,
+                ))
+            }
+            Handler::Static | Handler::Proxy => None,
+        }
+    }
+
+    /// The content handler of the location `r` stands in.
+    async fn run_content(
+        &mut self,
+        r: &mut Req<'a>,
+        client: &mut Client<'_>,
+    ) -> (Outcome, Option<Arc<Pool>>) {
+        let site = self.site;
+        let _ = &client;
+        let pool = match pool_for(site, r) {
+            Ok(p) => p,
+            Err(status) => return (Outcome::Reply(Box::new(Reply::special(status))), None),
+        };
+        let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+        if site.config.uses_realpath_root && r.realpath_root.is_none() {
+            r.realpath_root = realpath(r, files).await;
+        }
+        match r.location.map_or(Handler::Static, |l| l.handler) {
+            Handler::Proxy => {
+                site.error_log.log(
+                    Level::Emerg,
+                    Some(r.conn_no),
+                    format_args!("\"proxy_pass\" is not implemented yet{}", r.log_context()),
+                );
+                (
+                    Outcome::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR))),
+                    pool,
+                )
+            }
+            Handler::Static | Handler::Status => {
+                let uri = r.uri.clone();
+                let served =
+                    static_file::serve(r, r.conf, r.location, &uri, files, self.error.is_some())
+                        .await;
+                let reply = match served {
+                    Served::Reply(reply) => *reply,
+                    Served::InternalRedirect(next) => {
+                        if self.redirect(r, next) {
+                            return (Outcome::Redirected, pool);
+                        }
+                        Reply::special(Status::INTERNAL_SERVER_ERROR)
+                    }
+                    Served::Error(status, msg) => {
+                        if let Some(msg) = msg {
+                            site.error_log.log(
+                                Level::Error,
+                                Some(r.conn_no),
+                                format_args!("{msg}{}", r.log_context()),
+                            );
+                        }
+                        Reply::special(status)
+                    }
+                    Served::Overflow(msg) => {
+                        // nginx's line, exactly: the pool's own message, no request context.
+                        site.error_log
+                            .log(Level::Error, Some(r.conn_no), format_args!("{msg}"));
+                        Reply::special(OVERFLOW_STATUS)
+                    }
+                };
+                (Outcome::Reply(Box::new(reply)), pool)
+            }
+        }
+    }
+
+    /// Sets `r` up for an internal redirect to `uri` (with `?args`);
+    /// `false` past [`MAX_INTERNAL_REDIRECTS`] (the caller answers 500).
+    fn redirect(&mut self, r: &mut Req<'a>, uri: String) -> bool {
+        self.redirects += 1;
+        if self.redirects > MAX_INTERNAL_REDIRECTS {
+            self.site.error_log.log(
+                Level::Error,
+                Some(r.conn_no),
+                format_args!(
+                    "rewrite or internal redirection cycle while internally redirecting to \"{uri}\"{}",
+                    r.log_context()
+                ),
+            );
+            return false;
+        }
+        match uri.split_once('?') {
+            Some((path, args)) => {
+                r.uri = path.to_string().into();
+                r.args = Some(Some(args.to_string()));
+            }
+            None => r.uri = uri.into(),
+        }
+        r.captures = None;
+        self.target = Target::Uri;
+        true
+    }
+
+    /// What follows a reply: an error with an `error_page` becomes an
+    /// internal redirect (`Err`: the walk goes on), anything else is
+    /// decorated and final (`Ok`).
+    fn after(
+        &mut self,
+        r: &mut Req<'a>,
+        mut reply: Reply,
+        pool: Option<Arc<Pool>>,
+    ) -> Result<Handled<'a>, ()> {
+        if let Some((status, overwrite)) = self.error {
+            // The page served for an error carries the error's status (or
+            // the `=code`), unless it is itself a special reply.
+            match overwrite {
+                Some(Some(c)) => reply.status = Status(c),
+                Some(None) => {}
+                None if !reply.special => reply.status = status,
+                None => {}
+            }
+            if !reply.special {
+                reply.accept_ranges = false;
+                reply.close |= status.closes_connection();
+            }
+        } else if reply.special {
+            let status = reply.status;
+            if let Some(page) = r
+                .conf
+                .error_pages
+                .iter()
+                .find(|p| p.codes.contains(&status.0))
+            {
+                match self.error_page(r, page, status) {
+                    None => return Err(()),
+                    Some(other) => reply = other,
+                }
+            }
+        }
+        let mut h = Handled {
+            reply,
+            conf: r.conf,
+            pool,
+        };
+        decorate(&mut h, r);
+        Ok(h)
+    }
+
+    /// Starts serving `page` for an error of `status`: `None` when the
+    /// walk goes on at the page's URI; else the reply to send instead (a
+    /// redirect to a URL, or a 500 when the page cannot be reached).
+    fn error_page(&mut self, r: &mut Req<'a>, page: &ErrorPage, status: Status) -> Option<Reply> {
+        let target = r.expand_lossy(&page.uri);
+        if target.starts_with("http://") || target.starts_with("https://") {
+            let code = match page.overwrite {
+                Some(Some(c)) if [301, 302, 303, 307, 308].contains(&c) => c,
+                _ => 302,
+            };
+            let mut reply = Reply::special(Status(code));
+            reply.location = Some(target);
+            return Some(reply);
+        }
+        self.error = Some((status, page.overwrite));
+        if let Some(name) = target.strip_prefix('@').map(|_| target.as_str()) {
+            match locate::find_named(&r.server.locations, name) {
+                Some(l) => {
+                    self.redirects += 1;
+                    self.target = Target::Named(l);
+                    return None;
+                }
+                None => {
+                    self.site.error_log.log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!(
+                            "could not find named location \"{name}\"{}",
+                            r.log_context()
+                        ),
+                    );
+                    return Some(Reply::special(Status::INTERNAL_SERVER_ERROR));
+                }
+            }
+        }
+        if self.redirect(r, target) {
+            None
+        } else {
+            Some(Reply::special(Status::INTERNAL_SERVER_ERROR))
+        }
+    }
+
+    /// Whether the request is being answered with an `error_page`.
+    pub fn serving_error_page(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// The pool `aio` names for this request, or the error to answer.
+fn pool_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Pool>>, Status> {
+    let Aio::Threads(name) = &r.conf.aio else {
+        return Ok(None);
+    };
+    let name = r.expand_lossy(name);
+    match site.pools.get(&name) {
+        Some(p) => Ok(Some(p.clone())),
+        None => {
+            site.error_log.log(
+                Level::Error,
+                Some(r.conn_no),
+                format_args!("thread pool \"{name}\" not found{}", r.log_context()),
+            );
+            Err(Status::INTERNAL_SERVER_ERROR)
+        }
+    }
+}
+
+/// `$realpath_root`: the document root with symbolic links resolved,
+/// through the file layer (the fast path or the pool, never a blocking
+/// walk on the loop).
+async fn realpath(r: &Req<'_>, files: FileLayer<'_>) -> Option<String> {
+    let root = r.document_root();
+    files
+        .realpath(std::path::Path::new(&root))
+        .await
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The page body of special replies, `Allow` on a 405, and `add_header`.
+fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
+    let signature = crate::signature(h.conf.server_tokens);
+    h.reply.fill_special_page(signature);
+    let status = h.reply.status.0;
+    if status == 405
+        && !h
+            .reply
+            .extra
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("Allow"))
+    {
+        // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
+        h.reply
+            .extra
+            .push(("Allow".to_string(), STATIC_METHODS.to_string()));
+    }
+    for a in &h.conf.add_headers {
+        if a.always || ADD_HEADER_STATUSES.contains(&status) {
+            h.reply
+                .extra
+                .push((a.name.clone(), r.expand_lossy(&a.value)));
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! Evaluating variables and templates for a request, as nginx's
+//! `ngx_http_variables.c` does. Values are bytes (a header or a decoded
+//! path need not be UTF-8); `None` is nginx's "not found", which the access
+//! log prints as `-`.
+//!
+//! Every [`Var`] the configuration layer accepts has a value here: the
+//! configuration refuses any other name at load time.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+use base64::Engine;
+
+use crate::config::model::Root;
+use crate::config::template::{Part, Template};
+use crate::config::vars::{Builtin, Family, Var};
+use crate::http::request::Version;
+
+use super::reply::Reply;
+use super::request::{Req, Sent, UpstreamTry};
+
+/// The response as sent, for `$status`, `$sent_http_*` and the byte counts.
+#[derive(Clone, Copy)]
+pub struct Response<'r> {
+    /// What the connection wrote.
+    pub sent: &'r Sent,
+    /// The reply's head fields.
+    pub reply: &'r Reply,
+    /// Whether the connection was kept alive after it.
+    pub keep_alive: bool,
+}
+
+fn owned(s: String) -> Option<Cow<'static, [u8]>> {
+    Some(Cow::Owned(s.into_bytes()))
+}
+
+fn borrowed(s: &str) -> Option<Cow<'_, [u8]>> {
+    Some(Cow::Borrowed(s.as_bytes()))
+}
+
+/// Seconds with milliseconds, as nginx prints times (`0.003`).
+fn secs(d: std::time::Duration) -> String {
+    format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+}
+
+impl<'a> Req<'a> {
+    /// The value of `var` for this request; `resp` once the response is
+    /// known (the access log).
+    pub fn var<'s>(&'s self, var: &Var, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
+        match var {
+            Var::Builtin(b) => self.builtin(*b, resp),
+            Var::Family(f, name) => self.family(*f, name, resp),
+            Var::Capture(n) => {
+                let c = self.captures.as_ref()?;
+                Some(Cow::Borrowed(c.get(*n as usize).as_bytes()))
+            }
+            Var::Named(name) => {
+                let (_, v) = self.user_vars.iter().find(|(n, _)| n == name)?;
+                v.as_deref().map(|s| Cow::Borrowed(s.as_bytes()))
+            }
+        }
+    }
+
+    fn builtin<'s>(&'s self, b: Builtin, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
+        let head = self.head;
+        match b {
+            Builtin::Args | Builtin::QueryString => match self.args()? {
+                Cow::Borrowed(s) => borrowed(s),
+                Cow::Owned(s) => owned(s),
+            },
+            Builtin::IsArgs => borrowed(if self.args().is_some() { "?" } else { "" }),
+            Builtin::Uri | Builtin::DocumentUri => borrowed(&self.uri),
+            Builtin::RequestUri => Some(Cow::Borrowed(&head.uri.request_uri)),
+            Builtin::RequestMethod => borrowed(head.method.as_str()),
+            Builtin::Request => owned(self.request_line()),
+            Builtin::Host => match self.host() {
+                Cow::Borrowed(s) => borrowed(s),
+                Cow::Owned(s) => owned(s),
+            },
+            Builtin::Hostname => borrowed(hostname()),
+            Builtin::RemoteAddr => owned(self.peer.ip().to_string()),
+            Builtin::RemotePort => owned(self.peer.port().to_string()),
+            Builtin::BinaryRemoteAddr => Some(Cow::Owned(match self.peer.ip() {
+                std::net::IpAddr::V4(a) => a.octets().to_vec(),
+                std::net::IpAddr::V6(a) => a.octets().to_vec(),
+            })),
+            Builtin::ServerAddr => owned(self.local.ip().to_string()),
+            Builtin::ServerPort => owned(self.local.port().to_string()),
+            Builtin::ServerName => borrowed(self.server.names.first().map_or("", String::as_str)),
+            Builtin::ServerProtocol => borrowed(match head.version {
+                Version::Http09 => "HTTP/0.9",
+                Version::Http10 => "HTTP/1.0",
+                Version::Http11 => "HTTP/1.1",
+            }),
+            Builtin::Scheme => borrowed("http"),
+            Builtin::Https => borrowed(""),
+            Builtin::Connection => owned(self.conn_no.to_string()),
+            Builtin::ConnectionRequests => owned(self.conn_requests.to_string()),
+            Builtin::ConnectionTime => owned(secs(self.conn_start.elapsed())),
+            Builtin::RequestLength => {
+                owned((self.head_len as u64 + self.body.received).to_string())
+            }
+            Builtin::RequestTime => owned(secs(self.start.elapsed())),
+            Builtin::Msec => {
+                let t = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                owned(secs(t))
+            }
+            Builtin::TimeLocal => owned(crate::log::clock::with_now(|t| t.time_local.clone())),
+            Builtin::TimeIso8601 => owned(crate::log::clock::with_now(|t| t.iso8601.clone())),
+            Builtin::Pid => owned(crate::sys::process::getpid().to_string()),
+            Builtin::NginxVersion => borrowed(crate::VERSION),
+            Builtin::RemoteUser => remote_user(head.header("authorization")?).map(Cow::Owned),
+            Builtin::ContentLength => match head.content_length {
+                Some(n) => owned(n.to_string()),
+                // nginx gives a chunked body's length once it was read.
+                None if head.chunked && self.body.received > 0 => {
+                    owned(self.body.received.to_string())
+                }
+                None => None,
+            },
+            Builtin::ContentType => head.header("content-type").map(Cow::Borrowed),
+            Builtin::Status => owned(format!("{:03}", resp?.sent.status)),
+            Builtin::BodyBytesSent => owned(resp?.sent.body_bytes.to_string()),
+            Builtin::BytesSent => owned(resp?.sent.bytes.to_string()),
+            Builtin::RequestCompletion => borrowed(if resp?.sent.complete { "OK" } else { "" }),
+            Builtin::DocumentRoot => owned(self.document_root()),
+            Builtin::RealpathRoot => self.realpath_root.as_deref().map(borrowed)?,
+            Builtin::RequestFilename => Some(Cow::Owned(
+                super::static_file::map_path(self, self.conf, self.location, &self.uri)
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )),
+            Builtin::RequestId => borrowed(self.request_id.get_or_init(request_id)),
+            Builtin::RequestBody => self
+                .body
+                .in_memory
+                .as_deref()
+                .map(|b| Cow::Borrowed(b.as_slice())),
+            Builtin::RequestBodyFile => Some(Cow::Owned(
+                self.body
+                    .file
+                    .as_deref()?
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .to_vec(),
+            )),
+            Builtin::LimitRate => borrowed("0"),
+            Builtin::Pipe => borrowed(if self.pipelined { "p" } else { "." }),
+            Builtin::ProxyHost => borrowed(self.upstream.proxy_host.as_deref()?),
+            Builtin::ProxyPort => owned(self.upstream.proxy_port?.to_string()),
+            Builtin::ProxyAddXForwardedFor => {
+                let ip = self.peer.ip().to_string();
+                match head.header("x-forwarded-for") {
+                    Some(v) => {
+                        let mut out = v.to_vec();
+                        out.extend_from_slice(b", ");
+                        out.extend_from_slice(ip.as_bytes());
+                        Some(Cow::Owned(out))
+                    }
+                    None => owned(ip),
+                }
+            }
+            Builtin::UpstreamAddr => self.upstream_list(|t| Some(t.addr.clone())),
+            Builtin::UpstreamStatus => {
+                self.upstream_list(|t| Some(t.status.map_or("-".into(), |s| s.to_string())))
+            }
+            Builtin::UpstreamResponseTime => {
+                self.upstream_list(|t| Some(t.response_time.map_or("-".into(), fmt_secs)))
+            }
+            Builtin::UpstreamConnectTime => {
+                self.upstream_list(|t| Some(t.connect_time.map_or("-".into(), fmt_secs)))
+            }
+            Builtin::UpstreamHeaderTime => {
+                self.upstream_list(|t| Some(t.header_time.map_or("-".into(), fmt_secs)))
+            }
+            Builtin::UpstreamResponseLength => self
+                .upstream_list(|t| Some(t.response_length.map_or("0".into(), |n| n.to_string()))),
+            Builtin::UpstreamBytesReceived => {
+                self.upstream_list(|t| Some(t.bytes_received.to_string()))
+            }
+            Builtin::UpstreamBytesSent => self.upstream_list(|t| Some(t.bytes_sent.to_string())),
+        }
+    }
+
+    /// nginx's upstream variables: one value per try, `, ` between tries
+    /// and ` : ` between groups (after an internal redirect).
+    fn upstream_list(
+        &self,
+        each: impl Fn(&UpstreamTry) -> Option<String>,
+    ) -> Option<Cow<'_, [u8]>> {
+        let u = &self.upstream;
+        if u.tries.is_empty() {
+            return None;
+        }
+        let mut out = String::new();
+        for (i, t) in u.tries.iter().enumerate() {
+            if i > 0 {
+                out.push_str(if u.group_starts.contains(&i) {
+                    " : "
+                } else {
+                    ", "
+                });
+            }
+            out.push_str(&each(t)?);
+        }
+        owned(out)
+    }
+
+    fn family<'s>(
+        &'s self,
+        f: Family,
+        name: &str,
+        resp: Option<Response<'s>>,
+    ) -> Option<Cow<'s, [u8]>> {
+        match f {
+            Family::Http => {
+                let want = name.replace('_', "-");
+                header_joined(
+                    self.head
+                        .headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
+                        .map(|(_, v)| v),
+                    if want.eq_ignore_ascii_case("cookie") {
+                        "; "
+                    } else {
+                        ", "
+                    },
+                )
+            }
+            Family::Arg => arg(self.args()?.as_bytes(), name.as_bytes()).map(|v| {
+                // The value borrows `self.args()`, which may be owned: copy.
+                Cow::Owned(v.to_vec())
+            }),
+            Family::Cookie => {
+                let cookies = self.head.header("cookie")?;
+                cookie(cookies, name.as_bytes()).map(Cow::Borrowed)
+            }
+            Family::SentHttp => sent_header(resp?, name),
+            Family::SentTrailer => None,
+            Family::UpstreamHttp => {
+                let want = name.replace('_', "-");
+                header_joined(
+                    self.upstream
+                        .headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
+                        .map(|(_, v)| v.as_slice()),
+                    ", ",
+                )
+            }
+            Family::UpstreamTrailer => {
+                let want = name.replace('_', "-");
+                header_joined(
+                    self.upstream
+                        .trailers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
+                        .map(|(_, v)| v.as_slice()),
+                    ", ",
+                )
+            }
+            Family::UpstreamCookie => {
+                // `Set-Cookie: name=value; …` of the upstream's response.
+                self.upstream
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+                    .find_map(|(_, v)| cookie(v, name.as_bytes()))
+                    .map(Cow::Borrowed)
+            }
+        }
+    }
+
+    /// `$document_root`: the `root` (or `alias`) value of the current
+    /// location, expanded.
+    pub fn document_root(&self) -> String {
+        match &self.conf.root {
+            Root::Root(t) | Root::Alias(t) => self.expand_lossy(t),
+        }
+    }
+
+    /// Expands a template into bytes; variables that are not found expand
+    /// to nothing, as in nginx's scripts.
+    pub fn expand(&self, t: &Template) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in &t.parts {
+            match p {
+                Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Var(v) => {
+                    if let Some(val) = self.var(v, None) {
+                        out.extend_from_slice(&val);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// [`Req::expand`] as text, invalid UTF-8 replaced: for values that are
+    /// names (pools, hosts) or go into messages.
+    pub fn expand_lossy(&self, t: &Template) -> String {
+        if let [Part::Literal(s)] = t.parts.as_slice() {
+            return s.clone();
+        }
+        match String::from_utf8(self.expand(t)) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    format!("{s:.3}")
+}
+
+/// Header values joined as nginx joins repeated fields for a variable.
+fn header_joined<'v>(
+    mut values: impl Iterator<Item = &'v [u8]>,
+    sep: &str,
+) -> Option<Cow<'v, [u8]>> {
+    let first = values.next()?;
+    let Some(second) = values.next() else {
+        return Some(Cow::Borrowed(first));
+    };
+    let mut out = first.to_vec();
+    for v in std::iter::once(second).chain(values) {
+        out.extend_from_slice(sep.as_bytes());
+        out.extend_from_slice(v);
+    }
+    Some(Cow::Owned(out))
+}
+
+/// `$arg_NAME`: the first argument whose name matches case-insensitively
+/// (`ngx_http_arg`).
+fn arg<'s>(args: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
+    args.split(|&b| b == b'&').find_map(|kv| {
+        let (k, v) = match kv.iter().position(|&b| b == b'=') {
+            Some(i) => (&kv[..i], &kv[i + 1..]),
+            None => (kv, &b""[..]),
+        };
+        k.eq_ignore_ascii_case(want).then_some(v)
+    })
+}
+
+/// `$cookie_NAME` from a `Cookie` value (`ngx_http_parse_multi_header_lines`:
+/// names compared case-insensitively, separated by `;` or `,`).
+fn cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
+    header
+        .split(|&b| b == b';' || b == b',')
+        .filter_map(|c| {
+            let c = c.trim_ascii();
+            let i = c.iter().position(|&b| b == b'=')?;
+            Some((&c[..i], &c[i + 1..]))
+        })
+        .find(|(k, _)| k.eq_ignore_ascii_case(want))
+        .map(|(_, v)| v)
+}
+
+/// `$remote_user`: the user of a `Basic` `Authorization` header.
+fn remote_user(auth: &[u8]) -> Option<Vec<u8>> {
+    let rest = auth.strip_prefix(b"Basic ").or_else(|| {
+        (auth.len() > 6 && auth[..6].eq_ignore_ascii_case(b"basic ")).then(|| &auth[6..])
+    })?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim_ascii())
+        .ok()?;
+    let user = match decoded.iter().position(|&b| b == b':') {
+        Some(i) => &decoded[..i],
+        None => return None,
+    };
+    Some(user.to_vec())
+}
+
+/// `$sent_http_NAME` from the reply as sent.
+fn sent_header<'r>(resp: Response<'r>, name: &str) -> Option<Cow<'r, [u8]>> {
+    let want = name.replace('_', "-").to_ascii_lowercase();
+    let reply = resp.reply;
+    let text = |s: &'r str| Some(Cow::Borrowed(s.as_bytes()));
+    match want.as_str() {
+        "content-type" => return reply.content_type.as_deref().and_then(text),
+        "content-length" => {
+            return reply
+                .announced_length()
+                .map(|n| Cow::Owned(n.to_string().into_bytes()));
+        }
+        "last-modified" => {
+            return reply
+                .last_modified
+                .map(|t| Cow::Owned(crate::http::date::format_unix(t).into_bytes()));
+        }
+        "location" => return reply.location.as_deref().and_then(text),
+        "etag" => return reply.etag.as_deref().and_then(text),
+        "content-range" => return reply.content_range.as_deref().and_then(text),
+        "accept-ranges" if reply.accept_ranges => return text("bytes"),
+        "connection" => {
+            return text(if resp.keep_alive {
+                "keep-alive"
+            } else {
+                "close"
+            });
+        }
+        "transfer-encoding" if reply.chunked_to_client() => return text("chunked"),
+        _ => {}
+    }
+    header_joined(
+        reply
+            .extra
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
+            .map(|(_, v)| v.as_bytes()),
+        ", ",
+    )
+}
+
+/// `$hostname`, read once per process.
+fn hostname() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| crate::sys::random::hostname().unwrap_or_else(|_| "localhost".into()))
+}
+
+/// `$request_id`: 16 random bytes as 32 lowercase hex digits, as nginx.
+fn request_id() -> String {
+    let mut bytes = [0u8; 16];
+    if crate::sys::random::getrandom(&mut bytes).is_err() {
+        // Never at run time (the kernel's pool is seeded after boot); a
+        // clock-based id still differs between requests.
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes = t.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_and_cookies_as_nginx() {
+        assert_eq!(arg(b"a=1&B=2&c", b"b"), Some(&b"2"[..]));
+        assert_eq!(arg(b"a=1&c", b"c"), Some(&b""[..]));
+        assert_eq!(arg(b"a=1", b"x"), None);
+        assert_eq!(cookie(b"a=1; SID=xyz, c=3", b"sid"), Some(&b"xyz"[..]));
+        assert_eq!(cookie(b"a=1", b"b"), None);
+    }
+
+    #[test]
+    fn remote_user_of_basic_credentials() {
+        // "user:pass"
+        assert_eq!(remote_user(b"Basic dXNlcjpwYXNz"), Some(b"user".to_vec()));
+        assert_eq!(remote_user(b"basic dXNlcjpwYXNz"), Some(b"user".to_vec()));
+        assert_eq!(remote_user(b"Bearer x"), None);
+        assert_eq!(remote_user(b"Basic !!!"), None);
+    }
+
+    #[test]
+    fn request_ids_are_32_hex_digits_and_differ() {
+        let (a, b) = (request_id(), request_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}
