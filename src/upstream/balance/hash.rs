@@ -173,7 +173,8 @@ impl Ring {
         let mut servers: Vec<String> = Vec::new();
         let mut server_of = Vec::with_capacity(peers.len());
         let total: u64 = peers.iter().map(|p| u64::from(p.weight)).sum();
-        let mut points = Vec::with_capacity(usize::try_from(total).unwrap_or(0) * 160);
+        let points_wanted = total.saturating_mul(u64::from(POINTS_PER_WEIGHT));
+        let mut points = Vec::with_capacity(usize::try_from(points_wanted).unwrap_or(0));
         for peer in peers {
             let server = match servers.iter().position(|s| **s == *peer.server) {
                 Some(i) => i,

@@ -4,9 +4,19 @@
 //! weighted round robin among those from the first of them on. Connections
 //! are given back by the shared [`round_robin::free`](super::round_robin).
 
+use std::cmp::Ordering;
+
 use super::round_robin;
 use super::{PeerGroup, State, Tried};
-use crate::upstream::peer::PeerId;
+use crate::upstream::peer::{PeerId, PeerSpec, PeerState};
+
+/// Peer `i`'s load against peer `j`'s, cross-multiplied as nginx does:
+/// `conns_i * weight_j` against `conns_j * weight_i`.
+fn load(specs: &[PeerSpec], peers: &[PeerState], i: usize, j: usize) -> Ordering {
+    let a = u128::from(peers[i].conns) * u128::from(specs[j].weight);
+    let b = u128::from(peers[j].conns) * u128::from(specs[i].weight);
+    a.cmp(&b)
+}
 
 /// The least loaded usable peer of the list the request is on, then of the
 /// backup list; `None` is nginx's `NGX_BUSY`.
@@ -17,14 +27,8 @@ pub(crate) fn get(g: &PeerGroup, st: &mut State, tried: &mut Tried, now: i64) ->
     let backup = tried.backup;
     let specs = &g.list(backup).specs;
     let peers = st.list_mut(backup);
-    let usable = |i: usize, tried: &Tried, peers: &[crate::upstream::peer::PeerState]| {
+    let usable = |i: usize, tried: &Tried, peers: &[PeerState]| {
         !tried.bits.test(i) && peers[i].usable(&specs[i], now)
-    };
-    // Load of peer i against peer j, cross-multiplied as nginx does.
-    let cmp = |i: usize, j: usize, peers: &[crate::upstream::peer::PeerState]| {
-        let a = u128::from(peers[i].conns) * u128::from(specs[j].weight);
-        let b = u128::from(peers[j].conns) * u128::from(specs[i].weight);
-        a.cmp(&b)
     };
 
     let mut best: Option<usize> = None;
@@ -33,13 +37,10 @@ pub(crate) fn get(g: &PeerGroup, st: &mut State, tried: &mut Tried, now: i64) ->
         if !usable(i, tried, peers) {
             continue;
         }
-        match best {
-            Some(b) if cmp(i, b, peers).is_ge() => {
-                if cmp(i, b, peers).is_eq() {
-                    many = true;
-                }
-            }
-            _ => {
+        match best.map(|b| load(specs, peers, i, b)) {
+            Some(Ordering::Equal) => many = true,
+            Some(Ordering::Greater) => {}
+            Some(Ordering::Less) | None => {
                 best = Some(i);
                 many = false;
             }
@@ -55,7 +56,7 @@ pub(crate) fn get(g: &PeerGroup, st: &mut State, tried: &mut Tried, now: i64) ->
         // Round robin among the tied peers, from the first of them on.
         let first = best;
         for i in first..specs.len() {
-            if !usable(i, tried, peers) || !cmp(i, first, peers).is_eq() {
+            if !usable(i, tried, peers) || load(specs, peers, i, first).is_ne() {
                 continue;
             }
             let spec = &specs[i];
