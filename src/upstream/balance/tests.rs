@@ -789,3 +789,66 @@ fn random_two_takes_the_less_loaded() {
 fn random_weights_ranges() {
     assert_eq!(random::ranges(&peers(&[2, 1, 3])), vec![0, 2, 3]);
 }
+
+// sharing
+
+#[test]
+fn a_group_is_shared_by_worker_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<PeerGroup>();
+    let mut specs = peers(&[3, 1, 2]);
+    specs[1].max_conns = 2;
+    let g = std::sync::Arc::new(group(specs, vec![], Balance::LeastConn));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let g = std::sync::Arc::clone(&g);
+            std::thread::spawn(move || {
+                for i in 0..500 {
+                    let mut tried = Tried::new(&g);
+                    if let Pick::Peer(id) = g.pick(&PickCtx::default(), &mut tried, at(&g, 0)) {
+                        assert!(g.stats(id).conns >= 1);
+                        let outcome = if i % 50 == 0 {
+                            Outcome::Failed
+                        } else {
+                            Outcome::Ok
+                        };
+                        g.done(&mut tried, id, outcome, at(&g, 100 + i));
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a worker");
+    }
+    // Every connection picked was given back.
+    for (id, _) in g.peers() {
+        assert_eq!(g.stats(id).conns, 0, "{id:?}");
+    }
+}
+
+#[test]
+fn hash_methods_fall_back_to_round_robin_after_20_misses() {
+    // Peer 0 is down and holds nearly all the weight: the hashes and draws
+    // keep landing on it, and round robin finds peer 1.
+    let mut specs = peers(&[1000, 1]);
+    specs[0].down = true;
+    let ctx = PickCtx {
+        client_ip: ip("192.168.1.10"),
+        hash_key: Some(b"key0"),
+    };
+    for balance in [
+        Balance::IpHash,
+        Balance::Hash { consistent: false },
+        Balance::Hash { consistent: true },
+        Balance::Random { two: false },
+        Balance::Random { two: true },
+    ] {
+        let g = group(specs.clone(), vec![], balance);
+        g.lock().rng = random::Rng::from_seed(1);
+        let mut tried = Tried::new(&g);
+        let pick = g.pick(&ctx, &mut tried, at(&g, 0));
+        assert_eq!(pick, Pick::Peer(PeerId::new(false, 1)), "{balance:?}");
+        assert_eq!(tried.misses, FALLBACK_AFTER_MISSES + 1, "{balance:?}");
+    }
+}
