@@ -11,6 +11,8 @@
 //!   worker event loops and the HTTP/1.1 connection state machine.
 //! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
 //!   ranges, conditionals, response heads, error pages.
+//! - [`upstream`]: upstream peers and choosing one per attempt (nginx's
+//!   balancers, `split_clients`); pure logic, the proxy calls it.
 //! - [`io`]: the never-blocking file layer and the named thread pools.
 //! - [`body`]: bodies that stream (an upstream response), chunked framing,
 //!   the tee that feeds the cache writer.
@@ -34,6 +36,7 @@ pub mod metrics;
 pub mod process;
 pub mod server;
 pub mod sys;
+pub mod upstream;
 
 /// The name printed in `Server` headers, error pages and log lines.
 pub const NAME: &str = "nowait";
