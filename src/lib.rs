@@ -11,6 +11,8 @@
 //!   worker event loops and the HTTP/1.1 connection state machine.
 //! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
 //!   ranges, conditionals, response heads, error pages.
+//! - [`upstream`]: what upstreams answer: response heads, bodies and
+//!   whether their connection may be kept alive.
 //! - [`io`]: the never-blocking file layer and the named thread pools.
 //! - [`log`]: error and access logs, written off the event loops.
 //! - [`metrics`]: loop blocked time, latency histograms, pool counters.
@@ -31,6 +33,7 @@ pub mod metrics;
 pub mod process;
 pub mod server;
 pub mod sys;
+pub mod upstream;
 
 /// The name printed in `Server` headers, error pages and log lines.
 pub const NAME: &str = "nowait";
