@@ -11,8 +11,9 @@
 //!   worker event loops and the HTTP/1.1 connection state machine.
 //! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
 //!   ranges, conditionals, response heads, error pages.
-//! - [`upstream`]: upstream peers and choosing one per attempt (nginx's
-//!   balancers, `split_clients`); pure logic, the proxy calls it.
+//! - [`upstream`]: the servers behind `proxy_pass`: choosing one per attempt
+//!   (nginx's balancers, `split_clients`), reading what they answer
+//!   (response heads, body framing, keep-alive).
 //! - [`io`]: the never-blocking file layer and the named thread pools.
 //! - [`body`]: bodies that stream (an upstream response), chunked framing,
 //!   the tee that feeds the cache writer.

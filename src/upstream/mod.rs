@@ -8,13 +8,17 @@
 //!   (round robin, `least_conn`, `ip_hash`, `hash [consistent]`,
 //!   `random [two]`), failures and `backup` peers included. Pure logic.
 //! - [`split`]: `split_clients`' choice of a part (MurmurHash2).
+//! - [`head`]: an upstream's response head, read as nginx 1.22's proxy
+//!   module reads it, and the body framing it announces.
+//! - [`body`]: the response body decoder (length, chunked, until close) and
+//!   whether the connection may be kept alive after it.
 //!
-//! To come: the client (connecting, sending, reading the response head and
-//! body stream) and the keep-alive pool of idle upstream connections. Like
-//! the balancer, they own no configuration parsing: `config/` builds the
-//! [`peer::PeerSpec`]s and the [`balance::Balance`].
+//! Like the balancer, the rest owns no configuration parsing: `config/`
+//! builds the [`peer::PeerSpec`]s and the [`balance::Balance`].
 
 pub mod balance;
+pub mod body;
+pub mod head;
 pub mod peer;
 pub mod split;
 

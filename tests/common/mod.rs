@@ -14,6 +14,8 @@
 //! - [`request`]: find the methods in a raw byte stream of requests (the
 //!   response parser needs them to know which responses answer `HEAD`).
 //! - [`wait`]: bounded polling for effects that follow a request.
+//! - [`upstream`]: a scripted upstream for the proxy's tests: raw bytes
+//!   out, every request it receives recorded.
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
@@ -28,6 +30,7 @@ pub mod request;
 pub mod response;
 pub mod server;
 pub mod tmp;
+pub mod upstream;
 pub mod wait;
 
 pub use client::{Conn, State};
@@ -38,6 +41,7 @@ pub use request::request_methods;
 pub use response::{Parsed, Response, parse_responses};
 pub use server::Server;
 pub use tmp::TempDir;
+pub use upstream::{Recorded, Upstream, UpstreamConn};
 
 /// A response body as text (lossy), for assertions.
 #[allow(dead_code)]
