@@ -111,6 +111,10 @@ struct Queue {
     idle: usize,
     /// Set by [`Pool::shutdown`]/drop: threads exit once `jobs` is empty.
     closing: bool,
+    /// Threads the pool should have (`threads=`, changed by a reload).
+    target: usize,
+    /// Threads alive now; above `target`, idle threads exit.
+    alive: usize,
 }
 
 impl Queue {
@@ -161,10 +165,10 @@ fn new_histogram() -> Histogram<u64> {
 struct Shared {
     /// The pool's name, as in `thread_pool NAME`; shared with errors.
     name: Arc<str>,
-    /// `threads=`.
-    threads: usize,
-    /// `max_queue=`.
-    max_queue: usize,
+    /// `threads=` (a reload may change it).
+    threads: AtomicUsize,
+    /// `max_queue=` (a reload may change it).
+    max_queue: AtomicUsize,
     /// The task queue.
     queue: Mutex<Queue>,
     /// Signalled when a task is queued or the pool closes.
@@ -181,8 +185,13 @@ struct Shared {
     overflows: AtomicU64,
     /// Tasks accepted into [`Lane::Front`].
     front: AtomicU64,
-    /// One timing pair per thread, indexed by thread number.
-    timings: Box<[Mutex<Timings>]>,
+    /// One timing pair per thread ever started (a thread that exits after
+    /// a resize leaves its history).
+    timings: Mutex<Vec<Arc<Mutex<Timings>>>>,
+    /// Threads started so far, for naming the next `NAME#i`.
+    started: AtomicUsize,
+    /// Run first on every thread (the process drops privileges there).
+    init: Option<ThreadInit>,
 }
 
 impl Shared {
@@ -204,8 +213,8 @@ impl fmt::Debug for Pool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
             .field("name", &self.shared.name)
-            .field("threads", &self.shared.threads)
-            .field("max_queue", &self.shared.max_queue)
+            .field("threads", &self.shared.threads.load(Ordering::Relaxed))
+            .field("max_queue", &self.shared.max_queue.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -234,13 +243,15 @@ impl Pool {
         }
         let shared = Arc::new(Shared {
             name: Arc::from(name),
-            threads,
-            max_queue,
+            threads: AtomicUsize::new(threads),
+            max_queue: AtomicUsize::new(max_queue),
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 front: VecDeque::new(),
-                idle: threads,
+                idle: 0,
                 closing: false,
+                target: threads,
+                alive: 0,
             }),
             ready: Condvar::new(),
             waiting: AtomicUsize::new(0),
@@ -249,46 +260,106 @@ impl Pool {
             completed: AtomicU64::new(0),
             overflows: AtomicU64::new(0),
             front: AtomicU64::new(0),
-            timings: (0..threads).map(|_| Mutex::new(Timings::new())).collect(),
+            timings: Mutex::new(Vec::with_capacity(threads)),
+            started: AtomicUsize::new(0),
+            init,
         });
         let pool = Arc::new(Pool {
             shared,
             handles: Mutex::new(Vec::with_capacity(threads)),
         });
-        // Each thread says when its `init` has run: the pool is returned
-        // only once every thread is what `init` makes it (e.g. no longer
-        // root), so nothing observes a thread before it is ready.
+        if let Err(e) = pool.spawn(threads) {
+            pool.close();
+            return Err(e);
+        }
+        Ok(pool)
+    }
+
+    /// Starts `n` more threads and returns once each has run `init`, so
+    /// that nothing observes a thread before it is ready (e.g. still root).
+    fn spawn(&self, n: usize) -> io::Result<()> {
+        let s = &self.shared;
+        {
+            // Counted before they run, so admission is deterministic.
+            let mut q = s.lock();
+            q.idle += n;
+            q.alive += n;
+        }
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-        for i in 0..threads {
-            let shared = Arc::clone(&pool.shared);
-            let init = init.clone();
+        let mut spawned = 0;
+        let mut failure = None;
+        for _ in 0..n {
+            let number = s.started.fetch_add(1, Ordering::Relaxed) + 1;
+            let timings = Arc::new(Mutex::new(Timings::new()));
+            s.timings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(timings.clone());
+            let shared = Arc::clone(s);
             let ready = ready_tx.clone();
-            let spawned = thread::Builder::new()
-                .name(thread_name(name, i + 1))
+            let result = thread::Builder::new()
+                .name(thread_name(&s.name, number))
                 .spawn(move || {
-                    if let Some(init) = init {
+                    if let Some(init) = &shared.init {
                         init();
                     }
                     let _ = ready.send(());
                     drop(ready);
-                    worker(&shared, i)
+                    worker(&shared, &timings)
                 });
-            match spawned {
-                Ok(h) => pool.lock_handles().push(h),
+            match result {
+                Ok(h) => {
+                    self.lock_handles().push(h);
+                    spawned += 1;
+                }
                 Err(e) => {
-                    pool.close();
-                    return Err(e);
+                    failure = Some(e);
+                    break;
                 }
             }
         }
         drop(ready_tx);
-        for _ in 0..threads {
+        if spawned < n {
+            let mut q = s.lock();
+            q.idle -= n - spawned;
+            q.alive -= n - spawned;
+        }
+        for _ in 0..spawned {
             // A thread that died before saying so ends the wait early.
             if ready_rx.recv().is_err() {
                 break;
             }
         }
-        Ok(pool)
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Gives the pool `threads` threads and a queue of `max_queue`, as a
+    /// reload that changes `thread_pool NAME threads=… max_queue=…` asks:
+    /// new threads start at once; surplus threads exit as soon as they are
+    /// idle (a running task is never interrupted). The pool stays one pool
+    /// for the life of the process, so a reload never runs two of a name.
+    pub fn resize(&self, threads: usize, max_queue: usize) -> io::Result<()> {
+        if threads == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let s = &self.shared;
+        s.max_queue.store(max_queue, Ordering::Relaxed);
+        s.threads.store(threads, Ordering::Relaxed);
+        let more = {
+            let mut q = s.lock();
+            q.target = threads;
+            threads.saturating_sub(q.alive)
+        };
+        s.ready.notify_all();
+        if more > 0 {
+            self.spawn(more)?;
+        }
+        Ok(())
+    }
+
+    /// Threads alive now (after a shrink, until the surplus has exited).
+    pub fn alive(&self) -> usize {
+        self.shared.lock().alive
     }
 
     /// The pool's name.
@@ -333,7 +404,7 @@ impl Pool {
                 });
             }
             let waiting = q.waiting();
-            if q.queued() >= q.idle + s.max_queue {
+            if q.queued() >= q.idle + s.max_queue.load(Ordering::Relaxed) {
                 drop(q);
                 s.overflows.fetch_add(1, Ordering::Relaxed);
                 return Err(SubmitError::Overflow {
@@ -359,8 +430,8 @@ impl Pool {
     pub fn stats(&self) -> PoolStats {
         let s = &self.shared;
         PoolStats {
-            threads: s.threads,
-            max_queue: s.max_queue,
+            threads: s.threads.load(Ordering::Relaxed),
+            max_queue: s.max_queue.load(Ordering::Relaxed),
             waiting: s.waiting.load(Ordering::Relaxed),
             running: s.running.load(Ordering::Relaxed),
             submitted: s.submitted.load(Ordering::Relaxed),
@@ -378,7 +449,13 @@ impl Pool {
             queue_wait: new_histogram(),
             run: new_histogram(),
         };
-        for t in self.shared.timings.iter() {
+        let all = self
+            .shared
+            .timings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for t in all.iter() {
             let t = t.lock().unwrap_or_else(|e| e.into_inner());
             // Same bounds on both sides, so adding cannot fail.
             let _ = merged.queue_wait.add(&t.queue_wait);
@@ -402,7 +479,7 @@ impl Pool {
     }
 
     /// Marks the pool closing and wakes every thread.
-    pub(super) fn close(&self) {
+    pub fn close(&self) {
         self.shared.lock().closing = true;
         self.shared.ready.notify_all();
     }
@@ -421,8 +498,9 @@ impl Drop for Pool {
 }
 
 /// A pool thread: take the oldest task, run it, record timings, repeat;
-/// exit once the pool is closing and the queue is empty.
-fn worker(shared: &Shared, index: usize) {
+/// exit once the pool is closing and the queue is empty, or when a resize
+/// left more threads than wanted and this one is idle.
+fn worker(shared: &Shared, timings: &Mutex<Timings>) {
     // Signals belong to the signal thread; a failure here only means the
     // mask stays as inherited (already blocking the control signals).
     let _ = block_all_in_thread();
@@ -436,7 +514,7 @@ fn worker(shared: &Shared, index: usize) {
             let started = Instant::now();
             job.task.run();
             let finished = Instant::now();
-            record(shared, index, started - job.queued_at, finished - started);
+            record(timings, started - job.queued_at, finished - started);
             shared.running.fetch_sub(1, Ordering::Relaxed);
             shared.completed.fetch_add(1, Ordering::Relaxed);
             q = shared.lock();
@@ -451,14 +529,18 @@ fn worker(shared: &Shared, index: usize) {
         if q.closing {
             return;
         }
+        if q.alive > q.target {
+            q.alive -= 1;
+            q.idle -= 1;
+            shared.waiting.store(q.waiting(), Ordering::Relaxed);
+            return;
+        }
         q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
     }
 }
 
-fn record(shared: &Shared, index: usize, queue_wait: Duration, run: Duration) {
-    let mut t = shared.timings[index]
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+fn record(timings: &Mutex<Timings>, queue_wait: Duration, run: Duration) {
+    let mut t = timings.lock().unwrap_or_else(|e| e.into_inner());
     t.queue_wait.saturating_record(micros(queue_wait));
     t.run.saturating_record(micros(run));
 }

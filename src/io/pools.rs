@@ -51,6 +51,11 @@ impl Pools {
         Ok(pool)
     }
 
+    /// Adds `pool` under its own name (replacing one of that name).
+    pub fn insert(&mut self, pool: Arc<Pool>) {
+        self.pools.insert(pool.name().to_owned(), pool);
+    }
+
     /// The pool named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Pool>> {
         self.pools.get(name)

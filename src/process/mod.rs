@@ -23,6 +23,7 @@ use crate::cli::{Invocation, say};
 use crate::config::model::{Config, LogTarget, WorkerProcesses};
 use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners};
+use crate::server::shared::Shared;
 use crate::server::site::Site;
 use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSockets};
 use crate::sys::signal::{Signal, block_control_signals};
@@ -49,8 +50,11 @@ impl Generation {
         for w in self.workers {
             let _ = w.thread.join();
         }
-        self.site.pools.shutdown();
         self.site.log_files.flush_all();
+        let shared = self.site.shared.clone();
+        drop(self.site);
+        // Pools this generation alone held (a reload dropped them) go now.
+        shared.reap_pools();
     }
 }
 
@@ -217,8 +221,10 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             return 1;
         }
     };
+    let shared = Shared::new();
+    let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
-    let site = match Site::new(config, LogFiles::new(), init.clone()) {
+    let site = match Site::new(config, LogFiles::new(), &shared, ids, init.clone()) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             say(&format!("[emerg] {e}"));
@@ -248,6 +254,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             }
         };
         reap(&mut old);
+        shared.keepalive.sweep(std::time::Instant::now());
         if current.finished() {
             current.site.error_log.log(
                 Level::Alert,
@@ -258,6 +265,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             for g in old {
                 g.join();
             }
+            shared.shutdown_pools();
             return 1;
         }
         match sig {
@@ -268,7 +276,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                     None,
                     format_args!("signal 1 (SIGHUP) received, reconfiguring"),
                 );
-                match reload(&inv, &mut listeners, generation_id + 1) {
+                match reload(&inv, &mut listeners, &shared, generation_id + 1) {
                     Ok(next) => {
                         generation_id += 1;
                         let prev = std::mem::replace(&mut current, next);
@@ -333,6 +341,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                 for g in old {
                     g.join();
                 }
+                shared.shutdown_pools();
                 site.error_log
                     .log(Level::Notice, None, format_args!("exit"));
                 site.log_files.flush_all();
@@ -381,7 +390,12 @@ fn reap(old: &mut Vec<Generation>) {
 
 /// Loads the configuration again and starts a generation on it, as the
 /// `user` it names (the main thread still has the privileges to switch).
-fn reload(inv: &Invocation, listeners: &mut Listeners, id: u64) -> Result<Generation, String> {
+fn reload(
+    inv: &Invocation,
+    listeners: &mut Listeners,
+    shared: &Arc<Shared>,
+    id: u64,
+) -> Result<Generation, String> {
     let loaded = crate::config::load(&inv.load).map_err(|diags| {
         diags
             .iter()
@@ -396,11 +410,13 @@ fn reload(inv: &Invocation, listeners: &mut Listeners, id: u64) -> Result<Genera
     }
     let (identity, _) = identity::resolve(&config.main)?;
     paths::create(&config, identity.as_ref())?;
+    let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
     let workers = worker_count(&config);
     listeners
         .update(&wanted_listens(&config), workers)
         .map_err(|e| e.to_string())?;
-    let site = Site::new(config, LogFiles::new(), init.clone()).map_err(|e| e.to_string())?;
+    let site =
+        Site::new(config, LogFiles::new(), shared, ids, init.clone()).map_err(|e| e.to_string())?;
     start_generation(Arc::new(site), listeners, workers, id, &init)
 }

@@ -14,6 +14,8 @@
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
+//! - [`shared`]: what outlives a reload (pools, idle upstream connections,
+//!   measurements).
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
 pub mod access_log;
@@ -27,6 +29,7 @@ pub mod reply;
 pub mod request;
 pub mod rewrite;
 pub mod send;
+pub mod shared;
 pub mod site;
 pub mod static_file;
 pub mod stream;

@@ -28,8 +28,9 @@ pub struct Site {
     pub access_logs: HashMap<Destination, Arc<LogWriter>>,
     /// Every open log file, for reopen (SIGUSR1) and flush at exit.
     pub log_files: LogFiles,
-    /// Each worker's measurements, for the status page.
-    pub metrics: std::sync::Mutex<Vec<Arc<crate::metrics::WorkerMetrics>>>,
+    /// What outlives this generation: pools, idle upstream connections,
+    /// measurements.
+    pub shared: Arc<super::shared::Shared>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -45,6 +46,8 @@ impl Site {
     pub fn new(
         config: Config,
         mut files: LogFiles,
+        shared: &Arc<super::shared::Shared>,
+        identity: super::shared::Identity,
         thread_init: crate::io::pool::ThreadInit,
     ) -> Result<Site, SysError> {
         let mut error_log = ErrorLog::new();
@@ -66,14 +69,11 @@ impl Site {
                 }
             }
         }
-        let mut pools = Pools::new();
-        for p in &config.main.thread_pools {
-            pools
-                .add_with_init(&p.name, p.threads, p.max_queue, Some(thread_init.clone()))
-                .map_err(|e| {
-                    SysError::with_arg("pthread_create", format!("thread pool \"{}\"", p.name), e)
-                })?;
-        }
+        let pools: Pools = shared
+            .pools_for(&config.main.thread_pools, identity, thread_init)
+            .map_err(|(name, e)| {
+                SysError::with_arg("pthread_create", format!("thread pool \"{name}\""), e)
+            })?;
         let vhosts = config
             .http
             .as_ref()
@@ -86,23 +86,13 @@ impl Site {
             error_log,
             access_logs,
             log_files: files,
-            metrics: std::sync::Mutex::new(Vec::new()),
+            shared: shared.clone(),
         })
     }
 
-    /// Every worker's measurements.
+    /// Every worker's measurements (the process's, across reloads).
     pub fn worker_metrics(&self) -> Vec<Arc<crate::metrics::WorkerMetrics>> {
-        self.metrics
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Registers a worker's measurements.
-    pub fn add_worker_metrics(&self, m: Arc<crate::metrics::WorkerMetrics>) {
-        let mut all = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
-        all.push(m);
-        all.sort_by_key(|m| m.id);
+        self.shared.all_worker_metrics()
     }
 
     /// The http block (a site without one serves nothing).

@@ -22,7 +22,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
 use crate::log::Level;
-use crate::metrics::WorkerMetrics;
 use crate::metrics::timed::Timed;
 use crate::metrics::worker as worker_metrics;
 
@@ -95,9 +94,7 @@ pub fn spawn(
         .spawn(move || {
             init();
             let _ = crate::sys::signal::block_all_in_thread();
-            let metrics = Arc::new(WorkerMetrics::new(id));
-            site.add_worker_metrics(metrics.clone());
-            worker_metrics::install(metrics);
+            worker_metrics::install(site.shared.worker_metrics(id));
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

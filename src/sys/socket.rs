@@ -98,6 +98,45 @@ pub fn send(sock: impl AsFd, data: &[u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// What an idle connection holds, seen without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// Nothing to read: still open and quiet.
+    Quiet,
+    /// The peer closed it (or reset it).
+    Closed,
+    /// Bytes arrived that nobody asked for.
+    Data,
+}
+
+/// Looks at an idle connection without reading from it
+/// (`recv(MSG_PEEK | MSG_DONTWAIT)`): an upstream keep-alive connection is
+/// reused only while [`Idle::Quiet`].
+pub fn peek_idle(sock: impl AsFd) -> Idle {
+    let mut byte = [0u8; 1];
+    let r = retry_eintr(|| {
+        // SAFETY: the kernel writes at most one byte into `byte`, which lives
+        // through the call; no address is asked for.
+        cvt(unsafe {
+            libc::syscall(
+                libc::SYS_recvfrom,
+                sock.as_fd().as_raw_fd(),
+                byte.as_mut_ptr(),
+                1usize,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+                std::ptr::null_mut::<libc::sockaddr>(),
+                std::ptr::null_mut::<libc::socklen_t>(),
+            )
+        })
+    });
+    match r {
+        Ok(0) => Idle::Closed,
+        Ok(_) => Idle::Data,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Idle::Quiet,
+        Err(_) => Idle::Closed,
+    }
+}
+
 /// Repeats a system call interrupted by a signal.
 fn retry_eintr(mut call: impl FnMut() -> io::Result<libc::c_long>) -> io::Result<libc::c_long> {
     loop {

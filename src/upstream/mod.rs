@@ -12,13 +12,17 @@
 //!   module reads it, and the body framing it announces.
 //! - [`body`]: the response body decoder (length, chunked, until close) and
 //!   whether the connection may be kept alive after it.
+//! - [`conn`]: connections to upstreams (TCP, unix sockets), in use or idle.
+//! - [`keepalive`]: the process's cache of idle upstream connections.
 //!
 //! Like the balancer, the rest owns no configuration parsing: `config/`
 //! builds the [`peer::PeerSpec`]s and the [`balance::Balance`].
 
 pub mod balance;
 pub mod body;
+pub mod conn;
 pub mod head;
+pub mod keepalive;
 pub mod peer;
 pub mod split;
 

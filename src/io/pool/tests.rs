@@ -276,3 +276,58 @@ fn registry_finds_pools_by_name() {
     pools.shutdown();
     assert!(pools.get(DEFAULT_POOL).unwrap().submit(|| ()).is_err());
 }
+
+/// A reload changes `threads=` and `max_queue=` of the one pool of a name:
+/// growing starts threads at once, shrinking lets idle ones go, and a task
+/// running on a surplus thread finishes.
+#[test]
+fn resize_grows_and_shrinks_one_pool() {
+    let pool = Pool::new("resize", 1, 0).unwrap();
+    pool.resize(3, 0).unwrap();
+    assert_eq!(pool.alive(), 3);
+    assert_eq!(pool.stats().threads, 3);
+    // Three tasks run at once: three threads, the new ones named #2 and #3.
+    let barrier = Arc::new(Barrier::new(3));
+    let tasks: Vec<_> = (0..3)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            pool.submit(move || {
+                barrier.wait();
+                thread::current().name().map(str::to_owned)
+            })
+            .unwrap()
+        })
+        .collect();
+    let names: BTreeSet<_> = tasks
+        .into_iter()
+        .map(|t| t.wait_blocking().unwrap().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["resize#1", "resize#2", "resize#3"]
+            .map(String::from)
+            .into()
+    );
+
+    // Shrink while one task runs: it finishes; the idle surplus exits.
+    let (release, blocker) = gate();
+    let running = pool.submit(blocker).unwrap();
+    pool.resize(1, 5).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pool.alive() > 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pool.alive(), 1, "the idle surplus threads exit");
+    // The new max_queue applies: five may wait behind the running task.
+    let queued: Vec<_> = (0..5).map(|_| pool.submit(|| ()).unwrap()).collect();
+    assert!(matches!(
+        pool.submit(|| ()),
+        Err(SubmitError::Overflow { waiting: 5, .. })
+    ));
+    release.send(()).unwrap();
+    running.wait_blocking().unwrap();
+    for q in queued {
+        q.wait_blocking().unwrap();
+    }
+    assert!(pool.resize(0, 0).is_err(), "threads=0 is refused");
+}

@@ -1,0 +1,266 @@
+//! The keep-alive cache of idle upstream connections (nginx's
+//! `ngx_http_upstream_keepalive_module`), owned by the process: it outlives
+//! a configuration reload, and any worker can reuse a connection another
+//! one opened.
+//!
+//! A connection is cached after a response whose framing left it clean
+//! (see `upstream::body`), under its upstream group and peer. Taking one
+//! looks at it first without reading (`recv(MSG_PEEK | MSG_DONTWAIT)`): one
+//! the upstream closed, or that has unexpected bytes, is dropped, as
+//! nginx's idle handler closes them. `keepalive N` bounds the idle
+//! connections of a group per worker, as in nginx (so N × workers for the
+//! process); the least recently used go first. `keepalive_timeout` closes a
+//! connection idle that long; `keepalive_requests` and `keepalive_time`
+//! retire a connection after that many requests or that long since it was
+//! opened.
+//!
+//! The lock is a `std::sync::Mutex`: nothing awaits while holding it, and it
+//! is held to push or pop one entry.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::conn::IdleConn;
+use super::peer::PeerAddr;
+use crate::sys::socket::{self as sys_socket, Idle};
+
+/// Which idle connections can serve a request: the same upstream group and
+/// the same peer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// The upstream group's name.
+    pub group: Arc<str>,
+    /// The peer's address.
+    pub peer: PeerAddr,
+}
+
+/// A group's `keepalive*` settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `keepalive N` per worker.
+    pub per_worker: usize,
+    /// Workers, to bound the process-wide count.
+    pub workers: usize,
+    /// `keepalive_timeout`.
+    pub timeout: Duration,
+    /// `keepalive_requests`.
+    pub max_requests: u64,
+    /// `keepalive_time`.
+    pub max_age: Duration,
+}
+
+/// A connection's history, carried while it is idle.
+#[derive(Clone, Copy, Debug)]
+pub struct Usage {
+    /// Requests it has carried.
+    pub requests: u64,
+    /// When it was opened.
+    pub opened: Instant,
+}
+
+struct Entry {
+    conn: IdleConn,
+    usage: Usage,
+    since: Instant,
+    timeout: Duration,
+}
+
+/// The process's idle upstream connections.
+#[derive(Default)]
+pub struct Cache {
+    groups: Mutex<HashMap<Key, VecDeque<Entry>>>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("idle", &self.idle_count())
+            .finish()
+    }
+}
+
+impl Cache {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, VecDeque<Entry>>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The most recently cached live connection for `key`, if any.
+    pub fn take(&self, key: &Key, now: Instant) -> Option<(IdleConn, Usage)> {
+        let mut closed = Vec::new();
+        let found = {
+            let mut groups = self.lock();
+            let list = groups.get_mut(key)?;
+            let mut found = None;
+            while let Some(e) = list.pop_front() {
+                if now.duration_since(e.since) >= e.timeout
+                    || sys_socket::peek_idle(&e.conn) != Idle::Quiet
+                {
+                    closed.push(e.conn);
+                    continue;
+                }
+                found = Some((e.conn, e.usage));
+                break;
+            }
+            found
+        };
+        // Closed outside the lock: close() is cheap but not free.
+        drop(closed);
+        found
+    }
+
+    /// Caches `conn` after a request, unless `limits` retire it; the least
+    /// recently used idle connection goes when the group is full.
+    pub fn put(&self, key: Key, conn: IdleConn, mut usage: Usage, limits: Limits, now: Instant) {
+        usage.requests += 1;
+        if usage.requests >= limits.max_requests
+            || now.duration_since(usage.opened) >= limits.max_age
+            || limits.per_worker == 0
+        {
+            return;
+        }
+        let max = limits.per_worker.saturating_mul(limits.workers.max(1));
+        let evicted = {
+            let mut groups = self.lock();
+            let list = groups.entry(key).or_default();
+            list.push_front(Entry {
+                conn,
+                usage,
+                since: now,
+                timeout: limits.timeout,
+            });
+            let mut evicted = Vec::new();
+            while list.len() > max {
+                if let Some(e) = list.pop_back() {
+                    evicted.push(e.conn);
+                }
+            }
+            evicted
+        };
+        drop(evicted);
+    }
+
+    /// Closes every connection idle past its timeout (called periodically
+    /// off the loops, so that idle sockets do not wait for a next request).
+    pub fn sweep(&self, now: Instant) {
+        let mut expired = Vec::new();
+        {
+            let mut groups = self.lock();
+            for list in groups.values_mut() {
+                let (keep, gone): (VecDeque<Entry>, VecDeque<Entry>) = list
+                    .drain(..)
+                    .partition(|e| now.duration_since(e.since) < e.timeout);
+                *list = keep;
+                expired.extend(gone);
+            }
+            groups.retain(|_, l| !l.is_empty());
+        }
+        // Closed outside the lock.
+        drop(expired);
+    }
+
+    /// Idle connections cached now.
+    pub fn idle_count(&self) -> usize {
+        self.lock().values().map(VecDeque::len).sum()
+    }
+
+    /// Idle connections of one group.
+    pub fn idle_in(&self, group: &str) -> usize {
+        self.lock()
+            .iter()
+            .filter(|(k, _)| &*k.group == group)
+            .map(|(_, l)| l.len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    fn pair() -> (IdleConn, TcpStream, PeerAddr) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = TcpStream::connect(addr).unwrap();
+        c.set_nonblocking(true).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (IdleConn::Tcp(c), s, PeerAddr::Inet(addr))
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            per_worker: 2,
+            workers: 1,
+            timeout: Duration::from_secs(60),
+            max_requests: 100,
+            max_age: Duration::from_secs(3600),
+        }
+    }
+
+    fn usage() -> Usage {
+        Usage {
+            requests: 0,
+            opened: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn a_live_connection_is_reused_and_a_closed_one_is_not() {
+        let cache = Cache::default();
+        let (conn, server, peer) = pair();
+        let key = Key {
+            group: Arc::from("u"),
+            peer,
+        };
+        let now = Instant::now();
+        cache.put(key.clone(), conn, usage(), limits(), now);
+        let (conn, u) = cache.take(&key, now).expect("quiet: reused");
+        assert_eq!(u.requests, 1);
+        cache.put(key.clone(), conn, u, limits(), now);
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(cache.take(&key, now).is_none(), "closed by the upstream");
+        assert_eq!(cache.idle_count(), 0);
+    }
+
+    #[test]
+    fn limits_retire_and_evict() {
+        let cache = Cache::default();
+        let now = Instant::now();
+        let mut servers = Vec::new();
+        let key = |peer| Key {
+            group: Arc::from("u"),
+            peer,
+        };
+        let (c1, s1, p) = pair();
+        servers.push(s1);
+        // keepalive_requests: the 100th request retires it.
+        cache.put(
+            key(p.clone()),
+            c1,
+            Usage {
+                requests: 99,
+                opened: now,
+            },
+            limits(),
+            now,
+        );
+        assert_eq!(cache.idle_count(), 0);
+        // keepalive 2: a third idle connection evicts the oldest.
+        for _ in 0..3 {
+            let (c, s, _) = pair();
+            servers.push(s);
+            cache.put(key(p.clone()), c, usage(), limits(), now);
+        }
+        assert_eq!(cache.idle_in("u"), 2);
+        // keepalive_timeout: idle too long, not reused.
+        assert!(
+            cache
+                .take(&key(p.clone()), now + Duration::from_secs(61))
+                .is_none()
+        );
+        cache.sweep(now + Duration::from_secs(61));
+        assert_eq!(cache.idle_count(), 0);
+    }
+}
