@@ -14,6 +14,13 @@ use super::inherit::{LocConf, LocSet, SrvConf, SrvSet};
 use super::source::{Loc, SourceFile};
 use super::template::Template;
 
+pub use super::proxy_model::{
+    BodyInFile, DEFAULT_FAIL_TIMEOUT, DEFAULT_MAX_FAILS, DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS,
+    DEFAULT_UPSTREAM_KEEPALIVE_TIME, DEFAULT_UPSTREAM_KEEPALIVE_TIMEOUT, DEFAULT_WEIGHT,
+    IGNORABLE_HEADERS, NextUpstream, ProxyHttpVersion, ProxyPass, ProxyRedirect, ProxyTarget,
+    ProxyUrl, RedirectFrom, RedirectRule, Upstream, UpstreamAddr, UpstreamBalance, UpstreamServer,
+};
+
 /// The whole configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -135,7 +142,8 @@ pub struct HttpConf {
     pub servers: Vec<Server>,
     /// `log_format` by name (`combined` is predefined).
     pub log_formats: HashMap<String, LogFormat>,
-    /// `upstream` blocks.
+    /// Upstream groups: `upstream` blocks and the implicit groups
+    /// `proxy_pass` makes, in the order nginx declares them.
     pub upstreams: Vec<Upstream>,
     /// `split_clients` blocks.
     pub split_clients: Vec<SplitClients>,
@@ -289,8 +297,8 @@ pub struct Location {
     pub conf: LocConf,
     /// `return`.
     pub ret: Option<Return>,
-    /// `proxy_pass` (parsed; served by the caching-proxy issue).
-    pub proxy_pass: Option<Template>,
+    /// `proxy_pass`.
+    pub proxy_pass: Option<ProxyPass>,
     /// `nowait_status`: this location serves the measurements.
     pub status_page: bool,
     /// Nested locations.
@@ -404,17 +412,6 @@ pub struct Return {
     pub code: u16,
     /// The text (for non-redirects) or the URL (for 301, 302, 303, 307, 308).
     pub text: Option<Template>,
-}
-
-/// `upstream NAME { server … }`.
-#[derive(Clone, Debug)]
-pub struct Upstream {
-    /// Its name.
-    pub name: String,
-    /// Its servers, as written (`host:port`).
-    pub servers: Vec<String>,
-    /// Where it was declared.
-    pub loc: Loc,
 }
 
 /// `split_clients STRING $VAR { pct value; … }`.

@@ -123,6 +123,11 @@ pub const BUILTIN_VARIABLES: &[&str] = &[
     "msec",
     "nginx_version",
     "pid",
+    "proxy_add_x_forwarded_for",
+    "proxy_host",
+    "proxy_internal_body_length",
+    "proxy_internal_chunked",
+    "proxy_port",
     "query_string",
     "realpath_root",
     "remote_addr",
@@ -142,11 +147,28 @@ pub const BUILTIN_VARIABLES: &[&str] = &[
     "status",
     "time_iso8601",
     "time_local",
+    "upstream_addr",
+    "upstream_bytes_received",
+    "upstream_bytes_sent",
+    "upstream_cache_status",
+    "upstream_connect_time",
+    "upstream_header_time",
+    "upstream_response_length",
+    "upstream_response_time",
+    "upstream_status",
     "uri",
 ];
 
 /// Prefixes of variable families (`$http_user_agent`, `$arg_id`, …).
-pub const VARIABLE_PREFIXES: &[&str] = &["http_", "arg_", "cookie_", "sent_http_"];
+pub const VARIABLE_PREFIXES: &[&str] = &[
+    "http_",
+    "arg_",
+    "cookie_",
+    "sent_http_",
+    "upstream_http_",
+    "upstream_cookie_",
+    "upstream_trailer_",
+];
 
 /// Whether `name` is a built-in variable, a member of a family, or a regex
 /// capture (`$1`…`$9`).
