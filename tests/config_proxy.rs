@@ -100,7 +100,8 @@ fn http(body: &str) -> String {
 const SERVER: &str = "server { listen 127.0.0.1:18080;";
 
 /// One bad configuration: its name, the http block's body, nginx's message
-/// and the line it names (`None` for a message without one).
+/// (`PREFIX` and `FILE` stand for the test's directory and file) and the
+/// line it names (`None` for a message without one).
 type Bad = (&'static str, String, &'static str, Option<u32>);
 
 /// Runs every case with both programs; fails listing every mismatch.
@@ -108,9 +109,12 @@ fn check_bad(cases: Vec<Bad>) {
     let mut failures = Vec::new();
     for (name, body, message, line) in cases {
         let conf = Conf::new(name, &http(&body));
+        let message = message
+            .replace("PREFIX", &conf.dir.to_string_lossy())
+            .replace("FILE", &conf.file());
         let want = match line {
             Some(n) => format!("{message} in {}:{n}", conf.file()),
-            None => message.to_string(),
+            None => message,
         };
         let (ncode, nerr) = conf.nginx();
         let (wcode, werr) = conf.nowait();
@@ -245,6 +249,8 @@ fn bad_proxy_settings() {
         ("client-body-in-file", s("location / { client_body_in_file_only maybe; }"), "invalid value \"maybe\"", Some(3)),
         ("client-body-buffer", s("location / { client_body_buffer_size 1x; }"), "\"client_body_buffer_size\" directive invalid value", Some(3)),
         ("client-body-timeout", s("location / { client_body_timeout 1M; }"), "\"client_body_timeout\" directive invalid value", Some(3)),
+        ("temp-path-levels-differ", format!("client_body_temp_path tmp 1;\n{}", s("location / { proxy_temp_path tmp 2; }")), "the same path name \"PREFIX/tmp\" in FILE:3 has the different levels than", Some(4)),
+        ("temp-path-is-a-cache", format!("proxy_temp_path tmp;\nproxy_cache_path tmp keys_zone=a:1m; {}", s("")), "the same path name \"PREFIX/tmp\" used in FILE:3 and", Some(4)),
     ]);
 }
 

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::dirs::Dirs;
 use super::error::{ConfError, Diagnostics};
 use super::model::{EventsConf, HttpConf, Location, MainConf, Server, Upstream};
 use super::set_upstream::{UpstreamEntry, UpstreamState};
@@ -126,6 +127,8 @@ pub struct Builder {
     pub upstream_renames: Vec<(String, String)>,
     /// Shared-memory zones declared so far.
     pub zones: Zones,
+    /// Temp and cache directories written so far.
+    pub dirs: Dirs,
     /// Where the `http` block closes: nginx reports what it finds when
     /// merging levels there.
     pub http_end: Option<Loc>,
@@ -145,6 +148,7 @@ impl Builder {
             upstreams: Vec::new(),
             upstream_renames: Vec::new(),
             zones: Zones::default(),
+            dirs: Dirs::default(),
             http_end: None,
         }
     }

@@ -9,6 +9,7 @@
 //! This module reads files and nothing else: it opens no sockets and no logs.
 
 pub mod build;
+pub mod dirs;
 pub mod embedded;
 pub mod error;
 pub mod finish;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::build::{Builder, Scope, invalid, set_once};
+use super::dirs::DirUse;
 use super::model::CachePath;
 use super::syntax::Directive;
 use super::value;
@@ -86,11 +87,9 @@ pub fn proxy_cache_path(
     let Scope::Http(h) = scope else {
         unreachable!("the table allows proxy_cache_path in http only")
     };
+    b.dirs.add(&path, &levels, DirUse::Cache, &d.loc)?;
     if b.zones.add(&zone, zone_size, ZoneUse::ProxyCache)? {
         return Err(format!("duplicate zone \"{zone}\""));
-    }
-    if h.cache_paths.iter().any(|c| c.path == path) {
-        return Err(format!("duplicate cache path \"{}\"", path.display()));
     }
     h.cache_paths.push(CachePath {
         path,

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use super::build::Builder;
+use super::dirs::DirUse;
 use super::model::TempPath;
 use super::syntax::Directive;
 use super::value;
@@ -110,8 +111,9 @@ pub fn bufs(d: &Directive) -> Result<(u32, u64), String> {
 
 /// `path [level1 [level2 [level3]]]` (`ngx_conf_set_path_slot`): a trailing
 /// `/` is dropped, the path made absolute against the prefix; levels are
-/// positive digit counts, at most [`MAX_PATH_LEVEL_DIGITS`] in all.
-pub fn path(b: &Builder, d: &Directive) -> Result<TempPath, String> {
+/// positive digit counts, at most [`MAX_PATH_LEVEL_DIGITS`] in all. The
+/// directory is recorded so that another use of it is checked.
+pub fn path(b: &mut Builder, d: &Directive) -> Result<TempPath, String> {
     let mut p = d.arg(0);
     if p.len() > 1 {
         p = p.strip_suffix('/').unwrap_or(p);
@@ -130,10 +132,9 @@ pub fn path(b: &Builder, d: &Directive) -> Result<TempPath, String> {
     if digits > MAX_PATH_LEVEL_DIGITS {
         return Err(invalid_value(d));
     }
-    Ok(TempPath {
-        path: b.full_path(p),
-        levels,
-    })
+    let path = b.full_path(p);
+    b.dirs.add(&path, &levels, DirUse::Temp, &d.loc)?;
+    Ok(TempPath { path, levels })
 }
 
 #[cfg(test)]
@@ -201,19 +202,19 @@ mod tests {
 
     #[test]
     fn paths_as_nginx() {
-        let b = Builder::new("/p".into());
-        let t = path(&b, &dir("proxy_temp_path", &["tmp/", "1", "2"])).unwrap();
+        let mut b = Builder::new("/p".into());
+        let t = path(&mut b, &dir("proxy_temp_path", &["tmp/", "1", "2"])).unwrap();
         assert_eq!(t.path, std::path::PathBuf::from("/p/tmp"));
         assert_eq!(t.levels, vec![1, 2]);
         assert_eq!(
-            path(&b, &dir("proxy_temp_path", &["/t", "5", "5"]))
+            path(&mut b, &dir("proxy_temp_path", &["/t", "5", "5"]))
                 .unwrap()
                 .levels,
             vec![5, 5]
         );
         for bad in [&["/t", "0"][..], &["/t", "3", "4", "5"], &["/t", "x"]] {
             assert_eq!(
-                path(&b, &dir("proxy_temp_path", bad)),
+                path(&mut b, &dir("proxy_temp_path", bad)),
                 Err("\"proxy_temp_path\" directive invalid value".into())
             );
         }
