@@ -5,12 +5,15 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::dirs::Dirs;
 use super::error::{ConfError, Diagnostics};
 use super::model::{EventsConf, HttpConf, Location, MainConf, Server, Upstream};
+use super::set_upstream::{UpstreamEntry, UpstreamState};
 use super::source::Loc;
 use super::syntax::Directive;
 use super::table::{self, Contexts, Status};
 use super::template::Template;
+use super::zones::Zones;
 
 /// Main-context values as written, before defaults (so duplicates show).
 #[derive(Debug, Default)]
@@ -62,8 +65,8 @@ pub enum Scope<'a> {
     Server(&'a mut Server),
     /// `location { }`.
     Location(&'a mut Location),
-    /// `upstream { }`.
-    Upstream(&'a mut Upstream),
+    /// `upstream { }`, with what the block has set beyond the model.
+    Upstream(&'a mut Upstream, &'a mut UpstreamState),
 }
 
 impl Scope<'_> {
@@ -75,7 +78,7 @@ impl Scope<'_> {
             Scope::Http(_) => table::HTTP,
             Scope::Server(_) => table::SERVER,
             Scope::Location(_) => table::LOCATION,
-            Scope::Upstream(_) => table::UPSTREAM,
+            Scope::Upstream(..) => table::UPSTREAM,
         }
     }
 
@@ -119,6 +122,20 @@ pub struct Builder {
     /// Whether any template uses `$realpath_root` (resolving it costs a
     /// file-system walk per request, made only when needed).
     pub uses_realpath_root: bool,
+    /// Upstream groups, blocks and implicit, in nginx's order (moved into
+    /// the http configuration when the load finishes).
+    pub upstreams: Vec<UpstreamEntry>,
+    /// Implicit upstream groups that a later `upstream` block of the same
+    /// host took over: (old name, block name), for the `proxy_pass`es
+    /// that named the implicit group.
+    pub upstream_renames: Vec<(String, String)>,
+    /// Shared-memory zones declared so far.
+    pub zones: Zones,
+    /// Temp and cache directories written so far.
+    pub dirs: Dirs,
+    /// Where the `http` block closes: nginx reports what it finds when
+    /// merging levels there.
+    pub http_end: Option<Loc>,
 }
 
 impl Builder {
@@ -133,6 +150,11 @@ impl Builder {
             pool_uses: Vec::new(),
             log_format_uses: Vec::new(),
             uses_realpath_root: false,
+            upstreams: Vec::new(),
+            upstream_renames: Vec::new(),
+            zones: Zones::default(),
+            dirs: Dirs::default(),
+            http_end: None,
         }
     }
 
@@ -239,8 +261,12 @@ pub fn invalid(d: &Directive, value: &str) -> String {
     format!("invalid value \"{value}\" in \"{}\" directive", d.name)
 }
 
-/// Sets an on/off directive once.
+/// Sets an on/off directive once (`ngx_conf_set_flag_slot`: a repeat is a
+/// duplicate whatever its value).
 pub fn set_flag(slot: &mut Option<bool>, d: &Directive) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
     let v = super::value::flag(d.arg(0))
         .ok_or_else(|| format!("{}, it must be \"on\" or \"off\"", invalid(d, d.arg(0))))?;
     set_once(slot, v, &d.name)

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use super::build::Builder;
+use super::finish_proxy::{self, MergeChecks};
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
     AccessLogs, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget, MainConf, Root,
@@ -20,9 +21,11 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
     check_pools(b, main, http.as_deref());
     if let Some(h) = http {
         check_log_formats(b, h);
+        finish_proxy::finish_upstreams(b, h);
         merge_http(b, h);
         check_listens(b, h);
     }
+    finish_proxy::check_zones(b);
 }
 
 fn check_variables(b: &mut Builder) {
@@ -106,6 +109,7 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
         d.root = Root::Root(Template::literal(&prefix.join(&t.source).to_string_lossy()));
     }
     d.client_body_temp_path.path = prefix.join(&d.client_body_temp_path.path);
+    d.proxy_temp_path.path = prefix.join(&d.proxy_temp_path.path);
     if let AccessLogs::Logs(logs) = &mut d.access_log {
         for l in logs {
             if let LogTarget::File(p) = &l.target {
@@ -124,8 +128,14 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
     } else {
         8000
     };
+    let at = b.http_end.clone().unwrap_or(super::source::Loc {
+        origin: super::source::Origin::Embedded,
+        line: 0,
+    });
+    let mut checks = MergeChecks::new(at);
     for s in &mut h.servers {
         s.conf = s.set.resolve(&h.conf);
+        checks.level(b, &mut s.conf);
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
             s.listens.push(Listen::new(
@@ -136,16 +146,22 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
                 }),
             ));
         }
-        merge_locations(b, &mut s.locations, &s.conf);
+        merge_locations(b, &mut checks, &mut s.locations, &s.conf);
     }
 }
 
-fn merge_locations(b: &mut Builder, list: &mut [Location], parent: &LocConf) {
+fn merge_locations(
+    b: &mut Builder,
+    checks: &mut MergeChecks,
+    list: &mut [Location],
+    parent: &LocConf,
+) {
     for l in list {
         l.conf = l.set.resolve(parent);
+        checks.location(b, l);
         choose_handler(b, l);
         let conf = l.conf.clone();
-        merge_locations(b, &mut l.locations, &conf);
+        merge_locations(b, checks, &mut l.locations, &conf);
     }
 }
 

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use super::model::BodyInFile;
-use super::model::{AccessLogs, AddHeader, Aio, ErrorPage, Root, TempPath, Types};
+use super::model::{
+    AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect, Root,
+    TempPath, Types,
+};
 use super::template::Template;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
@@ -58,7 +61,16 @@ const KB: u64 = 1024;
 
 /// nginx's `--http-client-body-temp-path` default, relative to the prefix.
 pub const DEFAULT_CLIENT_BODY_TEMP_PATH: &str = "client_body_temp";
+/// nginx's `--http-proxy-temp-path` default, relative to the prefix.
+pub const DEFAULT_PROXY_TEMP_PATH: &str = "proxy_temp";
+/// The levels of nginx's default proxy temp path (`ngx_http_proxy_temp_path`).
+pub const DEFAULT_PROXY_TEMP_LEVELS: [u8; 2] = [1, 2];
 const MB: u64 = 1024 * 1024;
+/// One memory page on x86-64 Linux (`ngx_pagesize`): nginx sizes several
+/// buffers by it.
+pub const PAGE_SIZE: u64 = 4096;
+/// nginx's default `proxy_max_temp_file_size` when nothing sets it.
+pub const DEFAULT_PROXY_MAX_TEMP_FILE_SIZE: u64 = 1024 * MB;
 
 inherited! {
     /// What one http, server or location block set of the inherited settings.
@@ -103,16 +115,6 @@ inherited! {
         /// `client_body_temp_path`: where request bodies larger than the
         /// body buffer are written (made absolute by the loader).
         client_body_temp_path: TempPath = TempPath::new(DEFAULT_CLIENT_BODY_TEMP_PATH),
-        /// `client_body_buffer_size`: request bodies up to this size stay in
-        /// memory (two pages on x86-64, nginx's default).
-        client_body_buffer_size: u64 = 16 * KB,
-        /// `client_body_in_file_only`.
-        client_body_in_file_only: BodyInFile = BodyInFile::Off,
-        /// `client_body_in_single_buffer`.
-        client_body_in_single_buffer: bool = false,
-        /// `client_body_timeout`: the longest wait between two reads of a
-        /// request body.
-        client_body_timeout: Duration = Duration::from_secs(60),
         /// `client_max_body_size` (0 disables the check).
         client_max_body_size: u64 = MB,
         /// `error_page`: all of a level's entries replace the parent's.
@@ -125,6 +127,111 @@ inherited! {
         proxy_cache_key: Option<Template> = None,
         /// `proxy_cache_valid`: (status codes, time); empty codes = 200 301 302.
         proxy_cache_valid: Vec<(Vec<u16>, Duration)> = Vec::new(),
+        /// `proxy_set_header`: all of a level's entries replace the parent's
+        /// (the level's `LocSet` field is `Some` when it set any). nginx's
+        /// own headers (`Host $proxy_host`, `Connection close`, the body
+        /// length, and the empty `TE`, `Keep-Alive`, `Expect`, `Upgrade`)
+        /// are not stored: the handler adds each one no entry names.
+        proxy_set_header: Vec<(String, Template)> = Vec::new(),
+        /// `proxy_hide_header`: hidden beyond nginx's own list (Date, Server,
+        /// X-Pad, X-Accel-*); a level's entries replace the parent's.
+        proxy_hide_header: Vec<String> = Vec::new(),
+        /// `proxy_pass_header`: passed although hidden by default.
+        proxy_pass_header: Vec<String> = Vec::new(),
+        /// `proxy_pass_request_headers`.
+        proxy_pass_request_headers: bool = true,
+        /// `proxy_pass_request_body`.
+        proxy_pass_request_body: bool = true,
+        /// `proxy_set_body`.
+        proxy_set_body: Option<Template> = None,
+        /// `proxy_method`.
+        proxy_method: Option<Template> = None,
+        /// `proxy_http_version`.
+        proxy_http_version: ProxyHttpVersion = ProxyHttpVersion::V10,
+        /// `proxy_redirect` (see [`ProxyRedirect`] for what `Default` becomes).
+        proxy_redirect: ProxyRedirect = ProxyRedirect::Default,
+        /// `proxy_ignore_headers`, spelled as nginx's list spells them.
+        proxy_ignore_headers: Vec<String> = Vec::new(),
+        /// `proxy_intercept_errors`.
+        proxy_intercept_errors: bool = false,
+        /// `proxy_buffering`.
+        proxy_buffering: bool = true,
+        /// `proxy_request_buffering`.
+        proxy_request_buffering: bool = true,
+        /// `proxy_buffer_size` (one page).
+        proxy_buffer_size: u64 = PAGE_SIZE,
+        /// `proxy_buffers`: (count, size), 8 pages.
+        proxy_buffers: (u32, u64) = (8, PAGE_SIZE),
+        /// `proxy_busy_buffers_size`; `None`: twice the larger of
+        /// `proxy_buffer_size` and one buffer (see `LocConf::busy_buffers_size`).
+        proxy_busy_buffers_size: Option<u64> = None,
+        /// `proxy_max_temp_file_size` (0 disables temp files); `None`: 1024m.
+        proxy_max_temp_file_size: Option<u64> = None,
+        /// `proxy_temp_file_write_size`; `None`: as the busy buffers default.
+        proxy_temp_file_write_size: Option<u64> = None,
+        /// `proxy_temp_path` (made absolute by the loader; default levels 1 2).
+        proxy_temp_path: TempPath = TempPath {
+            path: std::path::PathBuf::from(DEFAULT_PROXY_TEMP_PATH),
+            levels: DEFAULT_PROXY_TEMP_LEVELS.to_vec(),
+        },
+        /// `proxy_connect_timeout`.
+        proxy_connect_timeout: Duration = Duration::from_secs(60),
+        /// `proxy_read_timeout`.
+        proxy_read_timeout: Duration = Duration::from_secs(60),
+        /// `proxy_send_timeout`.
+        proxy_send_timeout: Duration = Duration::from_secs(60),
+        /// `proxy_limit_rate` in bytes per second (0: none).
+        proxy_limit_rate: u64 = 0,
+        /// `proxy_next_upstream` (`off` stands alone after merging).
+        proxy_next_upstream: NextUpstream = NextUpstream::ERROR.union(NextUpstream::TIMEOUT),
+        /// `proxy_next_upstream_tries` (0: no limit).
+        proxy_next_upstream_tries: u32 = 0,
+        /// `proxy_next_upstream_timeout` (0: no limit).
+        proxy_next_upstream_timeout: Duration = Duration::ZERO,
+        /// `proxy_force_ranges`.
+        proxy_force_ranges: bool = false,
+        /// `proxy_socket_keepalive`: SO_KEEPALIVE on upstream sockets.
+        proxy_socket_keepalive: bool = false,
+        /// `proxy_ignore_client_abort`.
+        proxy_ignore_client_abort: bool = false,
+        /// `proxy_headers_hash_max_size` (sizes nginx's header hash only).
+        proxy_headers_hash_max_size: u64 = 512,
+        /// `proxy_headers_hash_bucket_size` (sizes nginx's header hash only).
+        proxy_headers_hash_bucket_size: u64 = 64,
+        /// `client_body_buffer_size`: two pages.
+        client_body_buffer_size: u64 = 2 * PAGE_SIZE,
+        /// `client_body_in_file_only`.
+        client_body_in_file_only: BodyInFile = BodyInFile::Off,
+        /// `client_body_in_single_buffer`.
+        client_body_in_single_buffer: bool = false,
+        /// `client_body_timeout`: the longest wait between two reads of a body.
+        client_body_timeout: Duration = Duration::from_secs(60),
+    }
+}
+
+impl LocConf {
+    /// The larger of `proxy_buffer_size` and one of `proxy_buffers`: the
+    /// least nginx lets the busy buffers and temp-file sizes be.
+    pub fn proxy_buffer_unit(&self) -> u64 {
+        self.proxy_buffer_size.max(self.proxy_buffers.1)
+    }
+
+    /// `proxy_busy_buffers_size` in force (nginx: twice the unit by default).
+    pub fn busy_buffers_size(&self) -> u64 {
+        self.proxy_busy_buffers_size
+            .unwrap_or(2 * self.proxy_buffer_unit())
+    }
+
+    /// `proxy_temp_file_write_size` in force (nginx: twice the unit by default).
+    pub fn temp_file_write_size(&self) -> u64 {
+        self.proxy_temp_file_write_size
+            .unwrap_or(2 * self.proxy_buffer_unit())
+    }
+
+    /// `proxy_max_temp_file_size` in force (0: no temp files).
+    pub fn max_temp_file_size(&self) -> u64 {
+        self.proxy_max_temp_file_size
+            .unwrap_or(DEFAULT_PROXY_MAX_TEMP_FILE_SIZE)
     }
 }
 

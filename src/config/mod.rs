@@ -9,23 +9,32 @@
 //! This module reads files and nothing else: it opens no sockets and no logs.
 
 pub mod build;
+pub mod dirs;
 pub mod embedded;
 pub mod error;
 pub mod finish;
+pub mod finish_proxy;
 pub mod inherit;
 pub mod lexer;
 pub mod model;
 pub mod modules;
+pub mod proxy_model;
+pub mod set_cache;
 pub mod set_core;
 pub mod set_http;
 pub mod set_proxy;
 pub mod set_server;
+pub mod set_split_clients;
+pub mod set_upstream;
+pub mod slot;
 pub mod source;
 pub mod syntax;
 pub mod table;
 pub mod template;
+pub mod url;
 pub mod value;
 pub mod vars;
+pub mod zones;
 
 use std::path::PathBuf;
 
@@ -179,30 +188,35 @@ pub fn dump(config: &Config) -> String {
     out
 }
 
+/// Loads `text` as a configuration file in a fresh directory (which is
+/// removed again): for unit tests of the loader's parts.
+#[cfg(test)]
+pub(crate) fn load_text(text: &str) -> Result<Loaded, Vec<ConfError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "nowait-config-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("nowait.conf");
+    std::fs::write(&file, text).unwrap();
+    let r = load(&LoadOptions {
+        error_log: None,
+        prefix: dir.clone(),
+        conf_file: Some(file),
+        globals: None,
+        embedded_root: dir.clone(),
+        embedded_listen: embedded::DEFAULT_LISTEN.into(),
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn load_text(text: &str) -> Result<Loaded, Vec<ConfError>> {
-        let dir = std::env::temp_dir().join(format!(
-            "nowait-config-mod-{}-{}",
-            std::process::id(),
-            text.len()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("nowait.conf");
-        std::fs::write(&file, text).unwrap();
-        let r = load(&LoadOptions {
-            error_log: None,
-            prefix: dir.clone(),
-            conf_file: Some(file),
-            globals: None,
-            embedded_root: dir.clone(),
-            embedded_listen: embedded::DEFAULT_LISTEN.into(),
-        });
-        std::fs::remove_dir_all(&dir).unwrap();
-        r
-    }
 
     #[test]
     fn refuse_not_implemented_names_every_use() {

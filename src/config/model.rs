@@ -14,6 +14,13 @@ use super::inherit::{LocConf, LocSet, SrvConf, SrvSet};
 use super::source::{Loc, SourceFile};
 use super::template::Template;
 
+pub use super::proxy_model::{
+    BodyInFile, DEFAULT_FAIL_TIMEOUT, DEFAULT_MAX_FAILS, DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS,
+    DEFAULT_UPSTREAM_KEEPALIVE_TIME, DEFAULT_UPSTREAM_KEEPALIVE_TIMEOUT, DEFAULT_WEIGHT,
+    IGNORABLE_HEADERS, NextUpstream, ProxyHttpVersion, ProxyPass, ProxyRedirect, ProxyTarget,
+    ProxyUrl, RedirectFrom, RedirectRule, Upstream, UpstreamAddr, UpstreamBalance, UpstreamServer,
+};
+
 /// The whole configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -137,7 +144,8 @@ pub struct HttpConf {
     pub servers: Vec<Server>,
     /// `log_format` by name (`combined` is predefined).
     pub log_formats: HashMap<String, LogFormat>,
-    /// `upstream` blocks.
+    /// Upstream groups: `upstream` blocks and the implicit groups
+    /// `proxy_pass` makes, in the order nginx declares them.
     pub upstreams: Vec<Upstream>,
     /// `split_clients` blocks.
     pub split_clients: Vec<SplitClients>,
@@ -293,8 +301,8 @@ pub struct Location {
     /// The rewrite module's script of this location, run when the request
     /// enters it.
     pub rewrite: Vec<RewriteOp>,
-    /// `proxy_pass` (parsed; served by the caching-proxy issue).
-    pub proxy_pass: Option<Template>,
+    /// `proxy_pass`.
+    pub proxy_pass: Option<ProxyPass>,
     /// `nowait_status`: this location serves the measurements.
     pub status_page: bool,
     /// What makes the response when the request reaches the content phase
@@ -436,17 +444,6 @@ pub struct Return {
     pub text: Option<Template>,
 }
 
-/// `upstream NAME { server … }`.
-#[derive(Clone, Debug)]
-pub struct Upstream {
-    /// Its name.
-    pub name: String,
-    /// Its servers, as written (`host:port`).
-    pub servers: Vec<String>,
-    /// Where it was declared.
-    pub loc: Loc,
-}
-
 /// `split_clients STRING $VAR { pct value; … }`.
 #[derive(Clone, Debug)]
 pub struct SplitClients {
@@ -500,18 +497,6 @@ impl TempPath {
             levels: Vec::new(),
         }
     }
-}
-
-/// `client_body_in_file_only`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BodyInFile {
-    /// Bodies go to a file only when they outgrow `client_body_buffer_size`.
-    #[default]
-    Off,
-    /// Always a file, removed when the request ends.
-    Clean,
-    /// Always a file, kept.
-    On,
 }
 
 /// A shared pointer to a resolved location configuration.

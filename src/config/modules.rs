@@ -71,7 +71,7 @@ pub static HTTP_MODULES: &[Module] = &[
     module!("http_upstream_ip_hash_module", Default, ["ip_hash"]),
     module!("http_upstream_least_conn_module", Default, ["least_conn"]),
     module!("http_upstream_random_module", Default, ["random"]),
-    module!("http_upstream_keepalive_module", Default, ["keepalive", "keepalive_requests", "keepalive_timeout"]),
+    module!("http_upstream_keepalive_module", Default, ["keepalive", "keepalive_requests", "keepalive_time", "keepalive_timeout"]),
     module!("http_upstream_zone_module", Default, ["zone"]),
     // The cache is `--without-http-cache` in nginx's configure.
     module!("http-cache", Default, ["proxy_cache", "proxy_cache_path", "proxy_cache_key", "proxy_cache_valid", "proxy_cache_lock", "proxy_cache_use_stale"]),

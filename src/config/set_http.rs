@@ -8,7 +8,7 @@ use super::build::{Builder, Scope, invalid, set_flag, set_once};
 use super::inherit::{LocSet, SrvSet};
 use super::model::{
     AccessLog, AccessLogs, AddHeader, Aio, COMBINED_FORMAT, ErrorPage, HttpConf, LogFormat,
-    LogTarget, Root, TempPath, Types,
+    LogTarget, Root, Types,
 };
 use super::syntax::Directive;
 use super::template::{Part, Template};
@@ -46,6 +46,7 @@ pub fn http(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(),
         &mut Scope::Http(&mut h),
         d.block.as_deref().unwrap_or_default(),
     );
+    b.http_end = Some(d.end.clone().unwrap_or_else(|| d.loc.clone()));
     m.http = Some(h);
     Ok(())
 }
@@ -469,23 +470,11 @@ pub fn client_body_temp_path(
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
-    let p = temp_path(b, d)?;
-    set_once(&mut ls(scope).client_body_temp_path, p, &d.name)
-}
-
-/// A temp path and its levels, as `ngx_conf_set_path_slot` reads them.
-pub fn temp_path(b: &Builder, d: &Directive) -> Result<TempPath, String> {
-    let mut levels = Vec::new();
-    for w in &d.args[1..] {
-        match value::number(&w.value) {
-            Some(n @ 1..=2) => levels.push(n as u8),
-            _ => return Err(invalid(d, &w.value)),
-        }
+    if ls(scope).client_body_temp_path.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
     }
-    Ok(TempPath {
-        path: b.full_path(d.arg(0)),
-        levels,
-    })
+    let p = super::slot::path(b, d)?;
+    set_once(&mut ls(scope).client_body_temp_path, p, &d.name)
 }
 
 /// `add_header name value [always];`

@@ -1,272 +1,763 @@
-//! Setters for the caching-proxy directives of the brief's multi-disk
-//! configuration. They parse and validate now; serving them comes with the
-//! caching-proxy release, and until then starting with any of them fails
-//! (see [`super::Config::not_implemented`]).
+//! Setters for the reverse proxy's directives (nginx's proxy module:
+//! `proxy_pass`, `proxy_redirect`, the header lists, buffers, timeouts,
+//! retries) and the request-body settings of the core module it relies on
+//! (`client_body_*`), with nginx's words for every error.
+//!
+//! Plain values go through nginx's generic slots ([`super::slot`]); the
+//! cross-checks nginx makes when merging levels (buffer sizes) are in
+//! [`super::finish_proxy`].
 
-use std::time::Duration;
-
-use super::build::{Builder, Scope, invalid, set_once};
-use super::model::{CachePath, SplitClients, Upstream};
+use super::build::{Builder, Scope, set_flag};
+use super::inherit::LocSet;
+use super::model::{
+    BodyInFile, IGNORABLE_HEADERS, LocationMatch, NextUpstream, ProxyHttpVersion, ProxyPass,
+    ProxyRedirect, ProxyTarget, ProxyUrl, RedirectFrom, RedirectRule,
+};
+use super::set_upstream;
+use super::slot;
 use super::syntax::Directive;
-use super::value;
+use super::template::Template;
+use super::url::{self, UrlOptions};
 
-/// nginx's `proxy_cache_path` default for `inactive=`.
-pub const DEFAULT_INACTIVE: Duration = Duration::from_secs(600);
+/// How `proxy_pass` URLs are read: a URI may follow, names are resolved
+/// once the whole http block is known.
+const PASS_URL: UrlOptions = UrlOptions {
+    default_port: 80,
+    uri_part: true,
+    resolve: false,
+};
 
-/// `upstream name { server ...; }`
-pub fn upstream(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let Scope::Http(h) = scope else {
-        unreachable!("the table allows upstream in http only")
-    };
-    let name = d.arg(0).to_string();
-    if h.upstreams.iter().any(|u| u.name == name) {
-        return Err(format!("duplicate upstream \"{name}\""));
-    }
-    let mut u = Upstream {
-        name,
-        servers: Vec::new(),
-        loc: d.loc.clone(),
-    };
-    b.walk(
-        &mut Scope::Upstream(&mut u),
-        d.block.as_deref().unwrap_or_default(),
-    );
-    if u.servers.is_empty() {
-        b.error("no servers are inside upstream", &d.loc);
-    }
-    h.upstreams.push(u);
-    Ok(())
+/// The one scheme nowait proxies to.
+const HTTP_PREFIX: &str = "http://";
+/// The scheme nowait does not proxy to yet.
+const HTTPS_PREFIX: &str = "https://";
+
+fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
+    scope
+        .loc_set()
+        .expect("the table allows this directive in http, server and location only")
 }
 
-/// `server address [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down];`
-pub fn upstream_server(
-    _: &mut Builder,
-    scope: &mut Scope<'_>,
-    d: &Directive,
-) -> Result<(), String> {
-    let Scope::Upstream(u) = scope else {
-        unreachable!("the table allows this server in upstream only")
-    };
-    let addr = d.arg(0);
-    let ok_addr = match addr.rsplit_once(':') {
-        Some((h, p)) => !h.is_empty() && matches!(value::number(p), Some(1..=65535)),
-        None => !addr.is_empty(),
-    };
-    if !ok_addr {
-        return Err(format!("invalid address \"{addr}\" in upstream server"));
+/// `"NAME" directive is duplicate` when `slot` is already set: nginx checks
+/// this before it reads the value.
+fn not_set<T>(slot: &Option<T>, d: &Directive) -> Result<(), String> {
+    match slot {
+        Some(_) => Err(format!("\"{}\" directive is duplicate", d.name)),
+        None => Ok(()),
     }
-    for w in &d.args[1..] {
-        let p = w.value.as_str();
-        let ok = match p.split_once('=') {
-            Some(("weight", n)) => matches!(value::number(n), Some(1..)),
-            Some(("max_fails", n)) | Some(("max_conns", n)) => value::number(n).is_some(),
-            Some(("fail_timeout", t)) => value::time(t, false).is_some(),
-            None => matches!(p, "backup" | "down"),
-            _ => false,
-        };
-        if !ok {
-            return Err(format!("invalid parameter \"{p}\""));
-        }
-    }
-    u.servers.push(addr.to_string());
-    Ok(())
 }
 
-/// `split_clients string $variable { percent value; ... * value; }`
-pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let key = b.template(d.arg(0), &d.loc)?;
-    let var = d
-        .arg(1)
-        .strip_prefix('$')
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(1)))?
-        .to_string();
-    let mut parts = Vec::new();
-    let mut sum: u32 = 0;
-    for e in d.block.as_deref().unwrap_or_default() {
-        if e.args.len() != 1 || e.block.is_some() {
-            b.error(
-                "invalid number of arguments in \"split_clients\" entry",
-                &e.loc,
-            );
-            continue;
-        }
-        let share = if e.name == "*" {
-            10_000u32.saturating_sub(sum)
-        } else {
-            match value::percent(&e.name) {
-                Some(p) if p > 0 => p,
-                _ => {
-                    b.error(format!("invalid percent value \"{}\"", e.name), &e.loc);
-                    continue;
-                }
-            }
-        };
-        sum += share;
-        parts.push((share, e.arg(0).to_string()));
+/// Whether nginx lets this location's `proxy_pass` have a URI part: not in
+/// a regex or named location (nginx's `clcf->regex`, `clcf->named`).
+fn uri_allowed(m: &LocationMatch) -> bool {
+    !matches!(m, LocationMatch::Regex { .. } | LocationMatch::Named(_))
+}
+
+/// The location's name as nginx keeps it for `proxy_pass` (`plcf->location`):
+/// its URI, empty for a regex or named location.
+fn location_name(m: &LocationMatch) -> &str {
+    match m {
+        LocationMatch::Exact(s) | LocationMatch::Prefix(s) | LocationMatch::PrefixNoRegex(s) => s,
+        LocationMatch::Regex { .. } | LocationMatch::Named(_) => "",
     }
-    if sum > 10_000 {
-        return Err("percent total is greater than 100%".into());
-    }
-    b.defined_vars.insert(var.clone());
-    let Scope::Http(h) = scope else {
-        unreachable!("the table allows split_clients in http only")
-    };
-    h.split_clients.push(SplitClients {
-        key,
-        var,
-        parts,
-        loc: d.loc.clone(),
-    });
-    Ok(())
 }
 
 /// `proxy_pass URL;`
 pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let url = d.arg(0);
-    let lower = url.to_ascii_lowercase();
-    if !(lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with('$')) {
-        return Err(format!("invalid URL prefix in \"{url}\""));
-    }
-    let t = b.template(url, &d.loc)?;
     let Scope::Location(l) = scope else {
         unreachable!("the table allows proxy_pass in location only")
     };
-    set_once(&mut l.proxy_pass, t, &d.name)
-}
-
-/// `proxy_cache_path path [levels=1:2] keys_zone=name:size [use_temp_path=on|off] [inactive=time] [max_size=size];`
-pub fn proxy_cache_path(
-    b: &mut Builder,
-    scope: &mut Scope<'_>,
-    d: &Directive,
-) -> Result<(), String> {
-    let path = b.full_path(d.arg(0));
-    let mut levels = Vec::new();
-    let mut zone = None;
-    let mut max_size = None;
-    let mut inactive = DEFAULT_INACTIVE;
-    let mut use_temp_path = true;
-    for w in &d.args[1..] {
-        let p = w.value.as_str();
-        let (key, val) = p.split_once('=').unwrap_or((p, ""));
-        match key {
-            "levels" => {
-                levels = val
-                    .split(':')
-                    .map(|l| match l {
-                        "1" => Ok(1u8),
-                        "2" => Ok(2u8),
-                        _ => Err(format!("invalid \"levels\" \"{val}\"")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                if levels.is_empty() || levels.len() > 3 {
-                    return Err(format!("invalid \"levels\" \"{val}\""));
-                }
+    not_set(&l.proxy_pass, d)?;
+    let written = d.arg(0);
+    // nginx counts every `$` as a variable: such a URL is evaluated per
+    // request, its scheme and host checked then.
+    if written.contains('$') {
+        let url = b.template(written, &d.loc)?;
+        l.proxy_pass = Some(ProxyPass {
+            url,
+            target: ProxyTarget::Dynamic,
+            loc: d.loc.clone(),
+        });
+        return Ok(());
+    }
+    let has_prefix = |p: &str| {
+        written.len() >= p.len() && written.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+    };
+    if has_prefix(HTTPS_PREFIX) {
+        return Err("https proxying is not implemented yet".into());
+    }
+    if !has_prefix(HTTP_PREFIX) {
+        return Err("invalid URL prefix".into());
+    }
+    let rest = &written[HTTP_PREFIX.len()..];
+    let parsed =
+        url::parse_url(rest, PASS_URL).map_err(|e| format!("{e} in upstream \"{rest}\""))?;
+    let upstream = set_upstream::add_for_proxy_pass(b, &parsed, &d.loc)?;
+    if !parsed.uri.is_empty() && !uri_allowed(&l.matcher) {
+        return Err(
+            "\"proxy_pass\" cannot have URI part in location given by regular \
+                    expression, or inside named location, or inside \"if\" statement, \
+                    or inside \"limit_except\" block"
+                .into(),
+        );
+    }
+    // nginx's ngx_http_proxy_set_vars.
+    let host_header = if parsed.unix {
+        "localhost".to_string()
+    } else {
+        match &parsed.port_text {
+            Some(text) if parsed.port != PASS_URL.default_port => {
+                format!("{}:{text}", parsed.host)
             }
-            "keys_zone" => {
-                let (name, size) = val
-                    .split_once(':')
-                    .ok_or_else(|| format!("invalid keys zone size \"{p}\""))?;
-                let size = value::size(size)
-                    .filter(|&s| s >= 8192)
-                    .ok_or_else(|| format!("invalid keys zone size \"{p}\""))?;
-                if name.is_empty() {
-                    return Err(format!("invalid keys zone name \"{p}\""));
-                }
-                zone = Some((name.to_string(), size));
-            }
-            "max_size" => {
-                max_size = Some(
-                    value::size(val).ok_or_else(|| format!("invalid max_size value \"{p}\""))?,
-                )
-            }
-            "inactive" => {
-                inactive = value::time(val, false)
-                    .ok_or_else(|| format!("invalid inactive value \"{p}\""))?
-            }
-            "use_temp_path" => {
-                use_temp_path = value::flag(val).ok_or_else(|| {
-                    format!("invalid use_temp_path value \"{val}\", it must be \"on\" or \"off\"")
-                })?;
-            }
-            "min_free" | "manager_files" | "manager_sleep" | "manager_threshold"
-            | "loader_files" | "loader_sleep" | "loader_threshold" | "purger" | "purger_files"
-            | "purger_sleep" | "purger_threshold" => {
-                return Err(format!(
-                    "the \"{key}\" parameter of \"proxy_cache_path\" is not implemented yet"
-                ));
-            }
-            _ => return Err(format!("invalid parameter \"{p}\"")),
+            _ => parsed.host.clone(),
         }
-    }
-    let Some((zone, zone_size)) = zone else {
-        return Err(format!("\"{}\" must have \"keys_zone\" parameter", d.name));
     };
-    let Scope::Http(h) = scope else {
-        unreachable!("the table allows proxy_cache_path in http only")
-    };
-    if h.cache_paths.iter().any(|c| c.zone == zone) {
-        return Err(format!("duplicate zone \"{zone}\""));
-    }
-    if h.cache_paths.iter().any(|c| c.path == path) {
-        return Err(format!("duplicate cache path \"{}\"", path.display()));
-    }
-    h.cache_paths.push(CachePath {
-        path,
-        levels,
-        zone,
-        zone_size,
-        max_size,
-        inactive,
-        use_temp_path,
+    l.proxy_pass = Some(ProxyPass {
+        url: Template::literal(written),
+        target: ProxyTarget::Static(ProxyUrl {
+            upstream,
+            host_header,
+            port: parsed.port,
+            uri: (!parsed.uri.is_empty()).then_some(parsed.uri),
+            unix: parsed.unix,
+        }),
         loc: d.loc.clone(),
     });
     Ok(())
 }
 
-/// `proxy_cache zone | off;`
-pub fn proxy_cache(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let v = match d.arg(0) {
-        "off" => None,
-        z => Some(b.template(z, &d.loc)?),
+/// The rule `proxy_redirect default` stands for (nginx's merge and
+/// `ngx_http_proxy_redirect`): the URL → the location's name when the URL
+/// has a URI part, else the URL with `/` → `/`.
+pub fn default_redirect(url: &str, target: &ProxyUrl, location: &LocationMatch) -> RedirectRule {
+    let (from, to) = if target.uri.is_some() {
+        (url.to_string(), location_name(location).to_string())
+    } else {
+        (format!("{url}/"), "/".to_string())
     };
-    let set = scope.loc_set().expect("http, server or location");
-    set_once(&mut set.proxy_cache, v, &d.name)
+    RedirectRule {
+        from: RedirectFrom::Text(Template::literal(&from)),
+        to: Template::literal(&to),
+    }
 }
 
-/// `proxy_cache_key string;`
-pub fn proxy_cache_key(
+/// `proxy_redirect default | off | redirect replacement;` — rules of one
+/// level accumulate.
+pub fn proxy_redirect(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let here = match &*scope {
+        Scope::Location(l) => Some((l.proxy_pass.clone(), l.matcher.clone())),
+        _ => None,
+    };
+    let current = &ls(scope).proxy_redirect;
+    if matches!(current, Some(ProxyRedirect::Off)) {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
+    let rule = if d.args.len() == 1 {
+        match d.arg(0) {
+            "off" => {
+                if current.is_some() {
+                    return Err(format!("\"{}\" directive is duplicate", d.name));
+                }
+                ls(scope).proxy_redirect = Some(ProxyRedirect::Off);
+                return Ok(());
+            }
+            "default" => match here {
+                Some((Some(pass), matcher)) => match &pass.target {
+                    ProxyTarget::Static(t) => default_redirect(&pass.url.source, t, &matcher),
+                    ProxyTarget::Dynamic => {
+                        return Err("\"proxy_redirect default\" cannot be used with \
+                                    \"proxy_pass\" directive with variables"
+                            .into());
+                    }
+                },
+                _ => {
+                    return Err("\"proxy_redirect default\" should be placed after \
+                                the \"proxy_pass\" directive"
+                        .into());
+                }
+            },
+            other => return Err(format!("invalid parameter \"{other}\"")),
+        }
+    } else {
+        let from = redirect_from(b, d)?;
+        RedirectRule {
+            from,
+            to: b.template(d.arg(1), &d.loc)?,
+        }
+    };
+    match &mut ls(scope).proxy_redirect {
+        Some(ProxyRedirect::Rules(rules)) => rules.push(rule),
+        slot => *slot = Some(ProxyRedirect::Rules(vec![rule])),
+    }
+    Ok(())
+}
+
+/// The matching side of a rule: `~re`, `~*re` or text with variables.
+fn redirect_from(b: &mut Builder, d: &Directive) -> Result<RedirectFrom, String> {
+    let arg = d.arg(0);
+    let Some(re) = arg.strip_prefix('~') else {
+        return Ok(RedirectFrom::Text(b.template(arg, &d.loc)?));
+    };
+    let (source, case_insensitive) = match re.strip_prefix('*') {
+        Some(r) => (r, true),
+        None => (re, false),
+    };
+    let pattern = if case_insensitive {
+        format!("(?i){source}")
+    } else {
+        source.to_string()
+    };
+    let compiled = regex::Regex::new(&pattern).map_err(|e| {
+        let text = e.to_string();
+        let why: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|l| l.trim_end_matches(':'))
+            .collect();
+        format!("invalid regular expression \"{source}\": {}", why.join(" "))
+    })?;
+    // Named captures become variables, as in nginx.
+    for name in compiled.capture_names().flatten() {
+        b.defined_vars.insert(name.to_string());
+    }
+    Ok(RedirectFrom::Regex {
+        re: compiled,
+        case_insensitive,
+        source: source.to_string(),
+    })
+}
+
+/// `proxy_set_header field value;` — entries of one level accumulate.
+pub fn proxy_set_header(
     b: &mut Builder,
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
-    let t = b.template(d.arg(0), &d.loc)?;
-    let set = scope.loc_set().expect("http, server or location");
-    set_once(&mut set.proxy_cache_key, Some(t), &d.name)
+    let value = b.template(d.arg(1), &d.loc)?;
+    ls(scope)
+        .proxy_set_header
+        .get_or_insert_with(Vec::new)
+        .push((d.arg(0).to_string(), value));
+    Ok(())
 }
 
-/// `proxy_cache_valid [code ...] time;`
-pub fn proxy_cache_valid(
+/// `proxy_hide_header field;` — entries of one level accumulate.
+pub fn proxy_hide_header(
     _: &mut Builder,
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
-    let n = d.args.len();
-    let time = value::time(d.arg(n - 1), false).ok_or_else(|| invalid(d, d.arg(n - 1)))?;
-    let mut codes = Vec::new();
-    for w in &d.args[..n - 1] {
-        match w.value.as_str() {
-            "any" => codes.push(0),
-            c => match value::number(c) {
-                Some(c) if (100..=599).contains(&c) => codes.push(c as u16),
-                _ => return Err(format!("invalid status \"{c}\"")),
-            },
+    ls(scope)
+        .proxy_hide_header
+        .get_or_insert_with(Vec::new)
+        .push(d.arg(0).to_string());
+    Ok(())
+}
+
+/// `proxy_pass_header field;` — entries of one level accumulate.
+pub fn proxy_pass_header(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    ls(scope)
+        .proxy_pass_header
+        .get_or_insert_with(Vec::new)
+        .push(d.arg(0).to_string());
+    Ok(())
+}
+
+/// `proxy_ignore_headers field ...;` — one of nginx's nine names; several
+/// directives of one level add up.
+pub fn proxy_ignore_headers(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let list = ls(scope).proxy_ignore_headers.clone().unwrap_or_default();
+    let mut seen: Vec<usize> = list
+        .iter()
+        .filter_map(|h| IGNORABLE_HEADERS.iter().position(|n| n == h))
+        .collect();
+    slot::bitmask(b, d, &IGNORABLE_HEADERS, &mut seen)?;
+    ls(scope).proxy_ignore_headers = Some(
+        seen.iter()
+            .map(|&i| IGNORABLE_HEADERS[i].to_string())
+            .collect(),
+    );
+    Ok(())
+}
+
+/// `proxy_next_upstream error | timeout | … | off ...;` — several
+/// directives of one level add up (`off` wins when merging).
+pub fn proxy_next_upstream(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let names: Vec<&str> = NextUpstream::NAMES.iter().map(|(n, _)| *n).collect();
+    let current = ls(scope).proxy_next_upstream.unwrap_or_default();
+    let mut seen: Vec<usize> = NextUpstream::NAMES
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, bit))| current.contains(*bit))
+        .map(|(i, _)| i)
+        .collect();
+    slot::bitmask(b, d, &names, &mut seen)?;
+    let set = seen.iter().fold(NextUpstream::default(), |acc, &i| {
+        acc.union(NextUpstream::NAMES[i].1)
+    });
+    ls(scope).proxy_next_upstream = Some(set);
+    Ok(())
+}
+
+/// `proxy_http_version 1.0 | 1.1;`
+pub fn proxy_http_version(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let set = ls(scope);
+    not_set(&set.proxy_http_version, d)?;
+    let v = slot::enumerated(
+        d,
+        &[
+            ("1.0", ProxyHttpVersion::V10),
+            ("1.1", ProxyHttpVersion::V11),
+        ],
+    )?;
+    set.proxy_http_version = Some(v);
+    Ok(())
+}
+
+/// `client_body_in_file_only on | clean | off;`
+pub fn client_body_in_file_only(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let set = ls(scope);
+    not_set(&set.client_body_in_file_only, d)?;
+    let v = slot::enumerated(
+        d,
+        &[
+            ("off", BodyInFile::Off),
+            ("on", BodyInFile::On),
+            ("clean", BodyInFile::Clean),
+        ],
+    )?;
+    set.client_body_in_file_only = Some(v);
+    Ok(())
+}
+
+/// `proxy_buffers number size;`
+pub fn proxy_buffers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let set = ls(scope);
+    not_set(&set.proxy_buffers, d)?;
+    set.proxy_buffers = Some(slot::bufs(d)?);
+    Ok(())
+}
+
+/// `proxy_temp_path path [level1 [level2 [level3]]];`
+pub fn proxy_temp_path(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    not_set(&ls(scope).proxy_temp_path, d)?;
+    let p = slot::path(b, d)?;
+    ls(scope).proxy_temp_path = Some(p);
+    Ok(())
+}
+
+/// `proxy_set_body value;`
+pub fn proxy_set_body(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    not_set(&ls(scope).proxy_set_body, d)?;
+    let t = b.template(d.arg(0), &d.loc)?;
+    ls(scope).proxy_set_body = Some(Some(t));
+    Ok(())
+}
+
+/// `proxy_method method;`
+pub fn proxy_method(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    not_set(&ls(scope).proxy_method, d)?;
+    let t = b.template(d.arg(0), &d.loc)?;
+    ls(scope).proxy_method = Some(Some(t));
+    Ok(())
+}
+
+/// Setters for directives that are one value of a generic slot.
+macro_rules! slot_setters {
+    ($( $kind:ident $fn_name:ident => $field:ident; )*) => {$(
+        #[doc = concat!("`", stringify!($fn_name), "` (", stringify!($kind), ").")]
+        pub fn $fn_name(
+            _: &mut Builder,
+            scope: &mut Scope<'_>,
+            d: &Directive,
+        ) -> Result<(), String> {
+            slot_setters!(@set $kind, ls(scope).$field, d)
+        }
+    )*};
+    (@set flag, $slot:expr, $d:ident) => { set_flag(&mut $slot, $d) };
+    (@set size, $slot:expr, $d:ident) => {{
+        not_set(&$slot, $d)?;
+        $slot = Some(slot::size($d, 0)?);
+        Ok(())
+    }};
+    (@set size_or_default, $slot:expr, $d:ident) => {{
+        not_set(&$slot, $d)?;
+        $slot = Some(Some(slot::size($d, 0)?));
+        Ok(())
+    }};
+    (@set msec, $slot:expr, $d:ident) => {{
+        not_set(&$slot, $d)?;
+        $slot = Some(slot::msec($d, 0)?);
+        Ok(())
+    }};
+    (@set num, $slot:expr, $d:ident) => {{
+        not_set(&$slot, $d)?;
+        $slot = Some(slot::num($d, 0)?);
+        Ok(())
+    }};
+    (@set num_u32, $slot:expr, $d:ident) => {{
+        not_set(&$slot, $d)?;
+        $slot = Some(slot::num_u32($d, 0)?);
+        Ok(())
+    }};
+}
+
+slot_setters! {
+    flag proxy_pass_request_headers => proxy_pass_request_headers;
+    flag proxy_pass_request_body => proxy_pass_request_body;
+    flag proxy_intercept_errors => proxy_intercept_errors;
+    flag proxy_buffering => proxy_buffering;
+    flag proxy_request_buffering => proxy_request_buffering;
+    flag proxy_force_ranges => proxy_force_ranges;
+    flag proxy_socket_keepalive => proxy_socket_keepalive;
+    flag proxy_ignore_client_abort => proxy_ignore_client_abort;
+    flag client_body_in_single_buffer => client_body_in_single_buffer;
+    size proxy_buffer_size => proxy_buffer_size;
+    size proxy_limit_rate => proxy_limit_rate;
+    size client_body_buffer_size => client_body_buffer_size;
+    size_or_default proxy_busy_buffers_size => proxy_busy_buffers_size;
+    size_or_default proxy_max_temp_file_size => proxy_max_temp_file_size;
+    size_or_default proxy_temp_file_write_size => proxy_temp_file_write_size;
+    msec proxy_connect_timeout => proxy_connect_timeout;
+    msec proxy_read_timeout => proxy_read_timeout;
+    msec proxy_send_timeout => proxy_send_timeout;
+    msec proxy_next_upstream_timeout => proxy_next_upstream_timeout;
+    msec client_body_timeout => client_body_timeout;
+    num_u32 proxy_next_upstream_tries => proxy_next_upstream_tries;
+    num proxy_headers_hash_max_size => proxy_headers_hash_max_size;
+    num proxy_headers_hash_bucket_size => proxy_headers_hash_bucket_size;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::config::inherit::LocConf;
+    use crate::config::model::{
+        BodyInFile, HttpConf, Location, NextUpstream, ProxyHttpVersion, ProxyRedirect, ProxyTarget,
+        ProxyUrl, RedirectFrom,
+    };
+    use crate::config::{Level, load_text};
+
+    fn http(body: &str) -> HttpConf {
+        let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
+        let l = load_text(&text).unwrap_or_else(|e| panic!("{e:?}"));
+        l.config.http.unwrap()
+    }
+
+    fn errors(body: &str) -> Vec<String> {
+        let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
+        match load_text(&text) {
+            Ok(_) => Vec::new(),
+            Err(e) => e
+                .into_iter()
+                .filter(|e| e.level == Level::Emerg)
+                .map(|e| e.message)
+                .collect(),
         }
     }
-    let set = scope.loc_set().expect("http, server or location");
-    set.proxy_cache_valid
-        .get_or_insert_with(Vec::new)
-        .push((codes, time));
-    Ok(())
+
+    /// The locations of the first server.
+    fn locations(body: &str) -> Vec<Location> {
+        http(&format!("server {{\n{body}\n}}")).servers[0]
+            .locations
+            .clone()
+    }
+
+    fn url(l: &Location) -> ProxyUrl {
+        match &l.proxy_pass.as_ref().unwrap().target {
+            ProxyTarget::Static(u) => u.clone(),
+            ProxyTarget::Dynamic => panic!("dynamic"),
+        }
+    }
+
+    fn rules(c: &LocConf) -> Vec<(String, String)> {
+        match &c.proxy_redirect {
+            ProxyRedirect::Rules(r) => r
+                .iter()
+                .map(|r| {
+                    let from = match &r.from {
+                        RedirectFrom::Text(t) => t.source.clone(),
+                        RedirectFrom::Regex { source, .. } => format!("~{source}"),
+                    };
+                    (from, r.to.source.clone())
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn proxy_host_and_uri_as_nginx_computes_them() {
+        let l = locations(
+            "location /a { proxy_pass http://127.0.0.1:8080/x/; }\n\
+             location /b { proxy_pass http://localhost; }\n\
+             location /c { proxy_pass http://127.0.0.2:80; }\n\
+             location /d { proxy_pass http://localhost:08080?q; }\n\
+             location /e { proxy_pass http://unix:/tmp/s.sock:/u; }\n\
+             location /f { proxy_pass http://[::1]:81; }",
+        );
+        let want = [
+            ("127.0.0.1:8080", 8080, Some("/x/"), false),
+            ("localhost", 80, None, false),
+            ("127.0.0.2", 80, None, false),
+            ("localhost:08080", 8080, Some("?q"), false),
+            ("localhost", 0, Some("/u"), true),
+            ("[::1]:81", 81, None, false),
+        ];
+        for (l, (host, port, uri, unix)) in l.iter().zip(want) {
+            let u = url(l);
+            assert_eq!(u.host_header, host);
+            assert_eq!(u.port, port, "{host}");
+            assert_eq!(u.uri.as_deref(), uri, "{host}");
+            assert_eq!(u.unix, unix, "{host}");
+        }
+        assert_eq!(url(&l[4]).upstream, "unix:/tmp/s.sock");
+    }
+
+    #[test]
+    fn a_url_with_variables_is_dynamic() {
+        let l = locations("location / { proxy_pass $scheme://$host$request_uri; }");
+        let p = l[0].proxy_pass.as_ref().unwrap();
+        assert!(matches!(p.target, ProxyTarget::Dynamic));
+        assert_eq!(p.url.source, "$scheme://$host$request_uri");
+        // nginx checks the scheme of such a URL per request only.
+        assert!(errors("server { location / { proxy_pass ftp://$host; } }").is_empty());
+    }
+
+    #[test]
+    fn https_is_refused_until_nowait_has_tls() {
+        assert_eq!(
+            errors("server { location / { proxy_pass https://127.0.0.1; } }"),
+            vec!["https proxying is not implemented yet"]
+        );
+    }
+
+    #[test]
+    fn default_redirects() {
+        let l = locations(
+            "location /one/ { proxy_pass http://127.0.0.1:1/two/; }\n\
+             location /a { proxy_pass http://127.0.0.1:1; }\n\
+             location /b { proxy_pass http://127.0.0.1:1/x/;\n\
+                 location /b/c { proxy_pass http://127.0.0.1:2; } }\n\
+             location /d { proxy_pass $host; }\n\
+             location /e { proxy_pass http://127.0.0.1:1/; proxy_redirect off; }\n\
+             location /f { proxy_pass http://127.0.0.1:1/; proxy_redirect default;\n\
+                 proxy_redirect ~*^http://x(?<rest>.*)$ http://y$rest; }",
+        );
+        assert_eq!(
+            rules(&l[0].conf),
+            [("http://127.0.0.1:1/two/".into(), "/one/".into())]
+        );
+        assert_eq!(
+            rules(&l[1].conf),
+            [("http://127.0.0.1:1/".into(), "/".into())]
+        );
+        // A nested location inherits its parent's derived rule, as in nginx.
+        assert_eq!(
+            rules(&l[2].locations[0].conf),
+            [("http://127.0.0.1:1/x/".into(), "/b".into())]
+        );
+        assert!(matches!(l[3].conf.proxy_redirect, ProxyRedirect::Default));
+        assert!(matches!(l[4].conf.proxy_redirect, ProxyRedirect::Off));
+        assert_eq!(
+            rules(&l[5].conf),
+            [
+                ("http://127.0.0.1:1/".into(), "/f".into()),
+                ("~^http://x(?<rest>.*)$".into(), "http://y$rest".into())
+            ]
+        );
+        match &rules_of(&l[5].conf)[1] {
+            RedirectFrom::Regex {
+                re,
+                case_insensitive,
+                ..
+            } => {
+                assert!(case_insensitive);
+                assert!(re.is_match("HTTP://X/a"));
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    fn rules_of(c: &LocConf) -> Vec<RedirectFrom> {
+        match &c.proxy_redirect {
+            ProxyRedirect::Rules(r) => r.iter().map(|r| r.from.clone()).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nginx_defaults() {
+        let c = LocConf::default();
+        assert!(c.proxy_set_header.is_empty());
+        assert!(c.proxy_pass_request_headers && c.proxy_pass_request_body);
+        assert_eq!(c.proxy_http_version, ProxyHttpVersion::V10);
+        assert!(c.proxy_buffering && c.proxy_request_buffering);
+        assert_eq!(c.proxy_buffer_size, 4096);
+        assert_eq!(c.proxy_buffers, (8, 4096));
+        assert_eq!(c.proxy_temp_path.levels, vec![1, 2]);
+        assert_eq!(c.proxy_connect_timeout, Duration::from_secs(60));
+        assert_eq!(c.proxy_read_timeout, Duration::from_secs(60));
+        assert_eq!(c.proxy_send_timeout, Duration::from_secs(60));
+        assert_eq!(
+            c.proxy_next_upstream,
+            NextUpstream::ERROR.union(NextUpstream::TIMEOUT)
+        );
+        assert_eq!(c.proxy_next_upstream_tries, 0);
+        assert_eq!(c.proxy_next_upstream_timeout, Duration::ZERO);
+        assert_eq!(c.client_body_buffer_size, 8192);
+        assert_eq!(c.client_body_in_file_only, BodyInFile::Off);
+        assert_eq!(c.client_body_timeout, Duration::from_secs(60));
+        assert_eq!(
+            (
+                c.proxy_headers_hash_max_size,
+                c.proxy_headers_hash_bucket_size
+            ),
+            (512, 64)
+        );
+    }
+
+    #[test]
+    fn the_temp_path_default_is_under_the_prefix() {
+        let h = http("server { }");
+        let p = &h.servers[0].conf.proxy_temp_path;
+        assert!(
+            p.path.is_absolute() && p.path.ends_with("proxy_temp"),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn header_lists_replace_the_parents_per_level() {
+        let h = http(
+            "proxy_set_header A 1; proxy_set_header B $host;\n\
+             proxy_hide_header X-A; proxy_pass_header Server;\n\
+             server {\n\
+             location /own { proxy_set_header C 3; proxy_hide_header X-B; proxy_hide_header X-C; }\n\
+             location /inherit { }\n\
+             }",
+        );
+        let own = &h.servers[0].locations[0];
+        let names: Vec<&str> = own
+            .conf
+            .proxy_set_header
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(names, ["C"]);
+        assert!(own.set.proxy_set_header.is_some());
+        assert_eq!(own.conf.proxy_hide_header, ["X-B", "X-C"]);
+        // proxy_pass_header is inherited on its own, as in nginx.
+        assert_eq!(own.conf.proxy_pass_header, ["Server"]);
+        let inherit = &h.servers[0].locations[1];
+        assert!(inherit.set.proxy_set_header.is_none());
+        assert_eq!(inherit.conf.proxy_set_header.len(), 2);
+        assert_eq!(inherit.conf.proxy_set_header[1].1.source, "$host");
+    }
+
+    #[test]
+    fn bit_sets_add_up_within_a_level() {
+        let l = locations(
+            "location /a { proxy_next_upstream error; proxy_next_upstream HTTP_502 non_idempotent; }\n\
+             location /b { proxy_next_upstream error off; }\n\
+             location /c { proxy_ignore_headers vary X-Accel-Expires; proxy_ignore_headers Set-Cookie; }",
+        );
+        let n = l[0].conf.proxy_next_upstream;
+        assert!(n.contains(NextUpstream::ERROR) && n.contains(NextUpstream::HTTP_502));
+        assert!(n.contains(NextUpstream::NON_IDEMPOTENT) && !n.contains(NextUpstream::TIMEOUT));
+        assert_eq!(l[1].conf.proxy_next_upstream, NextUpstream::OFF);
+        assert_eq!(
+            l[2].conf.proxy_ignore_headers,
+            ["Vary", "X-Accel-Expires", "Set-Cookie"]
+        );
+    }
+
+    #[test]
+    fn values_of_every_slot() {
+        let l = locations(
+            "location / {\n\
+             proxy_http_version 1.1; proxy_buffers 16 8k; proxy_buffer_size 8k;\n\
+             proxy_busy_buffers_size 16k; proxy_max_temp_file_size 0;\n\
+             proxy_temp_file_write_size 32k; proxy_temp_path tmp 1 2 2;\n\
+             proxy_connect_timeout 500ms; proxy_read_timeout 1m; proxy_send_timeout 2s;\n\
+             proxy_limit_rate 100k; proxy_next_upstream_tries 3; proxy_next_upstream_timeout 10s;\n\
+             proxy_buffering off; proxy_method POST; proxy_set_body $arg_x;\n\
+             client_body_buffer_size 16k; client_body_in_file_only CLEAN;\n\
+             client_body_in_single_buffer on; client_body_timeout 5s;\n\
+             }",
+        );
+        let c = &l[0].conf;
+        assert_eq!(c.proxy_http_version, ProxyHttpVersion::V11);
+        assert_eq!(c.proxy_buffers, (16, 8192));
+        assert_eq!(c.busy_buffers_size(), 16384);
+        assert_eq!(c.max_temp_file_size(), 0);
+        assert_eq!(c.temp_file_write_size(), 32768);
+        assert!(c.proxy_temp_path.path.ends_with("tmp"));
+        assert_eq!(c.proxy_temp_path.levels, vec![1, 2, 2]);
+        assert_eq!(c.proxy_connect_timeout, Duration::from_millis(500));
+        assert_eq!(c.proxy_read_timeout, Duration::from_secs(60));
+        assert_eq!(c.proxy_limit_rate, 102400);
+        assert_eq!(c.proxy_next_upstream_tries, 3);
+        assert!(!c.proxy_buffering);
+        assert_eq!(c.proxy_method.as_ref().unwrap().source, "POST");
+        assert_eq!(c.proxy_set_body.as_ref().unwrap().source, "$arg_x");
+        assert_eq!(c.client_body_buffer_size, 16384);
+        assert_eq!(c.client_body_in_file_only, BodyInFile::Clean);
+        assert!(c.client_body_in_single_buffer);
+        assert_eq!(c.client_body_timeout, Duration::from_secs(5));
+    }
+
+    /// nginx checks a repeat before the value: the repeat is the error.
+    #[test]
+    fn a_repeat_is_a_duplicate_whatever_its_value() {
+        for (d, good) in [
+            ("proxy_buffering", "on"),
+            ("proxy_buffer_size", "8k"),
+            ("proxy_read_timeout", "1s"),
+            ("proxy_http_version", "1.1"),
+        ] {
+            assert_eq!(
+                errors(&format!(
+                    "server {{ location / {{ {d} {good}; {d} bad; }} }}"
+                )),
+                vec![format!("\"{d}\" directive is duplicate")],
+            );
+        }
+    }
+
+    #[test]
+    fn merge_problems_are_reported_once() {
+        let e = errors(
+            "proxy_buffers 1 4k;\n\
+             server { listen 127.0.0.1:1; location /a { } location /b { } }\n\
+             server { listen 127.0.0.1:2; }",
+        );
+        assert_eq!(e, vec!["there must be at least 2 \"proxy_buffers\""]);
+    }
 }

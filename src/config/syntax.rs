@@ -33,6 +33,10 @@ pub struct Directive {
     pub block: Option<Vec<Directive>>,
     /// Where the statement ended, which is the line nginx reports.
     pub loc: Loc,
+    /// Where the block's closing `}` was read (`None` for a directive
+    /// without a block): nginx reports what it checks after reading a
+    /// block (an empty `upstream`, the merge of an `http` block) there.
+    pub end: Option<Loc>,
 }
 
 impl Directive {
@@ -106,7 +110,7 @@ impl Reader {
         depth: usize,
     ) -> Result<Vec<Directive>, ConfError> {
         let mut lexer = Lexer::new(text, Loc { origin, line: 1 });
-        let body = self.read_block(&mut lexer, depth, false)?;
+        let (body, _) = self.read_block(&mut lexer, depth, false)?;
         Ok(body)
     }
 
@@ -115,7 +119,7 @@ impl Reader {
         lexer: &mut Lexer<'_>,
         depth: usize,
         inside: bool,
-    ) -> Result<Vec<Directive>, ConfError> {
+    ) -> Result<(Vec<Directive>, Loc), ConfError> {
         let mut out = Vec::new();
         loop {
             let st = lexer.next_statement()?;
@@ -128,8 +132,8 @@ impl Reader {
                         Some(loc),
                     ));
                 }
-                End::Eof => return Ok(out),
-                End::BlockEnd if inside => return Ok(out),
+                End::Eof => return Ok((out, loc)),
+                End::BlockEnd if inside => return Ok((out, loc)),
                 End::BlockEnd => return Err(ConfError::emerg("unexpected \"}\"", Some(loc))),
                 End::Semicolon | End::BlockStart => {}
             }
@@ -154,7 +158,7 @@ impl Reader {
                 out.extend(self.include(&args[0].value, &loc, depth)?);
                 continue;
             }
-            let block = if st.end == End::BlockStart {
+            let (block, end) = if st.end == End::BlockStart {
                 if self.block_depth >= MAX_BLOCK_DEPTH {
                     return Err(ConfError::emerg(
                         format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH} levels)"),
@@ -164,15 +168,17 @@ impl Reader {
                 self.block_depth += 1;
                 let body = self.read_block(lexer, depth, true);
                 self.block_depth -= 1;
-                Some(body?)
+                let (body, end) = body?;
+                (Some(body), Some(end))
             } else {
-                None
+                (None, None)
             };
             out.push(Directive {
                 name: name.value,
                 args,
                 block,
                 loc,
+                end,
             });
         }
     }

@@ -7,7 +7,9 @@
 
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
-use super::{set_core, set_http, set_proxy, set_server};
+use super::{
+    set_cache, set_core, set_http, set_proxy, set_server, set_split_clients, set_upstream,
+};
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
 pub type Contexts = u8;
@@ -165,15 +167,62 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("server_name", SERVER, AtLeast(1), false, Ready, set_server::server_name, "server_name name ...;", "\"\""),
     spec!("location", SERVER | LOCATION, Between(1, 2), true, Ready, set_server::location, "location [ = | ~ | ~* | ^~ ] uri { ... } | location @name { ... }", "—"),
     spec!("return", SERVER | LOCATION, Between(1, 2), false, Ready, set_server::return_, "return code [text] | code URL | URL;", "—"),
-    // caching proxy: parsed and validated, served in a later release
-    spec!("upstream", HTTP, Exactly(1), true, NotYet, set_proxy::upstream, "upstream name { ... }", "—"),
-    spec!("server", UPSTREAM, AtLeast(1), false, NotYet, set_proxy::upstream_server, "server address [parameters];", "—"),
-    spec!("split_clients", HTTP, Exactly(2), true, NotYet, set_proxy::split_clients, "split_clients string $variable { ... }", "—"),
+    // request bodies: parsed and validated, honoured with the proxy
+    spec!("client_body_buffer_size", HSL, Exactly(1), false, NotYet, set_proxy::client_body_buffer_size, "client_body_buffer_size size;", "8k"),
+    spec!("client_body_timeout", HSL, Exactly(1), false, NotYet, set_proxy::client_body_timeout, "client_body_timeout time;", "60s"),
+    spec!("client_body_in_file_only", HSL, Exactly(1), false, NotYet, set_proxy::client_body_in_file_only, "client_body_in_file_only on | clean | off;", "off"),
+    spec!("client_body_in_single_buffer", HSL, Exactly(1), false, NotYet, set_proxy::client_body_in_single_buffer, "client_body_in_single_buffer on | off;", "off"),
+    // upstream groups: parsed and validated, served with the proxy
+    spec!("upstream", HTTP, Exactly(1), true, NotYet, set_upstream::upstream, "upstream name { ... }", "—"),
+    spec!("server", UPSTREAM, AtLeast(1), false, NotYet, set_upstream::upstream_server, "server address [weight=number] [max_conns=number] [max_fails=number] [fail_timeout=time] [backup] [down];", "—"),
+    spec!("hash", UPSTREAM, Between(1, 2), false, NotYet, set_upstream::hash, "hash key [consistent];", "—"),
+    spec!("ip_hash", UPSTREAM, Exactly(0), false, NotYet, set_upstream::ip_hash, "ip_hash;", "—"),
+    spec!("least_conn", UPSTREAM, Exactly(0), false, NotYet, set_upstream::least_conn, "least_conn;", "—"),
+    spec!("random", UPSTREAM, Between(0, 2), false, NotYet, set_upstream::random, "random [two [least_conn]];", "—"),
+    spec!("keepalive", UPSTREAM, Exactly(1), false, NotYet, set_upstream::keepalive, "keepalive connections;", "—"),
+    spec!("keepalive_requests", UPSTREAM, Exactly(1), false, NotYet, set_upstream::keepalive_requests, "keepalive_requests number;", "1000"),
+    spec!("keepalive_timeout", UPSTREAM, Exactly(1), false, NotYet, set_upstream::keepalive_timeout, "keepalive_timeout timeout;", "60s"),
+    spec!("keepalive_time", UPSTREAM, Exactly(1), false, NotYet, set_upstream::keepalive_time, "keepalive_time time;", "1h"),
+    spec!("zone", UPSTREAM, Between(1, 2), false, NotYet, set_upstream::zone, "zone name [size];", "—"),
+    spec!("split_clients", HTTP, Exactly(2), true, NotYet, set_split_clients::split_clients, "split_clients string $variable { ... }", "—"),
+    // reverse proxy: parsed and validated, served in a later release
     spec!("proxy_pass", LOCATION, Exactly(1), false, NotYet, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
-    spec!("proxy_cache_path", HTTP, AtLeast(2), false, NotYet, set_proxy::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size];", "—"),
-    spec!("proxy_cache", HSL, Exactly(1), false, NotYet, set_proxy::proxy_cache, "proxy_cache zone | off;", "off"),
-    spec!("proxy_cache_key", HSL, Exactly(1), false, NotYet, set_proxy::proxy_cache_key, "proxy_cache_key string;", "$scheme$proxy_host$request_uri"),
-    spec!("proxy_cache_valid", HSL, AtLeast(1), false, NotYet, set_proxy::proxy_cache_valid, "proxy_cache_valid [code ...] time;", "—"),
+    spec!("proxy_redirect", HSL, Between(1, 2), false, NotYet, set_proxy::proxy_redirect, "proxy_redirect default | off | redirect replacement;", "default"),
+    spec!("proxy_set_header", HSL, Exactly(2), false, NotYet, set_proxy::proxy_set_header, "proxy_set_header field value;", "Host $proxy_host; Connection close;"),
+    spec!("proxy_hide_header", HSL, Exactly(1), false, NotYet, set_proxy::proxy_hide_header, "proxy_hide_header field;", "—"),
+    spec!("proxy_pass_header", HSL, Exactly(1), false, NotYet, set_proxy::proxy_pass_header, "proxy_pass_header field;", "—"),
+    spec!("proxy_ignore_headers", HSL, AtLeast(1), false, NotYet, set_proxy::proxy_ignore_headers, "proxy_ignore_headers field ...;", "—"),
+    spec!("proxy_pass_request_headers", HSL, Exactly(1), false, NotYet, set_proxy::proxy_pass_request_headers, "proxy_pass_request_headers on | off;", "on"),
+    spec!("proxy_pass_request_body", HSL, Exactly(1), false, NotYet, set_proxy::proxy_pass_request_body, "proxy_pass_request_body on | off;", "on"),
+    spec!("proxy_set_body", HSL, Exactly(1), false, NotYet, set_proxy::proxy_set_body, "proxy_set_body value;", "—"),
+    spec!("proxy_method", HSL, Exactly(1), false, NotYet, set_proxy::proxy_method, "proxy_method method;", "—"),
+    spec!("proxy_http_version", HSL, Exactly(1), false, NotYet, set_proxy::proxy_http_version, "proxy_http_version 1.0 | 1.1;", "1.0"),
+    spec!("proxy_intercept_errors", HSL, Exactly(1), false, NotYet, set_proxy::proxy_intercept_errors, "proxy_intercept_errors on | off;", "off"),
+    spec!("proxy_buffering", HSL, Exactly(1), false, NotYet, set_proxy::proxy_buffering, "proxy_buffering on | off;", "on"),
+    spec!("proxy_request_buffering", HSL, Exactly(1), false, NotYet, set_proxy::proxy_request_buffering, "proxy_request_buffering on | off;", "on"),
+    spec!("proxy_buffer_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_buffer_size, "proxy_buffer_size size;", "4k"),
+    spec!("proxy_buffers", HSL, Exactly(2), false, NotYet, set_proxy::proxy_buffers, "proxy_buffers number size;", "8 4k"),
+    spec!("proxy_busy_buffers_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_busy_buffers_size, "proxy_busy_buffers_size size;", "8k"),
+    spec!("proxy_max_temp_file_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_max_temp_file_size, "proxy_max_temp_file_size size;", "1024m"),
+    spec!("proxy_temp_file_write_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_temp_file_write_size, "proxy_temp_file_write_size size;", "8k"),
+    spec!("proxy_temp_path", HSL, Between(1, 4), false, NotYet, set_proxy::proxy_temp_path, "proxy_temp_path path [level1 [level2 [level3]]];", "proxy_temp 1 2"),
+    spec!("proxy_connect_timeout", HSL, Exactly(1), false, NotYet, set_proxy::proxy_connect_timeout, "proxy_connect_timeout time;", "60s"),
+    spec!("proxy_read_timeout", HSL, Exactly(1), false, NotYet, set_proxy::proxy_read_timeout, "proxy_read_timeout time;", "60s"),
+    spec!("proxy_send_timeout", HSL, Exactly(1), false, NotYet, set_proxy::proxy_send_timeout, "proxy_send_timeout time;", "60s"),
+    spec!("proxy_limit_rate", HSL, Exactly(1), false, NotYet, set_proxy::proxy_limit_rate, "proxy_limit_rate rate;", "0"),
+    spec!("proxy_next_upstream", HSL, AtLeast(1), false, NotYet, set_proxy::proxy_next_upstream, "proxy_next_upstream error | timeout | invalid_header | http_500 | http_502 | http_503 | http_504 | http_403 | http_404 | http_429 | non_idempotent | off ...;", "error timeout"),
+    spec!("proxy_next_upstream_tries", HSL, Exactly(1), false, NotYet, set_proxy::proxy_next_upstream_tries, "proxy_next_upstream_tries number;", "0"),
+    spec!("proxy_next_upstream_timeout", HSL, Exactly(1), false, NotYet, set_proxy::proxy_next_upstream_timeout, "proxy_next_upstream_timeout time;", "0"),
+    spec!("proxy_force_ranges", HSL, Exactly(1), false, NotYet, set_proxy::proxy_force_ranges, "proxy_force_ranges on | off;", "off"),
+    spec!("proxy_socket_keepalive", HSL, Exactly(1), false, NotYet, set_proxy::proxy_socket_keepalive, "proxy_socket_keepalive on | off;", "off"),
+    spec!("proxy_ignore_client_abort", HSL, Exactly(1), false, NotYet, set_proxy::proxy_ignore_client_abort, "proxy_ignore_client_abort on | off;", "off"),
+    spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
+    spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, NotYet, set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
+    // proxy cache: parsed and validated, served in a later release
+    spec!("proxy_cache_path", HTTP, AtLeast(2), false, NotYet, set_cache::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size];", "—"),
+    spec!("proxy_cache", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache, "proxy_cache zone | off;", "off"),
+    spec!("proxy_cache_key", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_key, "proxy_cache_key string;", "$scheme$proxy_host$request_uri"),
+    spec!("proxy_cache_valid", HSL, AtLeast(1), false, NotYet, set_cache::proxy_cache_valid, "proxy_cache_valid [code ...] time;", "—"),
 ];
 
 /// The entries named `name`.

@@ -215,6 +215,15 @@ builtins! {
     UpstreamBytesReceived = "upstream_bytes_received",
     /// Bytes sent to each upstream server.
     UpstreamBytesSent = "upstream_bytes_sent",
+    /// The cache's verdict (`HIT`, `MISS` …); not found when the request
+    /// used no cache.
+    UpstreamCacheStatus = "upstream_cache_status",
+    /// The length of the body sent upstream (nginx's internal variable
+    /// behind the default `Content-Length` of proxied requests).
+    ProxyInternalBodyLength = "proxy_internal_body_length",
+    /// `chunked` when the body goes upstream chunked (the internal variable
+    /// behind the default `Transfer-Encoding`).
+    ProxyInternalChunked = "proxy_internal_chunked",
 }
 
 impl Var {

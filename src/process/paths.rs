@@ -1,14 +1,19 @@
 //! The temporary-file directories a configuration names
-//! (`client_body_temp_path`, later `proxy_temp_path`), created at start-up
+//! (`client_body_temp_path`, `proxy_temp_path`), created at start-up
 //! and on reload as nginx's `ngx_create_paths` does: missing directories
 //! are made with mode 0700 and given to the `user` the serving threads run
 //! as, so that they can create files there and nobody else can read them.
+//!
+//! nginx makes its proxy temp directory even when nothing proxies; nowait
+//! makes it only when some location has `proxy_pass`, so that a static
+//! server (the embedded configuration, a read-only prefix) needs nothing
+//! it never writes to.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::config::model::Config;
+use crate::config::model::{Config, Location};
 
 use super::identity::Identity;
 
@@ -16,11 +21,22 @@ use super::identity::Identity;
 pub fn temp_paths(c: &Config) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
     if let Some(h) = &c.http {
+        let proxies = h.servers.iter().any(|s| proxies(&s.locations));
         for conf in h.loc_confs() {
             out.insert(conf.client_body_temp_path.path.clone());
+            if proxies {
+                out.insert(conf.proxy_temp_path.path.clone());
+            }
         }
     }
     out
+}
+
+/// Whether any of these locations, or one nested in them, has `proxy_pass`.
+fn proxies(locations: &[Location]) -> bool {
+    locations
+        .iter()
+        .any(|l| l.proxy_pass.is_some() || proxies(&l.locations))
 }
 
 /// Creates every temp directory that is missing and makes it the serving
@@ -63,6 +79,24 @@ fn create_one(path: &Path, identity: Option<&Identity>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The proxy's temp directory is made only where something proxies.
+    #[test]
+    fn the_proxy_temp_path_only_when_proxying() {
+        let names = |body: &str| -> Vec<String> {
+            let text = format!("events {{}}\nhttp {{\nserver {{\n{body}\n}}\n}}\n");
+            let l = crate::config::load_text(&text).unwrap();
+            temp_paths(&l.config)
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names("location / { }"), ["client_body_temp"]);
+        assert_eq!(
+            names("location / { location /in { proxy_pass http://127.0.0.1:1; } }"),
+            ["client_body_temp", "proxy_temp"]
+        );
+    }
 
     #[test]
     fn a_missing_directory_is_made_private() {

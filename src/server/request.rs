@@ -161,6 +161,13 @@ pub struct UpstreamVars {
     pub headers: Vec<(String, Vec<u8>)>,
     /// The last response's trailer fields.
     pub trailers: Vec<(String, Vec<u8>)>,
+    /// `$upstream_cache_status`, when a cache was consulted.
+    pub cache_status: Option<&'static str>,
+    /// The length of the body sent upstream, when known
+    /// (`$proxy_internal_body_length`).
+    pub body_length: Option<u64>,
+    /// Whether the body goes upstream chunked (`$proxy_internal_chunked`).
+    pub body_chunked: bool,
 }
 
 /// What was sent, for the access log.

@@ -182,6 +182,13 @@ impl<'a> Req<'a> {
                 self.upstream_list(|t| Some(t.bytes_received.to_string()))
             }
             Builtin::UpstreamBytesSent => self.upstream_list(|t| Some(t.bytes_sent.to_string())),
+            Builtin::UpstreamCacheStatus => borrowed(self.upstream.cache_status?),
+            Builtin::ProxyInternalBodyLength => owned(self.upstream.body_length?.to_string()),
+            Builtin::ProxyInternalChunked => borrowed(if self.upstream.body_chunked {
+                "chunked"
+            } else {
+                return None;
+            }),
         }
     }
 
