@@ -401,11 +401,11 @@ fn starting_with_unimplemented_directives_fails() {
     let text = std::fs::read_to_string(&file).unwrap();
     let line = 1 + text
         .lines()
-        .position(|l| l.trim_start().starts_with("proxy_pass "))
+        .position(|l| l.trim_start().starts_with("proxy_cache "))
         .unwrap();
     let r = nowait(&["-p", prefix.path(), "-c", &file]);
     assert_eq!(r.code, Some(1));
-    let want = format!("nowait: [emerg] \"proxy_pass\" is not implemented yet in {file}:{line}\n");
+    let want = format!("nowait: [emerg] \"proxy_cache\" is not implemented yet in {file}:{line}\n");
     assert!(r.stderr.contains(&want), "{}", r.stderr);
     // -t accepts the same configuration.
     let r = nowait(&["-t", "-p", prefix.path(), "-c", &file]);

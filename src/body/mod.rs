@@ -11,8 +11,11 @@
 //! - [`source`]: the [`Source`] trait every streaming body implements, and
 //!   [`source::Teed`], the tee.
 //! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
+//! - [`upgrade`]: what follows a `101` (the bytes of an upgraded connection).
 
 pub mod chunked;
 pub mod source;
+pub mod upgrade;
 
 pub use source::{Source, SourceError, Tee, Teed};
+pub use upgrade::{Upgrade, UpgradeError};

@@ -122,6 +122,9 @@ pub struct Builder {
     /// Whether any template uses `$realpath_root` (resolving it costs a
     /// file-system walk per request, made only when needed).
     pub uses_realpath_root: bool,
+    /// Whether any template uses `$request_body_file` (request bodies then
+    /// keep their temp file's name while the request lasts).
+    pub uses_request_body_file: bool,
     /// Upstream groups, blocks and implicit, in nginx's order (moved into
     /// the http configuration when the load finishes).
     pub upstreams: Vec<UpstreamEntry>,
@@ -150,6 +153,7 @@ impl Builder {
             pool_uses: Vec::new(),
             log_format_uses: Vec::new(),
             uses_realpath_root: false,
+            uses_request_body_file: false,
             upstreams: Vec::new(),
             upstream_renames: Vec::new(),
             zones: Zones::default(),
@@ -189,6 +193,9 @@ impl Builder {
                 }
                 super::vars::Var::Builtin(super::vars::Builtin::RealpathRoot) => {
                     self.uses_realpath_root = true;
+                }
+                super::vars::Var::Builtin(super::vars::Builtin::RequestBodyFile) => {
+                    self.uses_request_body_file = true;
                 }
                 _ => {}
             }

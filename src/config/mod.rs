@@ -143,6 +143,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
             conf_file: opts.conf_file.clone(),
             files: reader.files,
             uses_realpath_root: b.uses_realpath_root,
+            uses_request_body_file: b.uses_request_body_file,
         },
         warnings: b.diags.items,
     })
@@ -220,17 +221,17 @@ mod tests {
 
     #[test]
     fn refuse_not_implemented_names_every_use() {
-        let text = "events {}\nhttp {\n upstream b { server 127.0.0.1:1; }\n server {\n  location / {\n   proxy_pass http://b;\n  }\n }\n}\n";
+        let text = "events {}\nhttp {\n proxy_cache_path /tmp/c keys_zone=z:1m;\n server {\n  location / {\n   proxy_cache z;\n  }\n }\n}\n";
         let l = load_text(text).unwrap();
         let msgs = refuse_not_implemented(&l.config);
         assert_eq!(msgs.len(), 2, "{msgs:?}");
         assert!(
-            msgs[0].starts_with("\"upstream\" is not implemented yet in /"),
+            msgs[0].starts_with("\"proxy_cache_path\" is not implemented yet in /"),
             "{msgs:?}"
         );
         assert!(msgs[0].ends_with("nowait.conf:3"), "{msgs:?}");
         assert!(
-            msgs[1].starts_with("\"proxy_pass\" is not implemented yet in /"),
+            msgs[1].starts_with("\"proxy_cache\" is not implemented yet in /"),
             "{msgs:?}"
         );
         assert!(msgs[1].ends_with("nowait.conf:6"), "{msgs:?}");

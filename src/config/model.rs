@@ -41,6 +41,8 @@ pub struct Config {
     pub files: Vec<SourceFile>,
     /// Whether `$realpath_root` is used anywhere (see `server::phases`).
     pub uses_realpath_root: bool,
+    /// Whether `$request_body_file` is used anywhere (see `server::proxy`).
+    pub uses_request_body_file: bool,
 }
 
 /// `worker_processes`.

@@ -42,6 +42,8 @@ pub struct ResponseHead<'a> {
     pub chunked: bool,
     /// `Connection: keep-alive` when true, `Connection: close` when false.
     pub keep_alive: bool,
+    /// `Connection: upgrade` (a 101), whatever `keep_alive` says.
+    pub upgrade: bool,
     /// `Keep-Alive: timeout=N`, sent with keep-alive only when
     /// `keepalive_timeout` has its second (header) parameter.
     pub keep_alive_header: Option<u64>,
@@ -53,6 +55,9 @@ pub struct ResponseHead<'a> {
     pub accept_ranges: bool,
     /// `Content-Range` (206 single part, 416).
     pub content_range: Option<&'a str>,
+    /// The status line's text after `HTTP/1.1 ` as an upstream wrote it
+    /// (`200 Fine`), passed on as nginx passes it; `None`: the status's own.
+    pub status_line: Option<&'a str>,
 }
 
 impl<'a> ResponseHead<'a> {
@@ -69,11 +74,13 @@ impl<'a> ResponseHead<'a> {
             location: None,
             chunked: false,
             keep_alive: false,
+            upgrade: false,
             keep_alive_header: None,
             etag: None,
             extra: &[],
             accept_ranges: false,
             content_range: None,
+            status_line: None,
         }
     }
 
@@ -85,7 +92,14 @@ impl<'a> ResponseHead<'a> {
     pub fn write(&self, out: &mut Vec<u8>) {
         let code = self.status.wire().code();
         let bodiless = code == 304 || code == 204;
-        self.status.write_status_line(out);
+        match self.status_line {
+            Some(line) => {
+                out.extend_from_slice(b"HTTP/1.1 ");
+                out.extend(line.bytes().filter(|&b| b != b'\r' && b != b'\n'));
+                out.extend_from_slice(b"\r\n");
+            }
+            None => self.status.write_status_line(out),
+        }
         // Values nowait makes itself cannot hold CR or LF: they are copied
         // as they are (`trusted`); anything from a request or a
         // configuration goes through `field`, which drops CR and LF.
@@ -115,7 +129,9 @@ impl<'a> ResponseHead<'a> {
         if self.chunked {
             field(out, "Transfer-Encoding", "chunked");
         }
-        if self.keep_alive {
+        if self.upgrade {
+            trusted(out, b"Connection: ", b"upgrade");
+        } else if self.keep_alive {
             trusted(out, b"Connection: ", b"keep-alive");
             if let Some(timeout) = self.keep_alive_header {
                 field(out, "Keep-Alive", &format!("timeout={timeout}"));

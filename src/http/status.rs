@@ -58,8 +58,12 @@ impl Status {
     pub const INTERNAL_SERVER_ERROR: Status = Status(500);
     /// 501 Not Implemented: e.g. an unknown `Transfer-Encoding`.
     pub const NOT_IMPLEMENTED: Status = Status(501);
+    /// 502 Bad Gateway: an upstream failed or answered something invalid.
+    pub const BAD_GATEWAY: Status = Status(502);
     /// 503 Service Temporarily Unavailable.
     pub const SERVICE_UNAVAILABLE: Status = Status(503);
+    /// 504 Gateway Time-out: an upstream did not answer in time.
+    pub const GATEWAY_TIME_OUT: Status = Status(504);
     /// 505 HTTP Version Not Supported: `HTTP/2.0` and above in a request line.
     pub const HTTP_VERSION_NOT_SUPPORTED: Status = Status(505);
 

@@ -255,6 +255,27 @@ pub fn normalize_path(path: &[u8]) -> Result<Vec<u8>, UriError> {
     Ok(out)
 }
 
+/// nginx's `ngx_escape_uri(…, NGX_ESCAPE_URI)`: escapes only what RFC 3986
+/// forbids in a URI path (controls, space, `"`, `#`, `%`, `<`, `>`, `?`,
+/// `\`, `^`, `` ` ``, `{`, `|`, `}`, DEL and bytes over 0x7F), as the proxy
+/// writes a decoded URI to an upstream.
+pub fn escape_uri(path: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &c in path {
+        let escape = c <= 0x20
+            || c >= 0x7f
+            || matches!(
+                c,
+                b'"' | b'#' | b'%' | b'<' | b'>' | b'?' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            );
+        if escape {
+            out.extend_from_slice(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 0xf)]]);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
 /// Percent-encodes a path for a `Location` header: keeps RFC 3986 `pchar`s
 /// and `/`, escapes everything else (spaces, `%`, `?`, `#`, quotes, controls
 /// and non-ASCII bytes) as `%XX` with uppercase hex, as nginx's
@@ -432,6 +453,9 @@ mod tests {
             "/a%20b/%25%3F%23%22x%22/"
         );
         assert_eq!(percent_encode_path(&[b'/', 0xff, 0x01]), "/%FF%01");
+        let mut out = Vec::new();
+        escape_uri(b"/a b/%?#[x]:@+&=\xff", &mut out);
+        assert_eq!(out, b"/a%20b/%25%3F%23[x]:@+&=%FF");
         assert_eq!(
             percent_encode_path(b"/ok-._~:@!$&'()*+,;="),
             "/ok-._~:@!$&'()*+,;="

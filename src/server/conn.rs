@@ -267,8 +267,10 @@ async fn respond(
     let head_only = head.method == Method::Head && !http09;
     // A body of unknown length: chunked to an HTTP/1.1 client, else the
     // end of the connection marks its end.
-    let mut close_delimited = false;
-    if reply.announced_length().is_none() && !bodiless(&reply, head_only) {
+    let mut close_delimited = reply.http09;
+    if reply.http09 {
+        // An HTTP/0.9 upstream's bytes go out as they are, then the end.
+    } else if reply.announced_length().is_none() && !bodiless(&reply, head_only) {
         if head.version == Version::Http11 {
             reply.chunked = true;
         } else {
@@ -283,7 +285,7 @@ async fn respond(
         && requests < conf.keepalive_requests
         && body_ok
         && !*quit.borrow();
-    let head_bytes = if http09 {
+    let head_bytes = if http09 || reply.http09 {
         Vec::new()
     } else {
         response_head(&reply, conf, keep_alive)
@@ -298,6 +300,9 @@ async fn respond(
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
     };
+    if matches!(reply.body, Body::Upgrade(_)) {
+        return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;
+    }
     let mut written = send::Written::default();
     let result = if send::from_memory(&reply.body, head_only) {
         send::send_from_memory(
@@ -361,6 +366,44 @@ async fn respond(
         }
     }
     Next::KeepAlive
+}
+
+/// Sends a `101` head and hands the connection to the upgrade (a proxied
+/// WebSocket) until either side closes; the connection ends with it.
+async fn upgrade(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    site: &Site,
+    r: &Req<'_>,
+    conf: &LocConf,
+    mut reply: Reply,
+    head: Vec<u8>,
+) -> Next {
+    let Body::Upgrade(tunnel) = std::mem::replace(&mut reply.body, Body::Empty) else {
+        return Next::Close { linger: false };
+    };
+    let ok = send::write_all(stream, &head, conf.send_timeout)
+        .await
+        .is_ok();
+    let mut sent = Sent {
+        status: reply.status.0,
+        bytes: if ok { head.len() as u64 } else { 0 },
+        ..Sent::default()
+    };
+    if ok {
+        crate::metrics::worker::ttfb(r.start.elapsed());
+        let leftover = std::mem::take(buf);
+        match tunnel.run(stream, leftover).await {
+            Ok(()) => sent.complete = true,
+            Err(e) => site.error_log.log(
+                Level::Error,
+                Some(r.conn_no),
+                format_args!("{e}{}", r.log_context()),
+            ),
+        }
+    }
+    log_request(site, r, conf, &reply, &sent, false);
+    Next::Close { linger: false }
 }
 
 /// Whether the reply has no body on the wire (HEAD, 204, 304, 1xx).
@@ -430,10 +473,12 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;
         h.chunked = reply.chunked;
+        h.upgrade = matches!(reply.body, Body::Upgrade(_));
         h.etag = reply.etag.as_deref();
         h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;
         h.content_range = reply.content_range.as_deref();
+        h.status_line = reply.status_line.as_deref();
         h.to_bytes_with_room(send::appended_len(&reply.body))
     })
 }

@@ -9,6 +9,7 @@
 //! - [`read`]: reading heads and bodies within limits, lingering close.
 //! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
 //! - [`rewrite`]: the rewrite module's scripts (`return` today).
+//! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
 //! - [`client`]: the client as handlers see it, and request bodies.
 //! - [`vars`]: variables and templates evaluated for a request.
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
@@ -24,6 +25,7 @@ pub mod conn;
 pub mod listen;
 pub mod locate;
 pub mod phases;
+pub mod proxy;
 pub mod read;
 pub mod reply;
 pub mod request;

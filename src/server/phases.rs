@@ -27,11 +27,12 @@ use crate::log::Level;
 
 use super::client::Client;
 use super::locate;
+use super::proxy::{self, Proxied};
 use super::reply::{ADD_HEADER_STATUSES, Reply};
 use super::request::{Captures, Req};
 use super::rewrite::{self, Flow};
 use super::site::Site;
-use super::static_file::{self, Served};
+use super::static_file::{self, Fetch, Served};
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -84,6 +85,8 @@ pub struct Walk<'a> {
     /// The status of the error an `error_page` is being served for, and
     /// its `=code` (nginx's `r->err_status`, `r->error_page`).
     error: Option<(Status, Option<Option<u16>>)>,
+    /// An `X-Accel-Redirect` turned the method into GET.
+    as_get: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -94,6 +97,7 @@ impl<'a> Walk<'a> {
             redirects: 0,
             target: Target::Uri,
             error: None,
+            as_get: false,
         }
     }
 
@@ -206,7 +210,6 @@ impl<'a> Walk<'a> {
         client: &mut Client<'_>,
     ) -> (Outcome, Option<Arc<Pool>>) {
         let site = self.site;
-        let _ = &client;
         let pool = match pool_for(site, r) {
             Ok(p) => p,
             Err(status) => return (Outcome::Reply(Box::new(Reply::special(status))), None),
@@ -216,22 +219,43 @@ impl<'a> Walk<'a> {
             r.realpath_root = realpath(r, files).await;
         }
         match r.location.map_or(Handler::Static, |l| l.handler) {
-            Handler::Proxy => {
-                site.error_log.log(
-                    Level::Emerg,
-                    Some(r.conn_no),
-                    format_args!("\"proxy_pass\" is not implemented yet{}", r.log_context()),
-                );
-                (
-                    Outcome::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR))),
-                    pool,
-                )
-            }
+            Handler::Proxy => match proxy::handle(site, r, client, files).await {
+                Proxied::Reply(reply) => (Outcome::Reply(reply), pool),
+                Proxied::Redirect(uri) => {
+                    // `X-Accel-Redirect`: the URI (or named location) the
+                    // upstream names, fetched as GET.
+                    self.as_get = true;
+                    let moved = match uri.strip_prefix('@').map(|_| uri.as_str()) {
+                        Some(name) => match locate::find_named(&r.server.locations, name) {
+                            Some(l) => {
+                                self.redirects += 1;
+                                r.internal = true;
+                                self.target = Target::Named(l);
+                                true
+                            }
+                            None => false,
+                        },
+                        None => self.redirect(r, uri),
+                    };
+                    if moved {
+                        return (Outcome::Redirected, pool);
+                    }
+                    (
+                        Outcome::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR))),
+                        pool,
+                    )
+                }
+            },
             Handler::Static | Handler::Status => {
                 let uri = r.uri.clone();
-                let served =
-                    static_file::serve(r, r.conf, r.location, &uri, files, self.error.is_some())
-                        .await;
+                let fetch = if self.error.is_some() {
+                    Fetch::ErrorPage
+                } else if self.as_get {
+                    Fetch::AsGet
+                } else {
+                    Fetch::Request
+                };
+                let served = static_file::serve(r, r.conf, r.location, &uri, files, fetch).await;
                 let reply = match served {
                     Served::Reply(reply) => *reply,
                     Served::InternalRedirect(next) => {
@@ -285,6 +309,7 @@ impl<'a> Walk<'a> {
             None => r.uri = uri.into(),
         }
         r.captures = None;
+        r.internal = true;
         self.target = Target::Uri;
         true
     }
@@ -353,6 +378,7 @@ impl<'a> Walk<'a> {
             match locate::find_named(&r.server.locations, name) {
                 Some(l) => {
                     self.redirects += 1;
+                    r.internal = true;
                     self.target = Target::Named(l);
                     return None;
                 }

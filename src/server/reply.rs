@@ -30,6 +30,8 @@ pub enum Body {
     },
     /// A body read as it arrives; its length may be unknown.
     Stream(Box<dyn Source>),
+    /// After a `101`: the connection is handed over.
+    Upgrade(Box<dyn crate::body::Upgrade>),
 }
 
 impl Body {
@@ -41,6 +43,7 @@ impl Body {
             Body::File { range, .. } => range.len(),
             Body::Multipart { parts, .. } => parts.content_length(),
             Body::Stream(s) => return s.length(),
+            Body::Upgrade(_) => return None,
         })
     }
 
@@ -96,6 +99,11 @@ pub struct Reply {
     /// How far a streamed body may be read ahead of the client (0: the
     /// default).
     pub read_ahead: usize,
+    /// The status line's text as an upstream wrote it (`200 Fine`).
+    pub status_line: Option<String>,
+    /// An upstream answered in HTTP/0.9 (no head): its bytes go to the
+    /// client as they are, without a head, as nginx does.
+    pub http09: bool,
 }
 
 /// Statuses `add_header` applies to without `always` (nginx's list).
@@ -123,6 +131,8 @@ impl Reply {
             date: None,
             length_override: None,
             read_ahead: 0,
+            status_line: None,
+            http09: false,
         }
     }
 

@@ -45,6 +45,13 @@ pub struct Req<'a> {
     /// Whether the request arrived behind another one in the same read
     /// (`$pipe`).
     pub pipelined: bool,
+    /// An internal redirect or a rewrite changed the URI (nginx's
+    /// `r->internal`): the client's request target no longer names it.
+    pub internal: bool,
+    /// The URI still matches the location it is in (nginx's
+    /// `r->valid_location`; a `rewrite … break` clears it): the proxy may
+    /// replace the location's prefix with its own URI part.
+    pub valid_location: bool,
     /// The captures of the last regular expression that matched.
     pub captures: Option<Captures>,
     /// Values of configuration-defined variables computed or set so far.
@@ -142,6 +149,9 @@ pub struct UpstreamTry {
     pub bytes_received: u64,
     /// Bytes sent (`$upstream_bytes_sent`).
     pub bytes_sent: u64,
+    /// The figures only the end of the body gives, shared with the body
+    /// stream (for the try whose response was passed on).
+    pub live: Option<std::rc::Rc<super::proxy::source::Live>>,
 }
 
 /// The upstream side of a request: every try, and the response head of the
@@ -208,6 +218,8 @@ impl<'a> Req<'a> {
             start,
             head_len,
             pipelined: false,
+            internal: false,
+            valid_location: true,
             captures: None,
             user_vars: Vec::new(),
             request_id: std::cell::OnceCell::new(),
@@ -215,6 +227,12 @@ impl<'a> Req<'a> {
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
         }
+    }
+
+    /// Whether the request target as received still names this request
+    /// (nginx's `r->valid_unparsed_uri`).
+    pub fn valid_unparsed_uri(&self) -> bool {
+        !self.internal
     }
 
     /// `$args`: a rewrite's, else the head's.

@@ -228,6 +228,8 @@ pub async fn send(
             write_all(stream, parts.trailer(), p.timeout).await?;
             w.count(parts.trailer().len());
         }
+        // Sent by the connection itself (`conn::upgrade`), never here.
+        Body::Upgrade(_) => return Err(SendError::Io(io::ErrorKind::Unsupported.into())),
         Body::Stream(source) => {
             write_all(stream, &head, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());

@@ -31,6 +31,8 @@ pub struct Site {
     /// What outlives this generation: pools, idle upstream connections,
     /// measurements.
     pub shared: Arc<super::shared::Shared>,
+    /// The upstream groups, with this generation's peer state.
+    pub upstreams: super::proxy::groups::Groups,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -74,6 +76,13 @@ impl Site {
             .map_err(|(name, e)| {
                 SysError::with_arg("pthread_create", format!("thread pool \"{name}\""), e)
             })?;
+        let workers = crate::process::worker_count(&config);
+        let upstreams = match &config.http {
+            Some(h) => super::proxy::groups::Groups::new(h, workers).map_err(|e| {
+                SysError::with_arg("upstream", e, std::io::ErrorKind::InvalidInput.into())
+            })?,
+            None => super::proxy::groups::Groups::default(),
+        };
         let vhosts = config
             .http
             .as_ref()
@@ -87,6 +96,7 @@ impl Site {
             access_logs,
             log_files: files,
             shared: shared.clone(),
+            upstreams,
         })
     }
 

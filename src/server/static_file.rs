@@ -76,20 +76,31 @@ fn open_failure(e: &FileError) -> (Status, Option<String>) {
     }
 }
 
-/// Serves `uri` from the file system. `error_page`: the request is an
-/// `error_page` fetch, which nginx makes as a GET (a HEAD stays a HEAD)
-/// without ranges or conditionals.
+/// How a URI is fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// As the client asked.
+    Request,
+    /// After an internal redirect that turns the method into GET (a HEAD
+    /// stays a HEAD): `X-Accel-Redirect`.
+    AsGet,
+    /// An `error_page`: as GET, without ranges or conditionals.
+    ErrorPage,
+}
+
+/// Serves `uri` from the file system, fetched as `fetch` says.
 pub async fn serve(
     r: &Req<'_>,
     conf: &LocConf,
     location: Option<&Location>,
     uri: &str,
     files: FileLayer<'_>,
-    error_page: bool,
+    fetch: Fetch,
 ) -> Served {
+    let error_page = fetch == Fetch::ErrorPage;
     let method = match &r.head.method {
         Method::Head => &Method::Head,
-        _ if error_page => &Method::Get,
+        _ if fetch != Fetch::Request => &Method::Get,
         m => m,
     };
     if !matches!(method, Method::Get | Method::Head | Method::Post) {

@@ -167,20 +167,33 @@ impl<'a> Req<'a> {
             Builtin::UpstreamStatus => {
                 self.upstream_list(|t| Some(t.status.map_or("-".into(), |s| s.to_string())))
             }
-            Builtin::UpstreamResponseTime => {
-                self.upstream_list(|t| Some(t.response_time.map_or("-".into(), fmt_secs)))
-            }
+            Builtin::UpstreamResponseTime => self.upstream_list(|t| {
+                let time = match &t.live {
+                    Some(l) => l.response_time.get().or(t.response_time),
+                    None => t.response_time,
+                };
+                Some(time.map_or("-".into(), fmt_secs))
+            }),
             Builtin::UpstreamConnectTime => {
                 self.upstream_list(|t| Some(t.connect_time.map_or("-".into(), fmt_secs)))
             }
             Builtin::UpstreamHeaderTime => {
                 self.upstream_list(|t| Some(t.header_time.map_or("-".into(), fmt_secs)))
             }
-            Builtin::UpstreamResponseLength => self
-                .upstream_list(|t| Some(t.response_length.map_or("0".into(), |n| n.to_string()))),
-            Builtin::UpstreamBytesReceived => {
-                self.upstream_list(|t| Some(t.bytes_received.to_string()))
-            }
+            Builtin::UpstreamResponseLength => self.upstream_list(|t| {
+                let n = match &t.live {
+                    Some(l) => Some(l.response_length.get()),
+                    None => t.response_length,
+                };
+                Some(n.unwrap_or(0).to_string())
+            }),
+            Builtin::UpstreamBytesReceived => self.upstream_list(|t| {
+                let n = t
+                    .live
+                    .as_ref()
+                    .map_or(t.bytes_received, |l| l.bytes_received.get());
+                Some(n.to_string())
+            }),
             Builtin::UpstreamBytesSent => self.upstream_list(|t| Some(t.bytes_sent.to_string())),
             Builtin::UpstreamCacheStatus => borrowed(self.upstream.cache_status?),
             Builtin::ProxyInternalBodyLength => owned(self.upstream.body_length?.to_string()),

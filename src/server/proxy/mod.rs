@@ -1,0 +1,1083 @@
+//! `proxy_pass`: the content handler of a proxied location, as nginx's
+//! proxy and upstream modules run it.
+//!
+//! One request walks: choose the target (the location's `upstream` group,
+//! or the group a `proxy_pass` with variables names) → read the request
+//! body if it must be whole first (`proxy_request_buffering on`) → build
+//! the request head → for each try: pick a peer (the group's balancer),
+//! take an idle connection of the keep-alive cache or connect, send, read
+//! the response head → on a failure `proxy_next_upstream` allows, mark the
+//! peer and try the next → turn the head into the reply, whose body
+//! streams from the upstream ([`source::UpstreamBody`]).
+//!
+//! Nothing here waits on a disk or on DNS: names were resolved when the
+//! configuration was loaded, request bodies that outgrow memory go through
+//! the file layer, and every socket wait is bounded by its nginx timeout.
+//!
+//! - [`groups`]: a generation's upstream groups.
+//! - [`request`]: the request line and headers sent upstream.
+//! - [`response`]: the upstream's head → the client's reply.
+//! - [`source`]: the response body as a stream.
+//! - [`tunnel`]: an upgraded connection (WebSocket) after a `101`.
+
+pub mod groups;
+pub mod request;
+pub mod response;
+pub mod source;
+pub mod tunnel;
+
+use std::io::IoSlice;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::config::model::{NextUpstream, ProxyHttpVersion, ProxyTarget};
+use crate::config::url::{UrlOptions, parse_url};
+use crate::http::request::Method;
+use crate::http::status::Status;
+use crate::io::file::FileLayer;
+use crate::log::Level;
+use crate::upstream::body::BodyDecoder;
+use crate::upstream::conn::{Conn, WriteError};
+use crate::upstream::head::{self as uhead, HeadParse};
+use crate::upstream::keepalive::{Key, Usage};
+use crate::upstream::{Outcome, PeerAddr, PeerGroup, PeerId, PeerSpec, Pick, PickCtx, Tried};
+
+use super::client::{Client, RequestBody};
+use super::reply::{Body, Reply};
+use super::request::{Req, UpstreamTry};
+use super::site::Site;
+use groups::Group;
+use request::BodyFraming;
+use source::{Live, LogCtx, Settle, UpstreamBody};
+
+/// What the proxy handler decided.
+pub enum Proxied {
+    /// Send this reply.
+    Reply(Box<Reply>),
+    /// `X-Accel-Redirect`: serve this URI (or `@name`) instead.
+    Redirect(String),
+}
+
+fn reply(r: Reply) -> Proxied {
+    Proxied::Reply(Box::new(r))
+}
+
+/// Where this request goes.
+struct Target {
+    group: Arc<Group>,
+    /// The URI part of the URL, if it has one.
+    uri: Option<String>,
+    /// The URL had variables.
+    dynamic: bool,
+}
+
+/// How the request body goes upstream.
+enum BodyPlan {
+    /// None.
+    None,
+    /// Bytes in memory (`proxy_set_body`, or a body read whole into
+    /// memory): sent again to the next server if need be.
+    Memory(Bytes),
+    /// A body read whole into a temp file.
+    File(crate::io::temp::TempFile),
+    /// Read from the client while sending (`proxy_request_buffering
+    /// off`); chunked upstream when `chunked`.
+    Stream {
+        /// Send `Transfer-Encoding: chunked`.
+        chunked: bool,
+        /// The client's `Content-Length`, when it sent one.
+        length: Option<u64>,
+        /// Whether any of it was sent (then no next server can get it).
+        started: bool,
+    },
+}
+
+impl BodyPlan {
+    fn framing(&self) -> BodyFraming {
+        match self {
+            BodyPlan::None => BodyFraming::None,
+            BodyPlan::Memory(b) => BodyFraming::Length(b.len() as u64),
+            BodyPlan::File(t) => BodyFraming::Length(t.len),
+            BodyPlan::Stream { chunked: true, .. } => BodyFraming::Chunked,
+            BodyPlan::Stream { length, .. } => {
+                length.map_or(BodyFraming::None, BodyFraming::Length)
+            }
+        }
+    }
+}
+
+/// Why one try failed, as `proxy_next_upstream` names the conditions.
+struct Failure {
+    /// The condition.
+    kind: NextUpstream,
+    /// What to log (nginx's words, without the context).
+    message: String,
+    /// The level to log it at.
+    level: Level,
+    /// The client's own failure (its body): this status, no next server.
+    client_status: Option<Option<Status>>,
+}
+
+/// A failure of the upstream's (`kind` says which).
+fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
+    Failure {
+        kind,
+        message: message.into(),
+        level: Level::Error,
+        client_status: None,
+    }
+}
+
+/// The `, client: …, upstream: "…", host: "…"` suffix nginx logs.
+fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> String {
+    let mut s = format!(
+        ", client: {}, server: {}, request: \"{}\", upstream: \"http://{peer}{}\"",
+        r.peer.ip(),
+        r.server.names.first().map_or("", String::as_str),
+        r.request_line(),
+        String::from_utf8_lossy(uri)
+    );
+    if let Some(h) = r.head.header("host") {
+        s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
+    }
+    s
+}
+
+/// Runs the proxy for `r`.
+pub async fn handle<'a>(
+    site: &'a Site,
+    r: &mut Req<'a>,
+    client: &mut Client<'_>,
+    files: FileLayer<'_>,
+) -> Proxied {
+    let Some(pass) = r.location.and_then(|l| l.proxy_pass.as_ref()) else {
+        return reply(Reply::special(Status::INTERNAL_SERVER_ERROR));
+    };
+    let target = match target(site, r, pass) {
+        Ok(t) => t,
+        Err(status) => return reply(Reply::special(status)),
+    };
+    let mut body = match prepare_body(site, r, client, files).await {
+        Ok(b) => b,
+        Err(reply) => return Proxied::Reply(reply),
+    };
+    let conf = r.conf;
+    let method = request::method(r, conf.proxy_method.as_ref());
+    let uri = request::request_target(r, r.location, target.uri.as_deref(), target.dynamic);
+    let head = request::head(r, conf, &method, &uri, body.framing());
+    let head_request = method.eq_ignore_ascii_case(b"HEAD");
+    exchange(
+        site,
+        r,
+        client,
+        files,
+        &target,
+        &head,
+        &uri,
+        &mut body,
+        head_request,
+    )
+    .await
+}
+
+/// The group and URI a `proxy_pass` names for this request.
+fn target(
+    site: &Site,
+    r: &mut Req<'_>,
+    pass: &crate::config::model::ProxyPass,
+) -> Result<Target, Status> {
+    match &pass.target {
+        ProxyTarget::Static(url) => {
+            let group = site.upstreams.get(&url.upstream).cloned().ok_or_else(|| {
+                site.error_log.log(
+                    Level::Error,
+                    Some(r.conn_no),
+                    format_args!("no upstream \"{}\"{}", url.upstream, r.log_context()),
+                );
+                Status::INTERNAL_SERVER_ERROR
+            })?;
+            r.upstream.proxy_host = Some(url.host_header.clone());
+            r.upstream.proxy_port = Some(url.port);
+            Ok(Target {
+                group,
+                uri: url.uri.clone(),
+                dynamic: false,
+            })
+        }
+        ProxyTarget::Dynamic => dynamic_target(site, r, pass),
+    }
+}
+
+/// `proxy_pass` with variables (`ngx_http_proxy_eval`): the URL is
+/// evaluated, its host looked up among the groups, else used directly when
+/// it is an address. A name that no group has would need a resolver: nginx
+/// answers 502 (`no resolver defined to resolve …`), and so does nowait,
+/// which resolves nothing on its loops.
+fn dynamic_target(
+    site: &Site,
+    r: &mut Req<'_>,
+    pass: &crate::config::model::ProxyPass,
+) -> Result<Target, Status> {
+    let url = r.expand_lossy(&pass.url);
+    let lower = url.to_ascii_lowercase();
+    let rest = if lower.starts_with("http://") {
+        &url[7..]
+    } else {
+        let what = if lower.starts_with("https://") {
+            "https proxying is not implemented yet"
+        } else {
+            "invalid URL prefix"
+        };
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!("{what} in \"{url}\"{}", r.log_context()),
+        );
+        return Err(Status::INTERNAL_SERVER_ERROR);
+    };
+    let opts = UrlOptions {
+        default_port: 80,
+        uri_part: true,
+        resolve: false,
+    };
+    let parsed = parse_url(rest, opts).map_err(|e| {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!("{e} in upstream \"{rest}\"{}", r.log_context()),
+        );
+        Status::INTERNAL_SERVER_ERROR
+    })?;
+    let host_header = if parsed.unix {
+        "localhost".to_string()
+    } else if parsed.port == 80 {
+        parsed.host.clone()
+    } else {
+        format!("{}:{}", parsed.host, parsed.port)
+    };
+    r.upstream.proxy_host = Some(host_header);
+    r.upstream.proxy_port = Some(parsed.port);
+    let uri = (!parsed.uri.is_empty()).then(|| parsed.uri.clone());
+    if let Some(g) = site
+        .upstreams
+        .find(&parsed.host, parsed.port, !parsed.no_port)
+    {
+        return Ok(Target {
+            group: g.clone(),
+            uri,
+            dynamic: true,
+        });
+    }
+    let Some(addr) = parsed.addrs.first() else {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!(
+                "no resolver defined to resolve {}{}",
+                parsed.host,
+                r.log_context()
+            ),
+        );
+        return Err(Status::BAD_GATEWAY);
+    };
+    let name = addr.to_string();
+    let addr = match addr {
+        crate::config::model::UpstreamAddr::Inet(a) => PeerAddr::Inet(*a),
+        crate::config::model::UpstreamAddr::Unix(p) => PeerAddr::Unix(p.clone()),
+    };
+    let peers = PeerGroup::new(
+        vec![PeerSpec::new(addr, &name, rest)],
+        Vec::new(),
+        crate::upstream::Balance::RoundRobin,
+    )
+    .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
+    Ok(Target {
+        group: Arc::new(Group {
+            name: Arc::from(parsed.host.as_str()),
+            peers,
+            hash_key: None,
+            keepalive: None,
+            host: parsed.host,
+            port: parsed.port,
+        }),
+        uri,
+        dynamic: true,
+    })
+}
+
+/// Reads the body first when it must be whole (`proxy_request_buffering
+/// on`, or a chunked body to an HTTP/1.0 upstream), else plans to stream it.
+async fn prepare_body(
+    site: &Site,
+    r: &mut Req<'_>,
+    client: &mut Client<'_>,
+    files: FileLayer<'_>,
+) -> Result<BodyPlan, Box<Reply>> {
+    let conf = r.conf;
+    if let Some(t) = &conf.proxy_set_body {
+        return Ok(BodyPlan::Memory(Bytes::from(r.expand(t))));
+    }
+    if !conf.proxy_pass_request_body || !r.head.has_body() {
+        return Ok(BodyPlan::None);
+    }
+    let chunked = r.head.chunked;
+    let stream = !conf.proxy_request_buffering
+        && (!chunked || conf.proxy_http_version == ProxyHttpVersion::V11);
+    if stream {
+        r.upstream.body_chunked = chunked;
+        r.upstream.body_length = r.head.content_length;
+        return Ok(BodyPlan::Stream {
+            chunked,
+            length: r.head.content_length,
+            started: false,
+        });
+    }
+    let keep_name = site.config.uses_request_body_file
+        || conf.client_body_in_file_only == crate::config::model::BodyInFile::On;
+    match client.read_all(r.head, conf, files, keep_name).await {
+        Ok(RequestBody::Memory(b)) => {
+            r.body.received = b.len() as u64;
+            r.body.in_memory = Some(Arc::new(b.to_vec()));
+            r.upstream.body_length = Some(b.len() as u64);
+            Ok(BodyPlan::Memory(b))
+        }
+        Ok(RequestBody::File(t)) => {
+            r.body.received = t.len;
+            if t.named {
+                r.body.file = Some(t.path.clone());
+            }
+            r.upstream.body_length = Some(t.len);
+            Ok(BodyPlan::File(t))
+        }
+        Err(e) => {
+            site.error_log.log(
+                e.level,
+                Some(r.conn_no),
+                format_args!("{}{}", e.message, r.log_context()),
+            );
+            Err(Box::new(match e.status {
+                Some(s) => Reply::special(s),
+                // The client is gone: nothing to answer, nginx logs 400.
+                None => Reply::aborted(Status::BAD_REQUEST),
+            }))
+        }
+    }
+}
+
+/// The tries: pick, connect, send, read the head; the next server on a
+/// failure `proxy_next_upstream` allows.
+#[allow(clippy::too_many_arguments)]
+async fn exchange<'a>(
+    site: &'a Site,
+    r: &mut Req<'a>,
+    client: &mut Client<'_>,
+    files: FileLayer<'_>,
+    target: &Target,
+    head: &[u8],
+    uri: &[u8],
+    body: &mut BodyPlan,
+    head_request: bool,
+) -> Proxied {
+    let conf = r.conf;
+    let group = &target.group;
+    let mut tried = Tried::new(&group.peers);
+    let started = Instant::now();
+    let mut attempts = 0u32;
+    r.upstream.group_starts.push(r.upstream.tries.len());
+    let hash_key = group.hash_key.as_ref().map(|k| r.expand(k));
+    loop {
+        let now = Instant::now();
+        let ctx = PickCtx {
+            client_ip: Some(r.peer.ip()),
+            hash_key: hash_key.as_deref(),
+        };
+        let peer = match group.peers.pick(&ctx, &mut tried, now) {
+            Pick::Peer(p) => p,
+            Pick::NoLive => {
+                site.error_log.log(
+                    Level::Error,
+                    Some(r.conn_no),
+                    format_args!(
+                        "no live upstreams while connecting to upstream{}",
+                        context(r, &group.name, uri)
+                    ),
+                );
+                r.upstream.tries.push(UpstreamTry {
+                    addr: group.name.to_string(),
+                    status: Some(502),
+                    ..UpstreamTry::default()
+                });
+                return reply(Reply::special(Status::BAD_GATEWAY));
+            }
+        };
+        attempts += 1;
+        let spec = group.peers.spec(peer).clone();
+        let ctx_text = context(r, &spec.name, uri);
+        let mut attempt = UpstreamTry {
+            addr: spec.name.to_string(),
+            ..UpstreamTry::default()
+        };
+        let t0 = Instant::now();
+        let result = try_peer(
+            site,
+            r,
+            client,
+            files,
+            target,
+            &spec,
+            head,
+            body,
+            head_request,
+            &mut attempt,
+            &ctx_text,
+        )
+        .await;
+        attempt.response_time = Some(t0.elapsed().as_secs_f64());
+        match result {
+            Ok(Got::Response(got)) => {
+                // A status `proxy_next_upstream` names goes to the next
+                // server while there is one.
+                let ft = status_condition(got.head.status);
+                let retry = ft.is_some_and(|ft| {
+                    may_retry(conf, ft, &tried, attempts, started, r, body) && tried.remaining() > 1
+                });
+                if retry {
+                    let ft = ft.unwrap_or(NextUpstream::ERROR);
+                    let outcome = if ft == NextUpstream::HTTP_403 || ft == NextUpstream::HTTP_404 {
+                        Outcome::Ok
+                    } else {
+                        Outcome::Failed
+                    };
+                    attempt.status = Some(got.head.status);
+                    r.upstream.tries.push(attempt);
+                    release(site, r, group, &mut tried, peer, outcome, &ctx_text);
+                    continue;
+                }
+                attempt.status = Some(got.head.status);
+                // Its response time is known when its body ends.
+                attempt.response_time = None;
+                return respond(
+                    site,
+                    r,
+                    target,
+                    peer,
+                    tried,
+                    got,
+                    attempt,
+                    &ctx_text,
+                    head_request,
+                    t0,
+                );
+            }
+            Ok(Got::Aborted) => {
+                attempt.status = None;
+                r.upstream.tries.push(attempt);
+                group
+                    .peers
+                    .done(&mut tried, peer, Outcome::Ok, Instant::now());
+                return reply(Reply::aborted(Status(499)));
+            }
+            Err(f) => {
+                site.error_log.log(
+                    f.level,
+                    Some(r.conn_no),
+                    format_args!("{}{ctx_text}", f.message),
+                );
+                if let Some(client_status) = f.client_status {
+                    // The client's body failed: not the upstream's fault.
+                    r.upstream.tries.push(attempt);
+                    group
+                        .peers
+                        .done(&mut tried, peer, Outcome::Ok, Instant::now());
+                    return reply(match client_status {
+                        Some(s) => Reply::special(s),
+                        None => Reply::aborted(Status::BAD_REQUEST),
+                    });
+                }
+                let status = if f.kind == NextUpstream::TIMEOUT {
+                    504
+                } else {
+                    502
+                };
+                attempt.status = Some(status);
+                r.upstream.tries.push(attempt);
+                release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
+                if may_retry(conf, f.kind, &tried, attempts, started, r, body)
+                    && tried.remaining() > 0
+                {
+                    continue;
+                }
+                return reply(Reply::special(Status(status)));
+            }
+        }
+    }
+}
+
+/// Gives the peer back to its balancer; logs when a failure takes it out.
+fn release(
+    site: &Site,
+    r: &Req<'_>,
+    group: &Group,
+    tried: &mut Tried,
+    peer: PeerId,
+    outcome: Outcome,
+    ctx: &str,
+) {
+    if group.peers.done(tried, peer, outcome, Instant::now()) {
+        site.error_log.log(
+            Level::Warn,
+            Some(r.conn_no),
+            format_args!("upstream server temporarily disabled while reading response header from upstream{ctx}"),
+        );
+    }
+}
+
+/// The `proxy_next_upstream` condition a status is, if any.
+fn status_condition(status: u16) -> Option<NextUpstream> {
+    Some(match status {
+        500 => NextUpstream::HTTP_500,
+        502 => NextUpstream::HTTP_502,
+        503 => NextUpstream::HTTP_503,
+        504 => NextUpstream::HTTP_504,
+        403 => NextUpstream::HTTP_403,
+        404 => NextUpstream::HTTP_404,
+        429 => NextUpstream::HTTP_429,
+        _ => return None,
+    })
+}
+
+/// Whether a failure of kind `ft` may go to the next server
+/// (`ngx_http_upstream_next`): the condition is configured, tries and time
+/// are left, and the request can be sent again (a body streamed from the
+/// client cannot; a non-idempotent method only with `non_idempotent`).
+fn may_retry(
+    conf: &crate::config::inherit::LocConf,
+    ft: NextUpstream,
+    tried: &Tried,
+    attempts: u32,
+    started: Instant,
+    r: &Req<'_>,
+    body: &BodyPlan,
+) -> bool {
+    let next = conf.proxy_next_upstream;
+    if next.contains(NextUpstream::OFF) || !next.contains(ft) {
+        return false;
+    }
+    if tried.remaining() == 0 {
+        return false;
+    }
+    let tries = conf.proxy_next_upstream_tries;
+    if tries != 0 && attempts >= tries {
+        return false;
+    }
+    let timeout = conf.proxy_next_upstream_timeout;
+    if !timeout.is_zero() && started.elapsed() >= timeout {
+        return false;
+    }
+    if let BodyPlan::Stream { started: true, .. } = body {
+        return false;
+    }
+    let idempotent = !matches!(r.head.method, Method::Post | Method::Patch)
+        && !matches!(&r.head.method, Method::Other(m) if m == "LOCK");
+    idempotent || next.contains(NextUpstream::NON_IDEMPOTENT)
+}
+
+/// A response head and what came with it.
+struct GotHead {
+    conn: Conn,
+    head: uhead::ResponseHead,
+    /// Bytes read past the head.
+    leftover: Vec<u8>,
+    http09: bool,
+    usage: Usage,
+    keepalive_key: Option<Key>,
+    header_time: f64,
+    bytes_received: u64,
+}
+
+/// What a try got.
+enum Got {
+    /// A response head.
+    Response(Box<GotHead>),
+    /// The client went away while waiting.
+    Aborted,
+}
+
+/// One try with `spec`: connect (or reuse), send, read the head.
+#[allow(clippy::too_many_arguments)]
+async fn try_peer(
+    _site: &Site,
+    r: &mut Req<'_>,
+    client: &mut Client<'_>,
+    files: FileLayer<'_>,
+    target: &Target,
+    spec: &PeerSpec,
+    head: &[u8],
+    body: &mut BodyPlan,
+    head_request: bool,
+    attempt: &mut UpstreamTry,
+    _ctx: &str,
+) -> Result<Got, Failure> {
+    let conf = r.conf;
+    let t0 = Instant::now();
+    let group = &target.group;
+    let key = group.keepalive.map(|_| Key {
+        group: group.name.clone(),
+        peer: spec.addr.clone(),
+    });
+    let cached = key
+        .as_ref()
+        .and_then(|k| _site.shared.keepalive.take(k, t0));
+    let (conn, usage) =
+        match cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u))) {
+            Some(c) => c,
+            None => {
+                let conn = Conn::connect(&spec.addr, conf.proxy_connect_timeout)
+                    .await
+                    .map_err(|e| {
+                        upstream_failure(
+                            if e.timed_out {
+                                NextUpstream::TIMEOUT
+                            } else {
+                                NextUpstream::ERROR
+                            },
+                            format!("{} while connecting to upstream", e.message),
+                        )
+                    })?;
+                (
+                    conn,
+                    Usage {
+                        requests: 0,
+                        opened: Instant::now(),
+                    },
+                )
+            }
+        };
+    attempt.connect_time = Some(t0.elapsed().as_secs_f64());
+    let sent = send_request(r, client, files, &conn, head, body).await?;
+    attempt.bytes_sent = sent;
+    read_head(r, client, conn, usage, key, head_request, t0).await
+}
+
+fn send_failure(e: WriteError) -> Failure {
+    match e {
+        WriteError::TimedOut => upstream_failure(
+            NextUpstream::TIMEOUT,
+            "upstream timed out (110: Connection timed out) while sending request to upstream",
+        ),
+        WriteError::Io(e) => upstream_failure(
+            NextUpstream::ERROR,
+            format!(
+                "writev() failed ({}) while sending request to upstream",
+                crate::config::errno_text(&e)
+            ),
+        ),
+    }
+}
+
+/// Sends the head and the body; returns the bytes sent.
+async fn send_request(
+    r: &mut Req<'_>,
+    client: &mut Client<'_>,
+    files: FileLayer<'_>,
+    conn: &Conn,
+    head: &[u8],
+    body: &mut BodyPlan,
+) -> Result<u64, Failure> {
+    let timeout = r.conf.proxy_send_timeout;
+    let mut sent = head.len() as u64;
+    match body {
+        BodyPlan::None => conn.write_all(head, timeout).await.map_err(send_failure)?,
+        BodyPlan::Memory(b) => {
+            // Head and a small body in one write.
+            write_vectored(conn, &[head, b], timeout)
+                .await
+                .map_err(send_failure)?;
+            sent += b.len() as u64;
+        }
+        BodyPlan::File(t) => {
+            conn.write_all(head, timeout).await.map_err(send_failure)?;
+            let mut off = 0;
+            while off < t.len {
+                let n = (t.len - off).min(64 * 1024) as usize;
+                let piece = files.read_temp(t, off, n).await.map_err(|e| Failure {
+                    level: Level::Crit,
+                    ..upstream_failure(
+                        NextUpstream::ERROR,
+                        format!("{e} while sending request to upstream"),
+                    )
+                })?;
+                if piece.is_empty() {
+                    break;
+                }
+                conn.write_all(&piece, timeout)
+                    .await
+                    .map_err(send_failure)?;
+                off += piece.len() as u64;
+            }
+            sent += off;
+        }
+        BodyPlan::Stream {
+            chunked, started, ..
+        } => {
+            conn.write_all(head, timeout).await.map_err(send_failure)?;
+            *started = true;
+            loop {
+                let piece = client
+                    .next_piece(r.head, r.conf)
+                    .await
+                    .map_err(|e| Failure {
+                        // The client's fault: nothing to retry elsewhere.
+                        kind: NextUpstream::OFF,
+                        message: e.message,
+                        level: e.level,
+                        client_status: Some(e.status),
+                    })?;
+                let Some(piece) = piece else {
+                    if *chunked {
+                        conn.write_all(crate::body::chunked::LAST_CHUNK, timeout)
+                            .await
+                            .map_err(send_failure)?;
+                        sent += 5;
+                    }
+                    break;
+                };
+                r.body.received += piece.len() as u64;
+                if *chunked {
+                    let mut framed = Vec::with_capacity(piece.len() + 12);
+                    crate::body::chunked::chunk_head(piece.len(), &mut framed);
+                    framed.extend_from_slice(&piece);
+                    framed.extend_from_slice(crate::body::chunked::CHUNK_END);
+                    conn.write_all(&framed, timeout)
+                        .await
+                        .map_err(send_failure)?;
+                    sent += framed.len() as u64;
+                } else {
+                    conn.write_all(&piece, timeout)
+                        .await
+                        .map_err(send_failure)?;
+                    sent += piece.len() as u64;
+                }
+            }
+        }
+    }
+    Ok(sent)
+}
+
+async fn write_vectored(conn: &Conn, parts: &[&[u8]], timeout: Duration) -> Result<(), WriteError> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0;
+    while done < total {
+        let mut skip = done;
+        let slices: Vec<IoSlice<'_>> = parts
+            .iter()
+            .filter_map(|p| {
+                if skip >= p.len() {
+                    skip -= p.len();
+                    None
+                } else {
+                    let s = IoSlice::new(&p[skip..]);
+                    skip = 0;
+                    Some(s)
+                }
+            })
+            .collect();
+        match conn.try_write_vectored(&slices) {
+            Ok(0) => return Err(WriteError::Io(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                tokio::time::timeout(timeout, conn.writable())
+                    .await
+                    .map_err(|_| WriteError::TimedOut)?
+                    .map_err(WriteError::Io)?;
+            }
+            Err(e) => return Err(WriteError::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the response head within `proxy_buffer_size`, each wait bounded
+/// by `proxy_read_timeout`; interim 1xx answers are skipped. A client that
+/// closes meanwhile ends the wait (nginx's 499), unless
+/// `proxy_ignore_client_abort`.
+async fn read_head(
+    r: &Req<'_>,
+    client: &mut Client<'_>,
+    conn: Conn,
+    usage: Usage,
+    key: Option<Key>,
+    head_request: bool,
+    t0: Instant,
+) -> Result<Got, Failure> {
+    let conf = r.conf;
+    let limit = conf.proxy_buffer_size as usize;
+    let mut buf: Vec<u8> = Vec::with_capacity(limit.max(1024));
+    let mut received = 0u64;
+    let watch_client = !conf.proxy_ignore_client_abort;
+    loop {
+        if !buf.is_empty() {
+            match uhead::parse_head(&buf) {
+                Ok(HeadParse::Complete { head, len }) => {
+                    let leftover = buf.split_off(len);
+                    return Ok(Got::Response(Box::new(GotHead {
+                        conn,
+                        head,
+                        leftover,
+                        http09: false,
+                        usage,
+                        keepalive_key: key,
+                        header_time: t0.elapsed().as_secs_f64(),
+                        bytes_received: received,
+                    })));
+                }
+                Ok(HeadParse::Interim { len, .. }) => {
+                    buf.drain(..len);
+                    continue;
+                }
+                Ok(HeadParse::Http09) => {
+                    return Ok(Got::Response(Box::new(GotHead {
+                        conn,
+                        head: http09_head(),
+                        leftover: buf,
+                        http09: true,
+                        usage,
+                        keepalive_key: None,
+                        header_time: t0.elapsed().as_secs_f64(),
+                        bytes_received: received,
+                    })));
+                }
+                Ok(HeadParse::Partial) => {
+                    if uhead::check_head_size(buf.len(), limit).is_err() {
+                        return Err(upstream_failure(
+                            NextUpstream::INVALID_HEADER,
+                            "upstream sent too big header while reading response header from upstream",
+                        ));
+                    }
+                }
+                Err(e) => {
+                    return Err(upstream_failure(
+                        NextUpstream::INVALID_HEADER,
+                        format!(
+                            "{} while reading response header from upstream",
+                            String::from_utf8_lossy(&e.message())
+                        ),
+                    ));
+                }
+            }
+        }
+        let room = limit.saturating_sub(buf.len()).max(1);
+        buf.reserve(room);
+        match conn.try_read_buf(&mut buf) {
+            Ok(0) => {
+                return Err(upstream_failure(
+                    NextUpstream::ERROR,
+                    "upstream prematurely closed connection while reading response header from upstream",
+                ));
+            }
+            Ok(n) => {
+                received += n as u64;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                return Err(upstream_failure(
+                    NextUpstream::ERROR,
+                    format!(
+                        "recv() failed ({}) while reading response header from upstream",
+                        crate::config::errno_text(&e)
+                    ),
+                ));
+            }
+        }
+        tokio::select! {
+            ready = tokio::time::timeout(conf.proxy_read_timeout, conn.readable()) => match ready {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(upstream_failure(
+                    NextUpstream::ERROR,
+                    format!("recv() failed ({}) while reading response header from upstream", crate::config::errno_text(&e)),
+                )),
+                Err(_) => return Err(upstream_failure(
+                    NextUpstream::TIMEOUT,
+                    "upstream timed out (110: Connection timed out) while reading response header from upstream",
+                )),
+            },
+            gone = client_gone(client), if watch_client => {
+                if gone {
+                    return Ok(Got::Aborted);
+                }
+            }
+        }
+        let _ = head_request;
+    }
+}
+
+/// Resolves when the client's side shows something: `true` when it closed.
+/// Bytes the client sends meanwhile (a pipelined request) are left alone.
+async fn client_gone(client: &Client<'_>) -> bool {
+    loop {
+        if client.stream.readable().await.is_err() {
+            return true;
+        }
+        match crate::sys::socket::peek_idle(client.stream) {
+            crate::sys::socket::Idle::Closed => return true,
+            crate::sys::socket::Idle::Data => {
+                // Pipelined bytes: nothing to watch until they are read.
+                std::future::pending::<()>().await;
+            }
+            crate::sys::socket::Idle::Quiet => {
+                // Readiness without data: wait again.
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
+/// The head of an HTTP/0.9 answer: 200, no fields, until close.
+fn http09_head() -> uhead::ResponseHead {
+    uhead::ResponseHead {
+        version: (0, 9),
+        status: 200,
+        status_line: b"200 OK".to_vec(),
+        headers: Default::default(),
+        content_length: None,
+        chunked: false,
+        connection_close: true,
+        upgrade: false,
+    }
+}
+
+/// The reply for a response head, its body streaming from the upstream.
+#[allow(clippy::too_many_arguments)]
+fn respond(
+    site: &Site,
+    r: &mut Req<'_>,
+    target: &Target,
+    peer: PeerId,
+    tried: Tried,
+    got: Box<GotHead>,
+    mut attempt: UpstreamTry,
+    ctx: &str,
+    head_request: bool,
+    started: Instant,
+) -> Proxied {
+    let conf = r.conf;
+    let got = *got;
+    attempt.header_time = Some(got.header_time);
+    attempt.bytes_received = got.bytes_received;
+    r.upstream.headers = got
+        .head
+        .headers
+        .iter()
+        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
+        .collect();
+    let (mut rep, accel) = if got.http09 {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!("{}{ctx}", uhead::NO_VALID_HEADER),
+        );
+        let mut rep = Reply::new(Status::OK, Body::Empty);
+        rep.http09 = true;
+        (rep, response::Accel::default())
+    } else {
+        response::reply(r, conf, &got.head)
+    };
+    let live = Rc::new(Live::default());
+    live.bytes_received.set(got.bytes_received);
+    attempt.live = Some(live.clone());
+    r.upstream.tries.push(attempt);
+    if rep.status.0 == 101 && r.head.header("upgrade").is_some() {
+        // The connection is upgraded (WebSocket): it carries bytes both
+        // ways from here, and is never reused.
+        let mut tried = tried;
+        target
+            .group
+            .peers
+            .done(&mut tried, peer, Outcome::Ok, Instant::now());
+        rep.length_override = None;
+        rep.body = Body::Upgrade(Box::new(tunnel::Tunnel {
+            conn: got.conn,
+            leftover: got.leftover,
+            buffer: conf.proxy_buffer_size as usize,
+            read_timeout: conf.proxy_read_timeout,
+            send_timeout: conf.proxy_send_timeout,
+            client_timeout: conf.send_timeout,
+        }));
+        return reply(rep);
+    }
+    let decoder = if got.http09 {
+        BodyDecoder::new(uhead::Framing::UntilClose)
+    } else {
+        BodyDecoder::for_response(&got.head, head_request)
+    };
+    let settle = Settle {
+        group: target.group.clone(),
+        peer,
+        tried,
+        keepalive: got.keepalive_key,
+        usage: got.usage,
+        started,
+        live,
+        shared: site.shared.clone(),
+    };
+    let log = LogCtx {
+        log: site.error_log.clone(),
+        conn_no: r.conn_no,
+        context: ctx.to_string(),
+    };
+    let length = if got.http09 {
+        None
+    } else {
+        rep.length_override
+    };
+    let limit_rate = accel.limit_rate.unwrap_or(conf.proxy_limit_rate);
+    let source = UpstreamBody::new(
+        got.conn,
+        got.leftover,
+        decoder,
+        length,
+        conf.proxy_read_timeout,
+        limit_rate,
+        settle,
+        log,
+    );
+    if let Some(uri) = accel.redirect {
+        // The upstream's own body is not wanted: settle now.
+        drop(source);
+        return Proxied::Redirect(uri);
+    }
+    // An error the location has an `error_page` for is intercepted.
+    if conf.proxy_intercept_errors
+        && rep.status.0 >= 300
+        && conf
+            .error_pages
+            .iter()
+            .any(|p| p.codes.contains(&rep.status.0))
+    {
+        drop(source);
+        return reply(Reply::special(rep.status));
+    }
+    let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
+    rep.read_ahead = if buffering {
+        let (n, size) = conf.proxy_buffers;
+        (n as u64 * size).max(conf.proxy_buffer_size) as usize
+    } else {
+        conf.proxy_buffer_size as usize
+    };
+    let bodiless = head_request || matches!(rep.status.0, 204 | 304);
+    if bodiless {
+        // Nothing to read: settle at once (the connection may be reused).
+        let mut s = source;
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let _ = crate::body::Source::poll_chunk(&mut s, &mut cx);
+        drop(s);
+        return reply(rep);
+    }
+    rep.body = Body::Stream(Box::new(source));
+    reply(rep)
+}

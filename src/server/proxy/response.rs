@@ -1,0 +1,186 @@
+//! An upstream's response head turned into the reply the client gets, as
+//! nginx's `ngx_http_upstream_process_headers` and the proxy module do it:
+//!
+//! - the status line passes as the upstream wrote it (`200 Fine`);
+//! - `Content-Length` becomes the reply's length; `Connection`,
+//!   `Keep-Alive` and `Transfer-Encoding` describe the upstream connection
+//!   and are not copied;
+//! - `Date`, `Server`, `X-Pad` and `X-Accel-*` are hidden (nowait's own
+//!   `Date` and `Server` go out), plus `proxy_hide_header`, minus
+//!   `proxy_pass_header`;
+//! - `Location` and `Refresh` are rewritten by `proxy_redirect`, and a
+//!   `Location` that is a path is made absolute as nginx's header filter
+//!   does;
+//! - every other field is copied in the upstream's order.
+//!
+//! The `X-Accel-*` fields the upstream sends steer this response
+//! (`X-Accel-Redirect`, `X-Accel-Buffering`, `X-Accel-Limit-Rate`) unless
+//! `proxy_ignore_headers` names them.
+
+use crate::config::inherit::LocConf;
+use crate::config::model::{ProxyRedirect, RedirectFrom};
+use crate::http::status::Status;
+use crate::upstream::head::ResponseHead;
+
+use super::super::reply::{Body, Reply};
+use super::super::request::{Captures, Req};
+use super::super::static_file::absolute_url;
+
+/// Fields nginx never passes on unless `proxy_pass_header` names them
+/// (`ngx_http_proxy_hide_headers`).
+const HIDDEN: [&str; 8] = [
+    "Date",
+    "Server",
+    "X-Pad",
+    "X-Accel-Expires",
+    "X-Accel-Redirect",
+    "X-Accel-Limit-Rate",
+    "X-Accel-Buffering",
+    "X-Accel-Charset",
+];
+
+/// Fields that describe the upstream connection and its framing.
+const HOP: [&str; 4] = [
+    "Content-Length",
+    "Connection",
+    "Keep-Alive",
+    "Transfer-Encoding",
+];
+
+/// What the upstream asked of this response through `X-Accel-*`.
+#[derive(Debug, Default)]
+pub struct Accel {
+    /// `X-Accel-Redirect`: serve this URI (or `@name`) instead.
+    pub redirect: Option<String>,
+    /// `X-Accel-Buffering: yes|no`.
+    pub buffering: Option<bool>,
+    /// `X-Accel-Limit-Rate`: bytes per second (0: none).
+    pub limit_rate: Option<u64>,
+}
+
+fn ignored(conf: &LocConf, name: &str) -> bool {
+    conf.proxy_ignore_headers
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(name))
+}
+
+fn hidden(conf: &LocConf, name: &str) -> bool {
+    let by_default = HIDDEN.iter().any(|h| h.eq_ignore_ascii_case(name))
+        && !conf
+            .proxy_pass_header
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name));
+    by_default
+        || conf
+            .proxy_hide_header
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// The reply for `head` (its body is the caller's), and what `X-Accel-*`
+/// asked.
+pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel) {
+    let mut reply = Reply::new(Status(head.status), Body::Empty);
+    reply.status_line = Some(String::from_utf8_lossy(&head.status_line).into_owned());
+    reply.length_override = head.content_length.filter(|_| !head.chunked);
+    reply.content = true;
+    let mut accel = Accel::default();
+    for (name, value) in head.headers.iter() {
+        let name = String::from_utf8_lossy(name);
+        let text = String::from_utf8_lossy(value).into_owned();
+        if name.eq_ignore_ascii_case("X-Accel-Redirect") && !ignored(conf, "X-Accel-Redirect") {
+            accel.redirect = Some(text.clone());
+        } else if name.eq_ignore_ascii_case("X-Accel-Buffering")
+            && !ignored(conf, "X-Accel-Buffering")
+        {
+            accel.buffering = match text.to_ascii_lowercase().as_str() {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => accel.buffering,
+            };
+        } else if name.eq_ignore_ascii_case("X-Accel-Limit-Rate")
+            && !ignored(conf, "X-Accel-Limit-Rate")
+        {
+            accel.limit_rate = text.trim().parse().ok();
+        }
+        if HOP.iter().any(|h| h.eq_ignore_ascii_case(&name)) || hidden(conf, &name) {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("Content-Type") {
+            reply.content_type = Some(text);
+        } else if name.eq_ignore_ascii_case("Server") {
+            reply.server = Some(text);
+        } else if name.eq_ignore_ascii_case("Date") {
+            reply.date = Some(text);
+        } else if name.eq_ignore_ascii_case("Location") && reply.location.is_none() {
+            let rewritten = rewrite_redirect(r, conf, &text, 0);
+            reply.location = Some(if rewritten.starts_with('/') {
+                absolute_url(r, &rewritten)
+            } else {
+                rewritten
+            });
+        } else if name.eq_ignore_ascii_case("Refresh") {
+            let lower = text.to_ascii_lowercase();
+            let value = match lower.find("url=") {
+                Some(i) => rewrite_redirect(r, conf, &text, i + 4),
+                None => text,
+            };
+            reply.extra.push((name.into_owned(), value));
+        } else {
+            reply.extra.push((name.into_owned(), text));
+        }
+    }
+    (reply, accel)
+}
+
+/// `proxy_redirect` applied to `value` from byte `prefix` on (0 for
+/// `Location`, after `url=` for `Refresh`): the first rule that matches
+/// replaces the matched part (a text rule: a prefix, compared exactly, as
+/// nginx's `ngx_rstrncmp`; a regex: the whole rest, with its captures).
+pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize) -> String {
+    let ProxyRedirect::Rules(rules) = &conf.proxy_redirect else {
+        return value.to_string();
+    };
+    let Some(rest) = value.get(prefix..) else {
+        return value.to_string();
+    };
+    for rule in rules {
+        match &rule.from {
+            RedirectFrom::Text(t) => {
+                let pattern = r.expand_lossy(t);
+                if let Some(tail) = rest.strip_prefix(pattern.as_str()) {
+                    let to = r.expand_lossy(&rule.to);
+                    return format!("{}{to}{tail}", &value[..prefix]);
+                }
+            }
+            RedirectFrom::Regex { re, .. } => {
+                let mut scratch = Vec::new();
+                let Some(caps) = Captures::find(re, rest, &mut scratch) else {
+                    continue;
+                };
+                let to = expand_with(r, &rule.to, caps);
+                return format!("{}{to}", &value[..prefix]);
+            }
+        }
+    }
+    value.to_string()
+}
+
+/// Expands `t` with `caps` as the regex captures in force (`$1` …).
+fn expand_with(r: &Req<'_>, t: &crate::config::template::Template, caps: Captures) -> String {
+    use crate::config::template::Part;
+    use crate::config::vars::Var;
+    let mut out = String::new();
+    for p in &t.parts {
+        match p {
+            Part::Literal(s) => out.push_str(s),
+            Part::Var(Var::Capture(n)) => out.push_str(caps.get(*n as usize)),
+            Part::Var(v) => {
+                if let Some(val) = r.var(v, None) {
+                    out.push_str(&String::from_utf8_lossy(&val));
+                }
+            }
+        }
+    }
+    out
+}

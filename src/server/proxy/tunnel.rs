@@ -1,0 +1,137 @@
+//! An upgraded connection (`101 Switching Protocols`, WebSocket): after the
+//! 101 head, bytes go both ways between the client and the upstream until
+//! either side closes, as nginx's `ngx_http_upstream_process_upgraded`.
+//!
+//! Each direction has one buffer of `proxy_buffer_size`: a side that does
+//! not read holds the other side back, never more memory. An upstream
+//! silent for `proxy_read_timeout` ends the tunnel (`upstream timed out`),
+//! as does a client that takes no bytes for `send_timeout` (`client timed
+//! out`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::body::{Upgrade, UpgradeError};
+use crate::upstream::conn::Conn;
+
+/// The upstream side of an upgraded connection.
+pub struct Tunnel {
+    /// The upstream connection.
+    pub conn: Conn,
+    /// Bytes the upstream sent after its 101 head.
+    pub leftover: Vec<u8>,
+    /// `proxy_buffer_size`.
+    pub buffer: usize,
+    /// `proxy_read_timeout`.
+    pub read_timeout: Duration,
+    /// `proxy_send_timeout`.
+    pub send_timeout: Duration,
+    /// `send_timeout` (to the client).
+    pub client_timeout: Duration,
+}
+
+/// One direction's buffer: bytes read and not yet written.
+struct Half {
+    buf: Vec<u8>,
+    pos: usize,
+    /// The source closed: shut the other side's writing once drained.
+    eof: bool,
+}
+
+impl Half {
+    fn pending(&self) -> bool {
+        self.pos < self.buf.len()
+    }
+}
+
+impl Upgrade for Tunnel {
+    fn run<'a>(
+        self: Box<Self>,
+        client: &'a TcpStream,
+        client_leftover: Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), UpgradeError>> + 'a>> {
+        Box::pin(async move { run(*self, client, client_leftover).await })
+    }
+}
+
+async fn run(t: Tunnel, client: &TcpStream, client_leftover: Vec<u8>) -> Result<(), UpgradeError> {
+    let size = t.buffer.max(1024);
+    let mut down = Half {
+        buf: t.leftover,
+        pos: 0,
+        eof: false,
+    };
+    let mut up = Half {
+        buf: client_leftover,
+        pos: 0,
+        eof: false,
+    };
+    let conn = &t.conn;
+    let mut upstream_quiet = Box::pin(tokio::time::sleep(t.read_timeout));
+    loop {
+        // Write what each side takes now.
+        while down.pending() {
+            match client.try_write(&down.buf[down.pos..]) {
+                Ok(n) => down.pos += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return Ok(()),
+            }
+        }
+        while up.pending() {
+            match conn.try_write_vectored(&[std::io::IoSlice::new(&up.buf[up.pos..])]) {
+                Ok(n) => up.pos += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => return Ok(()),
+            }
+        }
+        if !down.pending() && down.eof || !up.pending() && up.eof {
+            // One side closed and everything it sent was passed on.
+            return Ok(());
+        }
+        // Read into an empty buffer only: one buffer per direction.
+        if !down.pending() && !down.eof {
+            down.buf.clear();
+            down.pos = 0;
+            down.buf.reserve(size);
+            match conn.try_read_buf(&mut down.buf) {
+                Ok(0) => down.eof = true,
+                Ok(_) => {
+                    upstream_quiet
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + t.read_timeout);
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        if !up.pending() && !up.eof {
+            up.buf.clear();
+            up.pos = 0;
+            up.buf.reserve(size);
+            match client.try_read_buf(&mut up.buf) {
+                Ok(0) => up.eof = true,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        if down.eof && !down.pending() || up.eof && !up.pending() {
+            return Ok(());
+        }
+        tokio::select! {
+            r = conn.readable(), if !down.pending() => r.map_err(|_| UpgradeError::Closed)?,
+            r = client.readable(), if !up.pending() => r.map_err(|_| UpgradeError::Closed)?,
+            r = tokio::time::timeout(t.client_timeout, client.writable()), if down.pending() => {
+                r.map_err(|_| UpgradeError::ClientTimedOut)?.map_err(|_| UpgradeError::Closed)?
+            }
+            r = tokio::time::timeout(t.send_timeout, conn.writable()), if up.pending() => {
+                r.map_err(|_| UpgradeError::UpstreamTimedOut)?.map_err(|_| UpgradeError::Closed)?
+            }
+            _ = upstream_quiet.as_mut() => return Err(UpgradeError::UpstreamTimedOut),
+        }
+    }
+}
