@@ -12,8 +12,10 @@
 //!   [`source::Teed`], the tee.
 //! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
 //! - [`upgrade`]: what follows a `101` (the bytes of an upgraded connection).
+//! - [`range`]: one byte range of a streamed body.
 
 pub mod chunked;
+pub mod range;
 pub mod source;
 pub mod upgrade;
 

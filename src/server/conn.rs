@@ -299,6 +299,7 @@ async fn respond(
         start: r.start,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
+        spill: reply.spill.clone(),
     };
     if matches!(reply.body, Body::Upgrade(_)) {
         return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;

@@ -104,6 +104,8 @@ pub struct Reply {
     /// An upstream answered in HTTP/0.9 (no head): its bytes go to the
     /// client as they are, without a head, as nginx does.
     pub http09: bool,
+    /// Where a streamed body spills past `read_ahead`.
+    pub spill: Option<super::stream::Spill>,
 }
 
 /// Statuses `add_header` applies to without `always` (nginx's list).
@@ -133,6 +135,7 @@ impl Reply {
             read_ahead: 0,
             status_line: None,
             http09: false,
+            spill: None,
         }
     }
 

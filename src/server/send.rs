@@ -68,6 +68,8 @@ pub struct SendParams<'a> {
     /// How far a streamed body may be read ahead of the client, in bytes
     /// (0: [`super::stream::DEFAULT_READ_AHEAD`]).
     pub read_ahead: usize,
+    /// Where a streamed body spills past `read_ahead` (buffered proxying).
+    pub spill: Option<super::stream::Spill>,
 }
 
 /// Bytes written.

@@ -18,11 +18,16 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 
 use crate::body::{Source, chunked};
+use crate::config::model::TempPath;
+use crate::io::temp::TempFile;
 
 use super::send::{SendError, SendParams, Written};
 
 /// The read-ahead when the caller sets none.
 pub const DEFAULT_READ_AHEAD: usize = 64 * 1024;
+
+/// The most one read from the temp file takes back.
+const READ_BACK: u64 = 64 * 1024;
 
 /// The most pieces one `writev()` sends.
 const MAX_IOV: usize = 64;
@@ -74,6 +79,60 @@ impl Queue {
     }
 }
 
+/// Where a buffered body spills when the read-ahead memory is full
+/// (`proxy_temp_path`, `proxy_max_temp_file_size`,
+/// `proxy_temp_file_write_size`): the upstream is then read on, into a temp
+/// file written through the file layer, and the client is fed from it.
+#[derive(Clone, Debug)]
+pub struct Spill {
+    /// The temp directory and its levels.
+    pub dir: TempPath,
+    /// The most bytes the file may hold (nginx's default 1024m).
+    pub max: u64,
+    /// How much is gathered before one write.
+    pub write_size: usize,
+}
+
+impl Queue {
+    /// Queues a piece of payload, framed for the client.
+    fn push_payload(&mut self, piece: Bytes, chunked_framing: bool) {
+        if piece.is_empty() {
+            return;
+        }
+        if chunked_framing {
+            let mut head = Vec::with_capacity(10);
+            chunked::chunk_head(piece.len(), &mut head);
+            self.push(Bytes::from(head));
+            self.push(piece);
+            self.push(Bytes::from_static(chunked::CHUNK_END));
+        } else {
+            self.push(piece);
+        }
+    }
+}
+
+/// The spilled part of a body: a temp file read back in order, and what is
+/// gathered for its next write.
+struct Spilled {
+    file: Option<TempFile>,
+    /// Bytes of the file already moved to the queue.
+    read: u64,
+    /// Payload read from the source and not yet written to the file.
+    pending: Vec<u8>,
+}
+
+impl Spilled {
+    /// Bytes the file holds that the client has not been given.
+    fn unread(&self) -> u64 {
+        self.file.as_ref().map_or(0, |f| f.len - self.read)
+    }
+
+    /// Whether payload waits outside the queue (order: file, then pending).
+    fn active(&self) -> bool {
+        self.unread() > 0 || !self.pending.is_empty()
+    }
+}
+
 /// Sends `source` after the head was written, counting into `w`.
 pub async fn send_stream(
     stream: &TcpStream,
@@ -90,7 +149,13 @@ pub async fn send_stream(
         pieces: VecDeque::new(),
         bytes: 0,
     };
+    let mut spill = Spilled {
+        file: None,
+        read: 0,
+        pending: Vec::new(),
+    };
     let mut ended = false;
+    let mut framing_closed = false;
     let mut failure = None;
     let mut deadline = pin!(tokio::time::sleep(p.timeout));
     loop {
@@ -107,11 +172,73 @@ pub async fn send_stream(
                 }
             }
         }
-        if (ended || failure.is_some()) && q.bytes == 0 {
+        // Feed the queue from the spill, in order, when it has room.
+        if q.bytes < limit && spill.active() {
+            if spill.unread() > 0 {
+                let file = spill.file.as_ref().expect("unread bytes have a file");
+                let want = ((limit - q.bytes) as u64)
+                    .min(READ_BACK)
+                    .min(spill.unread()) as usize;
+                let piece = p
+                    .files
+                    .read_temp(file, spill.read, want)
+                    .await
+                    .map_err(SendError::File)?;
+                if piece.is_empty() {
+                    return Err(SendError::Truncated);
+                }
+                spill.read += piece.len() as u64;
+                q.push_payload(Bytes::from(piece), p.chunked);
+            } else {
+                let piece = std::mem::take(&mut spill.pending);
+                q.push_payload(Bytes::from(piece), p.chunked);
+            }
+            continue;
+        }
+        if ended && !spill.active() && !framing_closed {
+            framing_closed = true;
+            if p.chunked {
+                q.push(Bytes::from_static(chunked::LAST_CHUNK));
+                continue;
+            }
+        }
+        if (framing_closed || failure.is_some()) && q.bytes == 0 && !spill.active() {
             break;
         }
-        let can_read = !ended && failure.is_none() && q.bytes < limit;
+        // Gathered enough for one write to the temp file.
+        if let Some(sp) = &p.spill {
+            if spill.pending.len() >= sp.write_size
+                || (ended && !spill.pending.is_empty() && spill.file.is_some())
+            {
+                let file = match &mut spill.file {
+                    Some(f) => f,
+                    None => spill.file.insert(
+                        p.files
+                            .create_temp(&sp.dir, false)
+                            .await
+                            .map_err(SendError::File)?,
+                    ),
+                };
+                let data: std::sync::Arc<[u8]> = std::mem::take(&mut spill.pending).into();
+                p.files
+                    .append_temp(file, data)
+                    .await
+                    .map_err(SendError::File)?;
+                continue;
+            }
+        }
+        let room_in_queue = q.bytes < limit && !spill.active();
+        let room_in_spill = p.spill.as_ref().is_some_and(|sp| {
+            let held = spill.file.as_ref().map_or(0, |f| f.len) + spill.pending.len() as u64;
+            held < sp.max && spill.pending.len() < sp.write_size
+        });
+        let can_read = !ended && failure.is_none() && (room_in_queue || room_in_spill);
         let must_write = q.bytes > 0;
+        if !can_read && !must_write {
+            // Nothing to read (ended or full) and nothing to write: the
+            // spill is all that is left, handled above.
+            continue;
+        }
         tokio::select! {
             biased;
             r = std::future::poll_fn(|cx| source.poll_chunk(cx)), if can_read => {
@@ -120,26 +247,10 @@ pub async fn send_stream(
                     deadline.as_mut().reset(tokio::time::Instant::now() + p.timeout);
                 }
                 match r {
-                Ok(Some(piece)) => {
-                    if p.chunked {
-                        let mut head = Vec::with_capacity(10);
-                        chunked::chunk_head(piece.len(), &mut head);
-                        if !piece.is_empty() {
-                            q.push(Bytes::from(head));
-                            q.push(piece);
-                            q.push(Bytes::from_static(chunked::CHUNK_END));
-                        }
-                    } else {
-                        q.push(piece);
-                    }
-                }
-                Ok(None) => {
-                    ended = true;
-                    if p.chunked {
-                        q.push(Bytes::from_static(chunked::LAST_CHUNK));
-                    }
-                }
-                Err(e) => failure = Some(e),
+                    Ok(Some(piece)) if room_in_queue => q.push_payload(piece, p.chunked),
+                    Ok(Some(piece)) => spill.pending.extend_from_slice(&piece),
+                    Ok(None) => ended = true,
+                    Err(e) => failure = Some(e),
                 }
             },
             r = stream.writable(), if must_write => r.map_err(SendError::Io)?,

@@ -66,13 +66,21 @@ impl AsFd for Conn {
 }
 
 impl Conn {
-    /// Connects to `addr` within `timeout`.
-    pub async fn connect(addr: &PeerAddr, timeout: Duration) -> Result<Conn, ConnectError> {
+    /// Connects to `addr` within `timeout`; `keepalive`: `SO_KEEPALIVE`
+    /// on the socket (`proxy_socket_keepalive`).
+    pub async fn connect(
+        addr: &PeerAddr,
+        timeout: Duration,
+        keepalive: bool,
+    ) -> Result<Conn, ConnectError> {
         let attempt = async {
             match addr {
                 PeerAddr::Inet(a) => TcpStream::connect(a).await.map(|s| {
                     // nginx sets TCP_NODELAY on upstream connections.
                     let _ = s.set_nodelay(true);
+                    if keepalive {
+                        let _ = socket2::SockRef::from(&s).set_keepalive(true);
+                    }
                     Conn::Tcp(s)
                 }),
                 PeerAddr::Unix(p) => UnixStream::connect(p).await.map(Conn::Unix),

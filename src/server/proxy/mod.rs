@@ -432,7 +432,6 @@ async fn exchange<'a>(
             body,
             head_request,
             &mut attempt,
-            &ctx_text,
         )
         .await;
         attempt.response_time = Some(t0.elapsed().as_secs_f64());
@@ -609,7 +608,7 @@ enum Got {
 /// One try with `spec`: connect (or reuse), send, read the head.
 #[allow(clippy::too_many_arguments)]
 async fn try_peer(
-    _site: &Site,
+    site: &Site,
     r: &mut Req<'_>,
     client: &mut Client<'_>,
     files: FileLayer<'_>,
@@ -619,7 +618,6 @@ async fn try_peer(
     body: &mut BodyPlan,
     head_request: bool,
     attempt: &mut UpstreamTry,
-    _ctx: &str,
 ) -> Result<Got, Failure> {
     let conf = r.conf;
     let t0 = Instant::now();
@@ -628,25 +626,27 @@ async fn try_peer(
         group: group.name.clone(),
         peer: spec.addr.clone(),
     });
-    let cached = key
-        .as_ref()
-        .and_then(|k| _site.shared.keepalive.take(k, t0));
+    let cached = key.as_ref().and_then(|k| site.shared.keepalive.take(k, t0));
     let (conn, usage) =
         match cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u))) {
             Some(c) => c,
             None => {
-                let conn = Conn::connect(&spec.addr, conf.proxy_connect_timeout)
-                    .await
-                    .map_err(|e| {
-                        upstream_failure(
-                            if e.timed_out {
-                                NextUpstream::TIMEOUT
-                            } else {
-                                NextUpstream::ERROR
-                            },
-                            format!("{} while connecting to upstream", e.message),
-                        )
-                    })?;
+                let conn = Conn::connect(
+                    &spec.addr,
+                    conf.proxy_connect_timeout,
+                    conf.proxy_socket_keepalive,
+                )
+                .await
+                .map_err(|e| {
+                    upstream_failure(
+                        if e.timed_out {
+                            NextUpstream::TIMEOUT
+                        } else {
+                            NextUpstream::ERROR
+                        },
+                        format!("{} while connecting to upstream", e.message),
+                    )
+                })?;
                 (
                     conn,
                     Usage {
@@ -936,6 +936,58 @@ async fn client_gone(client: &Client<'_>) -> bool {
     }
 }
 
+/// `proxy_force_ranges`: nginx's range filter on a proxied 200 of known
+/// length (one range: a 206 of that range; several: the whole response, as
+/// nginx's `single_range` allows no multipart here; none satisfiable: 416),
+/// with `If-Range` checked against the upstream's validators.
+fn force_ranges(
+    r: &Req<'_>,
+    rep: &mut Reply,
+    body: Box<dyn crate::body::Source>,
+    len: u64,
+) -> Box<dyn crate::body::Source> {
+    use crate::http::range::{self, RangeSpec};
+    let header = |name: &str| {
+        rep.extra
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let Some(range_header) = r.head.range.as_deref() else {
+        rep.extra.push(("Accept-Ranges".into(), "bytes".into()));
+        return body;
+    };
+    if let Some(if_range) = r.head.if_range.as_deref() {
+        let etag = header("ETag");
+        let modified = header("Last-Modified").and_then(|t| crate::http::date::parse_http_date(&t));
+        if !range::if_range_matches(if_range, etag.as_deref(), modified) {
+            rep.extra.push(("Accept-Ranges".into(), "bytes".into()));
+            return body;
+        }
+    }
+    match range::parse_range(range_header, len) {
+        RangeSpec::Satisfiable(ranges) if ranges.len() == 1 => {
+            let b = ranges[0];
+            rep.status = Status::PARTIAL_CONTENT;
+            rep.status_line = None;
+            rep.content_range = Some(b.content_range(len));
+            rep.length_override = Some(b.len());
+            Box::new(crate::body::range::Ranged::new(body, b.start, b.len()))
+        }
+        RangeSpec::Unsatisfiable => {
+            rep.status = Status::RANGE_NOT_SATISFIABLE;
+            rep.status_line = None;
+            rep.content_range = Some(range::unsatisfiable_content_range(len));
+            rep.length_override = Some(0);
+            Box::new(crate::body::range::Ranged::new(body, len, 0))
+        }
+        _ => {
+            rep.extra.push(("Accept-Ranges".into(), "bytes".into()));
+            body
+        }
+    }
+}
+
 /// The head of an HTTP/0.9 answer: 200, no fields, until close.
 fn http09_head() -> uhead::ResponseHead {
     uhead::ResponseHead {
@@ -1068,6 +1120,13 @@ fn respond(
     } else {
         conf.proxy_buffer_size as usize
     };
+    if buffering && conf.max_temp_file_size() > 0 {
+        rep.spill = Some(crate::server::stream::Spill {
+            dir: conf.proxy_temp_path.clone(),
+            max: conf.max_temp_file_size(),
+            write_size: conf.temp_file_write_size() as usize,
+        });
+    }
     let bodiless = head_request || matches!(rep.status.0, 204 | 304);
     if bodiless {
         // Nothing to read: settle at once (the connection may be reused).
@@ -1078,6 +1137,12 @@ fn respond(
         drop(s);
         return reply(rep);
     }
-    rep.body = Body::Stream(Box::new(source));
+    let mut body: Box<dyn crate::body::Source> = Box::new(source);
+    if conf.proxy_force_ranges && rep.status.0 == 200 {
+        if let Some(len) = rep.length_override {
+            body = force_ranges(r, &mut rep, body, len);
+        }
+    }
+    rep.body = Body::Stream(body);
     reply(rep)
 }
