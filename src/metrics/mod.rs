@@ -5,6 +5,7 @@
 //! - [`worker`]: each worker's histograms and counters, reached from the
 //!   worker's own thread through a thread-local handle.
 //! - [`timed`]: the future wrapper that times every poll of a task.
+//! - [`upstream`]: per upstream server: requests, failures, response time.
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -13,6 +14,7 @@
 
 pub mod prometheus;
 pub mod timed;
+pub mod upstream;
 pub mod worker;
 
 pub use worker::{FastOp, FastOutcome, WorkerMetrics};

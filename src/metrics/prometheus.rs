@@ -38,8 +38,83 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// The per-upstream-server section.
+fn render_upstreams(out: &mut String, peers: &[super::upstream::PeerSample]) {
+    if peers.is_empty() {
+        return;
+    }
+    let labels = |p: &super::upstream::PeerSample| {
+        format!("upstream=\"{}\",peer=\"{}\"", p.upstream, p.peer)
+    };
+    header(
+        out,
+        "nowait_upstream_requests_total",
+        "counter",
+        "Exchanges begun with an upstream server.",
+    );
+    for p in peers {
+        let _ = writeln!(
+            out,
+            "nowait_upstream_requests_total{{{}}} {}",
+            labels(p),
+            p.requests
+        );
+    }
+    header(
+        out,
+        "nowait_upstream_failures_total",
+        "counter",
+        "Exchanges with an upstream server that failed (connect, send, timeout, invalid response).",
+    );
+    for p in peers {
+        let _ = writeln!(
+            out,
+            "nowait_upstream_failures_total{{{}}} {}",
+            labels(p),
+            p.failures
+        );
+    }
+    header(
+        out,
+        "nowait_upstream_connections",
+        "gauge",
+        "Connections to an upstream server: in use (active) and idle in the keep-alive cache.",
+    );
+    for p in peers {
+        let l = labels(p);
+        let _ = writeln!(
+            out,
+            "nowait_upstream_connections{{{l},state=\"active\"}} {}",
+            p.active
+        );
+        let _ = writeln!(
+            out,
+            "nowait_upstream_connections{{{l},state=\"idle\"}} {}",
+            p.idle
+        );
+    }
+    header(
+        out,
+        "nowait_upstream_response_seconds",
+        "summary",
+        "Time from the start of an exchange with an upstream server to its end.",
+    );
+    for p in peers {
+        summary(
+            out,
+            "nowait_upstream_response_seconds",
+            &labels(p),
+            &p.response,
+        );
+    }
+}
+
 /// The whole page.
-pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> String {
+pub fn render(
+    workers: &[std::sync::Arc<WorkerMetrics>],
+    pools: &Pools,
+    upstreams: &[super::upstream::PeerSample],
+) -> String {
     let mut out = String::with_capacity(8192);
     let hists: Vec<_> = workers.iter().map(|w| (w.id, w.histograms())).collect();
     header(
@@ -242,6 +317,7 @@ pub fn render(workers: &[std::sync::Arc<WorkerMetrics>], pools: &Pools) -> Strin
             &p.timings().run,
         );
     }
+    render_upstreams(&mut out, upstreams);
     out
 }
 
@@ -266,7 +342,7 @@ mod tests {
         w.fast(FastOp::Read, FastOutcome::Miss);
         let mut pools = Pools::new();
         pools.add("disk", 1, 0).unwrap();
-        let text = render(&[w], &pools);
+        let text = render(&[w], &pools, &[]);
         assert!(text.contains("# TYPE nowait_loop_poll_seconds summary"));
         assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
         // The maximum is the 100 ms poll (1% precision).

@@ -84,7 +84,7 @@ pub struct Histograms {
     pub ttfb: Histogram<u64>,
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_MICROS, DIGITS)
         .unwrap_or_else(|_| Histogram::new(DIGITS).unwrap_or_else(|_| unreachable!("valid digits")))
 }

@@ -192,7 +192,11 @@ impl<'a> Walk<'a> {
         let site = self.site;
         match r.location.map_or(Handler::Static, |l| l.handler) {
             Handler::Status => {
-                let text = crate::metrics::prometheus::render(&site.worker_metrics(), &site.pools);
+                let text = crate::metrics::prometheus::render(
+                    &site.worker_metrics(),
+                    &site.pools,
+                    &site.upstream_samples(),
+                );
                 Some(Reply::text(
                     Status::OK,
                     text,

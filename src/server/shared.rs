@@ -14,6 +14,7 @@ use crate::config::model::ThreadPoolConf;
 use crate::io::pool::ThreadInit;
 use crate::io::{Pool, Pools};
 use crate::metrics::WorkerMetrics;
+use crate::metrics::upstream::PeerMetrics;
 use crate::upstream::keepalive;
 
 /// Who a pool's threads run as (uid, gid), or `None` for the invoking
@@ -36,6 +37,8 @@ pub struct Shared {
     /// Idle upstream connections.
     pub keepalive: keepalive::Cache,
     metrics: Mutex<BTreeMap<usize, Arc<WorkerMetrics>>>,
+    /// Per upstream server (group, peer name), across reloads.
+    peers: Mutex<HashMap<(String, String), Arc<PeerMetrics>>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -143,6 +146,15 @@ impl Shared {
         lock(&self.metrics)
             .entry(id)
             .or_insert_with(|| Arc::new(WorkerMetrics::new(id)))
+            .clone()
+    }
+
+    /// The measurements of server `peer` of upstream group `group`, the
+    /// same across generations.
+    pub fn peer_metrics(&self, group: &str, peer: &str) -> Arc<PeerMetrics> {
+        lock(&self.peers)
+            .entry((group.to_string(), peer.to_string()))
+            .or_default()
             .clone()
     }
 

@@ -78,7 +78,7 @@ impl Site {
             })?;
         let workers = crate::process::worker_count(&config);
         let upstreams = match &config.http {
-            Some(h) => super::proxy::groups::Groups::new(h, workers).map_err(|e| {
+            Some(h) => super::proxy::groups::Groups::new(h, workers, shared).map_err(|e| {
                 SysError::with_arg("upstream", e, std::io::ErrorKind::InvalidInput.into())
             })?,
             None => super::proxy::groups::Groups::default(),
@@ -98,6 +98,11 @@ impl Site {
             shared: shared.clone(),
             upstreams,
         })
+    }
+
+    /// Every upstream server's figures, for the status page.
+    pub fn upstream_samples(&self) -> Vec<crate::metrics::upstream::PeerSample> {
+        self.upstreams.samples(&self.shared)
     }
 
     /// Every worker's measurements (the process's, across reloads).

@@ -164,6 +164,11 @@ impl Cache {
         self.lock().values().map(VecDeque::len).sum()
     }
 
+    /// Idle connections for one group and peer.
+    pub fn idle_for(&self, key: &Key) -> usize {
+        self.lock().get(key).map_or(0, VecDeque::len)
+    }
+
     /// Idle connections of one group.
     pub fn idle_in(&self, group: &str) -> usize {
         self.lock()

@@ -12,8 +12,11 @@ use std::sync::Arc;
 
 use crate::config::model::{HttpConf, Upstream, UpstreamAddr, UpstreamBalance};
 use crate::config::template::Template;
+use crate::metrics::upstream::{PeerMetrics, PeerSample};
+use crate::server::shared::Shared;
+use crate::upstream::keepalive::Key;
 use crate::upstream::keepalive::Limits;
-use crate::upstream::{Balance, PeerAddr, PeerGroup, PeerSpec};
+use crate::upstream::{Balance, PeerAddr, PeerGroup, PeerId, PeerSpec};
 
 /// One upstream group ready to serve.
 pub struct Group {
@@ -30,6 +33,17 @@ pub struct Group {
     pub host: String,
     /// See [`Group::host`]; 0 for a block.
     pub port: u16,
+    /// Each peer's measurements (the process's, across reloads).
+    pub metrics: HashMap<PeerId, Arc<PeerMetrics>>,
+}
+
+impl Group {
+    /// Records an exchange with `peer` that ended after `took`.
+    pub fn record(&self, peer: PeerId, ok: bool, took: std::time::Duration) {
+        if let Some(m) = self.metrics.get(&peer) {
+            m.record(ok, took);
+        }
+    }
 }
 
 /// Every group of a generation, by name.
@@ -63,7 +77,7 @@ fn balance(b: &UpstreamBalance) -> (Balance, Option<Template>) {
 }
 
 /// A group from its configuration; `workers` sizes the keep-alive cache.
-pub fn build(u: &Upstream, workers: usize) -> Result<Group, String> {
+pub fn build(u: &Upstream, workers: usize, shared: &Shared) -> Result<Group, String> {
     let (mut primary, mut backup) = (Vec::new(), Vec::new());
     let (method, hash_key) = balance(&u.balance);
     let backups_used = matches!(method, Balance::RoundRobin | Balance::LeastConn);
@@ -89,7 +103,12 @@ pub fn build(u: &Upstream, workers: usize) -> Result<Group, String> {
     }
     let peers = PeerGroup::new(primary, backup, method)
         .map_err(|e| format!("upstream \"{}\": {e}", u.name))?;
+    let metrics = peers
+        .peers()
+        .map(|(id, spec)| (id, shared.peer_metrics(&u.name, &spec.name)))
+        .collect();
     Ok(Group {
+        metrics,
         name: Arc::from(u.name.as_str()),
         peers,
         hash_key,
@@ -107,10 +126,10 @@ pub fn build(u: &Upstream, workers: usize) -> Result<Group, String> {
 
 impl Groups {
     /// The groups of `http`.
-    pub fn new(http: &HttpConf, workers: usize) -> Result<Groups, String> {
+    pub fn new(http: &HttpConf, workers: usize, shared: &Shared) -> Result<Groups, String> {
         let mut g = Groups::default();
         for u in &http.upstreams {
-            let group = Arc::new(build(u, workers)?);
+            let group = Arc::new(build(u, workers, shared)?);
             g.by_name.insert(u.name.clone(), group.clone());
             g.ordered.push(group);
         }
@@ -135,5 +154,23 @@ impl Groups {
     /// Every group, in configuration order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Group>> {
         self.ordered.iter()
+    }
+
+    /// Every server's figures, for the status page.
+    pub fn samples(&self, shared: &Shared) -> Vec<PeerSample> {
+        let mut out = Vec::new();
+        for g in &self.ordered {
+            for (id, spec) in g.peers.peers() {
+                let Some(m) = g.metrics.get(&id) else {
+                    continue;
+                };
+                let idle = shared.keepalive.idle_for(&Key {
+                    group: g.name.clone(),
+                    peer: spec.addr.clone(),
+                });
+                out.push(m.sample(&g.name, &spec.name, g.peers.stats(id).conns, idle as u64));
+            }
+        }
+        out
     }
 }

@@ -296,6 +296,7 @@ fn dynamic_target(
     .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
     Ok(Target {
         group: Arc::new(Group {
+            metrics: Default::default(),
             name: Arc::from(parsed.host.as_str()),
             peers,
             hash_key: None,
@@ -452,6 +453,7 @@ async fn exchange<'a>(
                     };
                     attempt.status = Some(got.head.status);
                     r.upstream.tries.push(attempt);
+                    group.record(peer, outcome == Outcome::Ok, t0.elapsed());
                     release(site, r, group, &mut tried, peer, outcome, &ctx_text);
                     continue;
                 }
@@ -503,6 +505,7 @@ async fn exchange<'a>(
                 };
                 attempt.status = Some(status);
                 r.upstream.tries.push(attempt);
+                group.record(peer, false, t0.elapsed());
                 release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
                 if may_retry(conf, f.kind, &tried, attempts, started, r, body)
                     && tried.remaining() > 0

@@ -158,6 +158,8 @@ impl UpstreamBody {
             }
         }
         s.group.peers.done(&mut s.tried, s.peer, Outcome::Ok, now);
+        s.group
+            .record(s.peer, complete, now.duration_since(s.started));
     }
 
     fn fail(&mut self, e: SourceError) -> Poll<Result<Option<Bytes>, SourceError>> {
