@@ -117,6 +117,12 @@ pub struct Builder {
     pub defined_vars: HashSet<String>,
     /// `aio threads=…` uses, checked against the declared pools.
     pub pool_uses: Vec<(Template, Loc)>,
+    /// `proxy_cache` names with variables, checked against the cache zones
+    /// once `split_clients` values are known.
+    pub cache_zone_uses: Vec<(Template, Loc)>,
+    /// Zones a `proxy_cache` named that no `proxy_cache_path` declared,
+    /// already reported as unknown (so not again as zones without a size).
+    pub unknown_cache_zones: HashSet<String>,
     /// `access_log … FORMAT` uses, checked against `log_format`.
     pub log_format_uses: Vec<(String, Loc)>,
     /// Whether any template uses `$realpath_root` (resolving it costs a
@@ -151,6 +157,8 @@ impl Builder {
             var_uses: Vec::new(),
             defined_vars: HashSet::new(),
             pool_uses: Vec::new(),
+            cache_zone_uses: Vec::new(),
+            unknown_cache_zones: HashSet::new(),
             log_format_uses: Vec::new(),
             uses_realpath_root: false,
             uses_request_body_file: false,

@@ -1,12 +1,13 @@
 //! The second half of a load: merge every level with its parent, apply the
 //! defaults that depend on the prefix, and check what refers to what
-//! (thread pools, log formats, variables, listen sockets).
+//! (thread pools, log formats, variables, listen sockets, cache zones).
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::Path;
 
 use super::build::Builder;
+use super::finish_cache;
 use super::finish_proxy::{self, MergeChecks};
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
@@ -21,6 +22,7 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
     check_pools(b, main, http.as_deref());
     if let Some(h) = http {
         check_log_formats(b, h);
+        finish_cache::check_variable_zones(b, h);
         finish_proxy::finish_upstreams(b, h);
         merge_http(b, h);
         check_listens(b, h);
@@ -47,7 +49,7 @@ pub const MAX_POSSIBLE_VALUES: usize = 4096;
 /// The values a template can take when its variables are all defined by
 /// `split_clients` with fixed values; `None` when it depends on the request
 /// (or could take more than [`MAX_POSSIBLE_VALUES`] values).
-fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>> {
+pub(super) fn possible_values(t: &Template, http: Option<&HttpConf>) -> Option<Vec<String>> {
     let mut out = vec![String::new()];
     for part in &t.parts {
         match part {
@@ -121,7 +123,7 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
 }
 
 fn merge_http(b: &mut Builder, h: &mut HttpConf) {
-    h.conf = h.set.resolve(&absolute_defaults(&b.prefix));
+    h.conf = finish_cache::resolve(&h.set, &absolute_defaults(&b.prefix));
     let srv_http = h.srv_set.resolve(&SrvConf::default());
     let default_port = if crate::sys::process::geteuid() == 0 {
         80
@@ -132,9 +134,9 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
         origin: super::source::Origin::Embedded,
         line: 0,
     });
-    let mut checks = MergeChecks::new(at);
+    let mut checks = MergeChecks::new(at, finish_cache::zone_names(h));
     for s in &mut h.servers {
-        s.conf = s.set.resolve(&h.conf);
+        s.conf = finish_cache::resolve(&s.set, &h.conf);
         checks.level(b, &mut s.conf);
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
@@ -157,7 +159,7 @@ fn merge_locations(
     parent: &LocConf,
 ) {
     for l in list {
-        l.conf = l.set.resolve(parent);
+        l.conf = finish_cache::resolve(&l.set, parent);
         checks.location(b, l);
         choose_handler(b, l);
         let conf = l.conf.clone();

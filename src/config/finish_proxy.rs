@@ -2,7 +2,8 @@
 //! read: nginx's `ngx_http_upstream_init_main_conf` (implicit groups'
 //! names resolved, groups without usable servers refused) and the checks
 //! and derived values of `ngx_http_proxy_merge_loc_conf` (buffer sizes,
-//! `proxy_next_upstream off`, the default `proxy_redirect`).
+//! `proxy_next_upstream off`, the default `proxy_redirect`, the zone of
+//! `proxy_cache`).
 //!
 //! nginx reports merge problems where the `http` block closes, and so does
 //! this; a problem inherited by several servers is reported once.
@@ -10,6 +11,7 @@
 use std::collections::HashSet;
 
 use super::build::Builder;
+use super::finish_cache;
 use super::inherit::LocConf;
 use super::model::{HttpConf, Location, NextUpstream, ProxyRedirect, ProxyTarget, Upstream};
 use super::set_proxy::default_redirect;
@@ -97,14 +99,17 @@ pub struct MergeChecks {
     at: Loc,
     /// Messages reported so far.
     reported: HashSet<String>,
+    /// The `keys_zone` names of every `proxy_cache_path`.
+    cache_zones: HashSet<String>,
 }
 
 impl MergeChecks {
-    /// Checks reported at `at`.
-    pub fn new(at: Loc) -> MergeChecks {
+    /// Checks reported at `at`, knowing the cache zones declared.
+    pub fn new(at: Loc, cache_zones: HashSet<String>) -> MergeChecks {
         MergeChecks {
             at,
             reported: HashSet::new(),
+            cache_zones,
         }
     }
 
@@ -116,6 +121,13 @@ impl MergeChecks {
         }
         if let Some(msg) = buffer_problem(conf) {
             if self.reported.insert(msg.to_string()) {
+                b.error(msg, &self.at);
+            }
+        }
+        if let Some(zone) = finish_cache::unknown_static_zone(conf, &self.cache_zones) {
+            let msg = finish_cache::unknown_zone(zone);
+            b.unknown_cache_zones.insert(zone.to_string());
+            if self.reported.insert(msg.clone()) {
                 b.error(msg, &self.at);
             }
         }
@@ -173,9 +185,15 @@ pub fn buffer_problem(c: &LocConf) -> Option<&'static str> {
 }
 
 /// Every zone must have been given a size somewhere (nginx checks this at
-/// start-up, with no file or line).
+/// start-up, with no file or line), but for a `proxy_cache` zone already
+/// reported as unknown (nginx stops at that first error).
 pub fn check_zones(b: &mut Builder) {
-    let problems: Vec<String> = b.zones.without_size().collect();
+    let problems: Vec<String> = b
+        .zones
+        .without_size()
+        .filter(|z| !b.unknown_cache_zones.contains(&z.name))
+        .map(|z| format!("zero size shared memory zone \"{}\"", z.name))
+        .collect();
     for p in problems {
         b.diags.push(super::error::ConfError::emerg(p, None));
     }

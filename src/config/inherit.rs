@@ -9,10 +9,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cache_model::{
+    ALWAYS_CACHED_METHODS, DEFAULT_CACHE_LOCK_TIME, DEFAULT_PROXY_CACHE_KEY, DEFAULT_STORE_ACCESS,
+};
+#[cfg(doc)]
+use super::cache_model::{DEFAULT_VALID_STATUSES, VALID_ANY};
 pub use super::model::BodyInFile;
 use super::model::{
-    AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect, Root,
-    TempPath, Types,
+    AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect,
+    ProxyStore, Root, TempPath, Types,
 };
 use super::template::Template;
 
@@ -121,12 +126,64 @@ inherited! {
         error_pages: Vec<ErrorPage> = Vec::new(),
         /// `add_header`: all of a level's entries replace the parent's.
         add_headers: Vec<AddHeader> = Vec::new(),
-        /// `proxy_cache` (parsed; served by the caching-proxy issue).
+        /// `proxy_cache ZONE`: the `keys_zone` name, possibly with variables
+        /// (evaluated per request: an empty value or `off` means no cache
+        /// for that request, as nginx's `ngx_http_upstream_cache_get`);
+        /// `None`: `proxy_cache off`, or `proxy_store` is on at this level.
+        /// A name without variables is known to name a `proxy_cache_path`.
         proxy_cache: Option<Template> = None,
-        /// `proxy_cache_key` (nginx's default `$scheme$proxy_host$request_uri`).
-        proxy_cache_key: Option<Template> = None,
-        /// `proxy_cache_valid`: (status codes, time); empty codes = 200 301 302.
+        /// `proxy_cache_key` (default `$scheme$proxy_host$request_uri`).
+        proxy_cache_key: Template = default_cache_key(),
+        /// Whether no level wrote `proxy_cache_key`. nginx's real default
+        /// key is not the documented template: it is the `proxy_pass` URL's
+        /// scheme with `://`, then `$proxy_host`, then the URI sent
+        /// upstream (`ngx_http_proxy_create_key`), e.g.
+        /// `http://127.0.0.1:8080/x?a=1`; a cache shared with nginx must
+        /// build that key when this is true.
+        proxy_cache_key_is_default: bool = true,
+        /// `proxy_cache_valid [code ...] time`: (statuses, time) in the order
+        /// written; a level's entries replace its parent's. `TIME` alone is
+        /// stored with [`DEFAULT_VALID_STATUSES`]; `any` is [`VALID_ANY`].
         proxy_cache_valid: Vec<(Vec<u16>, Duration)> = Vec::new(),
+        /// `proxy_cache_methods`: the methods cached, in nginx's order
+        /// (`GET`, `HEAD`, `POST`); `GET` and `HEAD` are always in it.
+        proxy_cache_methods: Vec<String> = ALWAYS_CACHED_METHODS.map(String::from).to_vec(),
+        /// `proxy_cache_convert_head`: a HEAD is sent upstream as GET so that
+        /// its answer can be cached.
+        proxy_cache_convert_head: bool = true,
+        /// `proxy_cache_min_uses`: requests for a key before it is cached.
+        proxy_cache_min_uses: u64 = 1,
+        /// `proxy_cache_bypass`: the answer is not taken from the cache when
+        /// any of these is non-empty and not `0`; a level's entries replace
+        /// its parent's.
+        proxy_cache_bypass: Vec<Template> = Vec::new(),
+        /// `proxy_no_cache`: the answer is not saved when any of these is
+        /// non-empty and not `0`; a level's entries replace its parent's.
+        proxy_no_cache: Vec<Template> = Vec::new(),
+        /// `proxy_cache_use_stale`: when a stale entry is served; `OFF`
+        /// (the default) stands alone after merging. `ERROR` also covers
+        /// "no live upstreams" (nginx adds `NGX_HTTP_UPSTREAM_FT_NOLIVE`);
+        /// `NON_IDEMPOTENT` is accepted, as nginx's shared mask accepts it,
+        /// and means nothing here.
+        proxy_cache_use_stale: NextUpstream = NextUpstream::OFF,
+        /// `proxy_cache_background_update`.
+        proxy_cache_background_update: bool = false,
+        /// `proxy_cache_revalidate`: expired entries are revalidated with
+        /// `If-Modified-Since` and `If-None-Match`.
+        proxy_cache_revalidate: bool = false,
+        /// `proxy_cache_lock`: one request at a time fills an entry.
+        proxy_cache_lock: bool = false,
+        /// `proxy_cache_lock_timeout`: how long a request waits for the lock.
+        proxy_cache_lock_timeout: Duration = DEFAULT_CACHE_LOCK_TIME,
+        /// `proxy_cache_lock_age`: after this, another request may fill.
+        proxy_cache_lock_age: Duration = DEFAULT_CACHE_LOCK_TIME,
+        /// `proxy_cache_max_range_offset`: a range starting at or past this
+        /// is proxied uncached; `None`: no limit.
+        proxy_cache_max_range_offset: Option<u64> = None,
+        /// `proxy_store`; `Off` when `proxy_cache` is on at this level.
+        proxy_store: ProxyStore = ProxyStore::Off,
+        /// `proxy_store_access`: the mode bits of stored files (0600).
+        proxy_store_access: u32 = DEFAULT_STORE_ACCESS,
         /// `proxy_set_header`: all of a level's entries replace the parent's
         /// (the level's `LocSet` field is `Some` when it set any). nginx's
         /// own headers (`Host $proxy_host`, `Connection close`, the body
@@ -207,6 +264,11 @@ inherited! {
         /// `client_body_timeout`: the longest wait between two reads of a body.
         client_body_timeout: Duration = Duration::from_secs(60),
     }
+}
+
+/// `proxy_cache_key`'s documented default as a template.
+fn default_cache_key() -> Template {
+    Template::parse(DEFAULT_PROXY_CACHE_KEY).expect("the default key is a valid template")
 }
 
 impl LocConf {

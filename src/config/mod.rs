@@ -9,10 +9,12 @@
 //! This module reads files and nothing else: it opens no sockets and no logs.
 
 pub mod build;
+pub mod cache_model;
 pub mod dirs;
 pub mod embedded;
 pub mod error;
 pub mod finish;
+pub mod finish_cache;
 pub mod finish_proxy;
 pub mod inherit;
 pub mod lexer;
@@ -20,6 +22,7 @@ pub mod model;
 pub mod modules;
 pub mod proxy_model;
 pub mod set_cache;
+pub mod set_cache_path;
 pub mod set_core;
 pub mod set_http;
 pub mod set_proxy;

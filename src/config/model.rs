@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::inherit::{LocConf, LocSet, SrvConf, SrvSet};
 use super::source::{Loc, SourceFile};
 use super::template::Template;
 
+pub use super::cache_model::{CachePath, ProxyStore};
 pub use super::proxy_model::{
     BodyInFile, DEFAULT_FAIL_TIMEOUT, DEFAULT_MAX_FAILS, DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS,
     DEFAULT_UPSTREAM_KEEPALIVE_TIME, DEFAULT_UPSTREAM_KEEPALIVE_TIMEOUT, DEFAULT_WEIGHT,
@@ -455,27 +455,6 @@ pub struct SplitClients {
     pub var: String,
     /// (share in hundredths of a percent, value); `*` is the remainder.
     pub parts: Vec<(u32, String)>,
-    /// Where it was declared.
-    pub loc: Loc,
-}
-
-/// `proxy_cache_path`.
-#[derive(Clone, Debug)]
-pub struct CachePath {
-    /// The cache directory.
-    pub path: PathBuf,
-    /// `levels=1:2`.
-    pub levels: Vec<u8>,
-    /// `keys_zone=NAME:SIZE` name.
-    pub zone: String,
-    /// `keys_zone` size.
-    pub zone_size: u64,
-    /// `max_size=`.
-    pub max_size: Option<u64>,
-    /// `inactive=` (default 10m).
-    pub inactive: Duration,
-    /// `use_temp_path=` (default on).
-    pub use_temp_path: bool,
     /// Where it was declared.
     pub loc: Loc,
 }

@@ -32,7 +32,8 @@ const HTTP_PREFIX: &str = "http://";
 /// The scheme nowait does not proxy to yet.
 const HTTPS_PREFIX: &str = "https://";
 
-fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
+/// The inherited settings of the directive's level.
+pub(super) fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
     scope
         .loc_set()
         .expect("the table allows this directive in http, server and location only")
@@ -40,7 +41,7 @@ fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
 
 /// `"NAME" directive is duplicate` when `slot` is already set: nginx checks
 /// this before it reads the value.
-fn not_set<T>(slot: &Option<T>, d: &Directive) -> Result<(), String> {
+pub(super) fn not_set<T>(slot: &Option<T>, d: &Directive) -> Result<(), String> {
     match slot {
         Some(_) => Err(format!("\"{}\" directive is duplicate", d.name)),
         None => Ok(()),
@@ -296,8 +297,21 @@ pub fn proxy_next_upstream(
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
+    let set = next_upstream_bits(b, d, ls(scope).proxy_next_upstream)?;
+    ls(scope).proxy_next_upstream = Some(set);
+    Ok(())
+}
+
+/// The conditions of one `proxy_next_upstream`-style directive added to
+/// those its level already wrote (`current`), as nginx's bitmask slot over
+/// `ngx_http_proxy_next_upstream_masks` (also `proxy_cache_use_stale`'s).
+pub(super) fn next_upstream_bits(
+    b: &mut Builder,
+    d: &Directive,
+    current: Option<NextUpstream>,
+) -> Result<NextUpstream, String> {
     let names: Vec<&str> = NextUpstream::NAMES.iter().map(|(n, _)| *n).collect();
-    let current = ls(scope).proxy_next_upstream.unwrap_or_default();
+    let current = current.unwrap_or_default();
     let mut seen: Vec<usize> = NextUpstream::NAMES
         .iter()
         .enumerate()
@@ -305,11 +319,9 @@ pub fn proxy_next_upstream(
         .map(|(i, _)| i)
         .collect();
     slot::bitmask(b, d, &names, &mut seen)?;
-    let set = seen.iter().fold(NextUpstream::default(), |acc, &i| {
+    Ok(seen.iter().fold(NextUpstream::default(), |acc, &i| {
         acc.union(NextUpstream::NAMES[i].1)
-    });
-    ls(scope).proxy_next_upstream = Some(set);
-    Ok(())
+    }))
 }
 
 /// `proxy_http_version 1.0 | 1.1;`

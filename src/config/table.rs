@@ -8,7 +8,8 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_cache, set_core, set_http, set_proxy, set_server, set_split_clients, set_upstream,
+    set_cache, set_cache_path, set_core, set_http, set_proxy, set_server, set_split_clients,
+    set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -218,11 +219,25 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_ignore_client_abort", HSL, Exactly(1), false, Ready, set_proxy::proxy_ignore_client_abort, "proxy_ignore_client_abort on | off;", "off"),
     spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, Ready, set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
     spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, Ready, set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
-    // proxy cache: parsed and validated, served in a later release
-    spec!("proxy_cache_path", HTTP, AtLeast(2), false, NotYet, set_cache::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size];", "—"),
+    // proxy cache and store: parsed and validated, served with the cache engine
+    spec!("proxy_cache_path", HTTP, AtLeast(2), false, NotYet, set_cache_path::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time];", "—"),
     spec!("proxy_cache", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache, "proxy_cache zone | off;", "off"),
     spec!("proxy_cache_key", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_key, "proxy_cache_key string;", "$scheme$proxy_host$request_uri"),
     spec!("proxy_cache_valid", HSL, AtLeast(1), false, NotYet, set_cache::proxy_cache_valid, "proxy_cache_valid [code ...] time;", "—"),
+    spec!("proxy_cache_methods", HSL, AtLeast(1), false, NotYet, set_cache::proxy_cache_methods, "proxy_cache_methods GET | HEAD | POST ...;", "GET HEAD"),
+    spec!("proxy_cache_convert_head", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_convert_head, "proxy_cache_convert_head on | off;", "on"),
+    spec!("proxy_cache_min_uses", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_min_uses, "proxy_cache_min_uses number;", "1"),
+    spec!("proxy_cache_bypass", HSL, AtLeast(1), false, NotYet, set_cache::proxy_cache_bypass, "proxy_cache_bypass string ...;", "—"),
+    spec!("proxy_no_cache", HSL, AtLeast(1), false, NotYet, set_cache::proxy_no_cache, "proxy_no_cache string ...;", "—"),
+    spec!("proxy_cache_use_stale", HSL, AtLeast(1), false, NotYet, set_cache::proxy_cache_use_stale, "proxy_cache_use_stale error | timeout | invalid_header | updating | http_500 | http_502 | http_503 | http_504 | http_403 | http_404 | http_429 | off ...;", "off"),
+    spec!("proxy_cache_background_update", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_background_update, "proxy_cache_background_update on | off;", "off"),
+    spec!("proxy_cache_revalidate", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_revalidate, "proxy_cache_revalidate on | off;", "off"),
+    spec!("proxy_cache_lock", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_lock, "proxy_cache_lock on | off;", "off"),
+    spec!("proxy_cache_lock_timeout", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_lock_timeout, "proxy_cache_lock_timeout time;", "5s"),
+    spec!("proxy_cache_lock_age", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_lock_age, "proxy_cache_lock_age time;", "5s"),
+    spec!("proxy_cache_max_range_offset", HSL, Exactly(1), false, NotYet, set_cache::proxy_cache_max_range_offset, "proxy_cache_max_range_offset number;", "—"),
+    spec!("proxy_store", HSL, Exactly(1), false, NotYet, set_cache::proxy_store, "proxy_store on | off | string;", "off"),
+    spec!("proxy_store_access", HSL, Between(1, 3), false, NotYet, set_cache::proxy_store_access, "proxy_store_access users:permissions ...;", "user:rw"),
 ];
 
 /// The entries named `name`.

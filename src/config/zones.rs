@@ -60,12 +60,9 @@ impl Zones {
         Ok(true)
     }
 
-    /// nginx's start-up check: every zone must have been given a size.
-    pub fn without_size(&self) -> impl Iterator<Item = String> + '_ {
-        self.list
-            .iter()
-            .filter(|z| z.size == 0)
-            .map(|z| format!("zero size shared memory zone \"{}\"", z.name))
+    /// The zones no declaration gave a size (nginx refuses them at start-up).
+    pub fn without_size(&self) -> impl Iterator<Item = &Zone> + '_ {
+        self.list.iter().filter(|z| z.size == 0)
     }
 }
 

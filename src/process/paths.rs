@@ -1,8 +1,10 @@
-//! The temporary-file directories a configuration names
-//! (`client_body_temp_path`, `proxy_temp_path`), created at start-up
-//! and on reload as nginx's `ngx_create_paths` does: missing directories
-//! are made with mode 0700 and given to the `user` the serving threads run
-//! as, so that they can create files there and nobody else can read them.
+//! The directories a configuration writes to (`client_body_temp_path`,
+//! `proxy_temp_path`, `proxy_cache_path`), created at start-up and on
+//! reload as nginx's `ngx_create_paths` does: missing directories are made
+//! with mode 0700 and given to the `user` the serving threads run as, so
+//! that they can create files there and nobody else can read them. Only the
+//! directory itself is made, not its parents; level subdirectories are made
+//! when a file first needs them.
 //!
 //! nginx makes its proxy temp directory even when nothing proxies; nowait
 //! makes it only when some location has `proxy_pass`, so that a static
@@ -32,6 +34,15 @@ pub fn temp_paths(c: &Config) -> BTreeSet<PathBuf> {
     out
 }
 
+/// Every `proxy_cache_path` directory, each once: made whether or not a
+/// location uses the cache, as nginx makes them.
+pub fn cache_paths(c: &Config) -> BTreeSet<PathBuf> {
+    c.http
+        .iter()
+        .flat_map(|h| h.cache_paths.iter().map(|p| p.path.clone()))
+        .collect()
+}
+
 /// Whether any of these locations, or one nested in them, has `proxy_pass`.
 fn proxies(locations: &[Location]) -> bool {
     locations
@@ -39,11 +50,12 @@ fn proxies(locations: &[Location]) -> bool {
         .any(|l| l.proxy_pass.is_some() || proxies(&l.locations))
 }
 
-/// Creates every temp directory that is missing and makes it the serving
-/// user's. The error is nginx's: `mkdir() "/x" failed (13: Permission denied)`.
+/// Creates every temp and cache directory that is missing and makes it the
+/// serving user's. The error is nginx's: `mkdir() "/x" failed (13:
+/// Permission denied)`.
 pub fn create(c: &Config, identity: Option<&Identity>) -> Result<(), String> {
-    for p in temp_paths(c) {
-        create_one(&p, identity)?;
+    for p in temp_paths(c).union(&cache_paths(c)) {
+        create_one(p, identity)?;
     }
     Ok(())
 }
@@ -95,6 +107,21 @@ mod tests {
         assert_eq!(
             names("location / { location /in { proxy_pass http://127.0.0.1:1; } }"),
             ["client_body_temp", "proxy_temp"]
+        );
+    }
+
+    /// Each `proxy_cache_path` directory is made, once, without its levels.
+    #[test]
+    fn cache_directories_are_made() {
+        let text = "events {}\nhttp {\nproxy_cache_path c1 levels=1:2 keys_zone=a:1m;\n\
+                    proxy_cache_path /abs/c2/ keys_zone=b:1m;\nserver { }\n}\n";
+        let l = crate::config::load_text(text).unwrap();
+        let paths: Vec<PathBuf> = cache_paths(&l.config).into_iter().collect();
+        assert_eq!(paths.len(), 2, "{paths:?}");
+        assert_eq!(paths[0], PathBuf::from("/abs/c2"));
+        assert!(
+            paths[1].is_absolute() && paths[1].ends_with("c1"),
+            "{paths:?}"
         );
     }
 

@@ -17,6 +17,7 @@
 //! - [`upstream`]: a scripted upstream for the proxy's tests: raw bytes
 //!   out, every request it receives recorded.
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
+//! - [`nginx_t`]: `nowait -t` against `nginx -t`, first `[emerg]` line.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
 //! rest is not dead code.
@@ -26,6 +27,7 @@ pub mod client;
 pub mod conf;
 pub mod exchange;
 pub mod fixture;
+pub mod nginx_t;
 pub mod request;
 pub mod response;
 pub mod server;
