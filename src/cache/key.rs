@@ -20,7 +20,10 @@
 //! differ finds that file, sees the variant differ and looks again under
 //! the variant hash itself (`ngx_http_file_cache_reopen`): that second file
 //! has the variant's hex as its name, but the same `KEY:` line and CRC32 as
-//! the first, and its header's `variant` equals its own name's MD5.
+//! the first, and its header's `variant` equals its own name's MD5. If the
+//! response fetched for such a lookup has no `Vary`, or one giving another
+//! variant, nginx stores it under the key's own MD5 instead, replacing the
+//! first file (`ngx_http_file_cache_update_variant`).
 
 use md5::{Digest, Md5 as Md5Hasher};
 
