@@ -14,6 +14,7 @@
 //! - [`upstream`]: the servers behind `proxy_pass`: choosing one per attempt
 //!   (nginx's balancers, `split_clients`), reading what they answer
 //!   (response heads, body framing, keep-alive).
+//! - [`cache`]: `proxy_cache`: keys, nginx's file format, freshness policy.
 //! - [`io`]: the never-blocking file layer and the named thread pools.
 //! - [`body`]: bodies that stream (an upstream response), chunked framing,
 //!   the tee that feeds the cache writer.
@@ -28,6 +29,7 @@
 #![deny(unsafe_code)]
 
 pub mod body;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod http;
