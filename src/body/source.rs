@@ -66,6 +66,20 @@ pub trait Source {
     }
 }
 
+impl<S: Source + ?Sized> Source for Box<S> {
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
+        (**self).poll_chunk(cx)
+    }
+
+    fn length(&self) -> Option<u64> {
+        (**self).length()
+    }
+
+    fn received(&self) -> u64 {
+        (**self).received()
+    }
+}
+
 /// A second consumer of a body's bytes, fed as the body is read.
 pub trait Tee {
     /// The next piece of the body.

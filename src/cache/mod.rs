@@ -23,6 +23,11 @@
 //! those do I/O, and only through the file layer; the modules here are
 //! pure.
 
+pub mod fill;
 pub mod format;
+pub mod hit;
 pub mod key;
+pub mod loader;
+pub mod manager;
 pub mod policy;
+pub mod zone;

@@ -304,6 +304,17 @@ impl Multipart {
             .map(|(head, range)| (head.as_slice(), *range))
     }
 
+    /// The same parts with every range moved `offset` bytes into the file
+    /// (a cached response's body starts after the entry's header); the
+    /// `Content-Range` lines keep the body's own offsets.
+    pub fn shifted(mut self, offset: u64) -> Multipart {
+        for (_, r) in &mut self.parts {
+            r.start += offset;
+            r.end += offset;
+        }
+        self
+    }
+
     /// The bytes that close the body, sent after the last part's data.
     pub fn trailer(&self) -> &[u8] {
         &self.trailer

@@ -31,6 +31,7 @@ const MKDIR: &str = "mkdir";
 const PWRITE: &str = "pwrite";
 const PREAD: &str = "pread";
 const UNLINK: &str = "unlink";
+const RENAME: &str = "rename";
 
 /// How many names are tried before giving up when they all exist.
 const MAX_COLLISIONS: u32 = 16;
@@ -112,6 +113,68 @@ fn create_blocking(dir: &TempPath, keep_name: bool) -> Result<TempFile, FileErro
     }
 }
 
+/// Creates `final_path` + `.NNNNNNNNNN` beside it (blocking), making the
+/// directories on the way as nginx does (`use_temp_path=off`: a cache
+/// entry's temp file on the same disk as the entry).
+fn create_beside_blocking(final_path: &Path) -> Result<TempFile, FileError> {
+    let parent = final_path.parent().unwrap_or(Path::new("/"));
+    let base = final_path.as_os_str().to_string_lossy().into_owned();
+    let mut collisions = 0;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = PathBuf::from(format!("{base}.{n:010}"));
+        fault::stall(&path);
+        let opened = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path);
+        match opened {
+            Ok(file) => {
+                return Ok(TempFile {
+                    file: Arc::new(file),
+                    path: Arc::from(path),
+                    named: true,
+                    len: 0,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && collisions == 0 => {
+                collisions += 1;
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
+                    .map_err(|e| sys(MKDIR, parent, e))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && collisions < MAX_COLLISIONS => {
+                collisions += 1;
+            }
+            Err(e) => return Err(sys(OPEN, &path, e)),
+        }
+    }
+}
+
+/// Renames `from` over `to` (blocking), making `to`'s directories when
+/// they are missing: the atomic publication of a cache entry.
+fn rename_blocking(from: &Path, to: &Path) -> Result<(), FileError> {
+    match std::fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = to.parent() {
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
+                    .map_err(|e| sys(MKDIR, parent, e))?;
+            }
+            std::fs::rename(from, to).map_err(|e| sys(RENAME, from, e))
+        }
+        Err(e) => Err(sys(RENAME, from, e)),
+    }
+}
+
 fn sys(call: &'static str, path: &Path, e: io::Error) -> FileError {
     FileError::Sys(SysError::with_path(call, path.to_path_buf(), e))
 }
@@ -169,6 +232,62 @@ impl FileLayer<'_> {
             }
             buf.truncate(done);
             Ok(buf)
+        })
+        .await?
+    }
+
+    /// Creates a temporary file beside `final_path` (its name plus a
+    /// ten-digit number), for a cache entry written in place.
+    pub async fn create_temp_beside(&self, final_path: &Path) -> Result<TempFile, FileError> {
+        let p = final_path.to_path_buf();
+        self.run_write("create", move || create_beside_blocking(&p))
+            .await?
+    }
+
+    /// Publishes `t` under `final_path` by renaming it (atomically
+    /// replacing an older file); returns the file's size on disk.
+    pub async fn publish_temp(&self, t: &TempFile, final_path: &Path) -> Result<u64, FileError> {
+        let from = t.path.clone();
+        let to = final_path.to_path_buf();
+        let file = t.file.clone();
+        self.run_write("rename", move || {
+            rename_blocking(&from, &to)?;
+            use std::os::unix::fs::MetadataExt;
+            // Blocks taken, as nginx counts `fs_size` (`st_blocks` × 512).
+            Ok(file.metadata().map_or(0, |m| m.blocks() * 512))
+        })
+        .await?
+    }
+
+    /// Removes a file by name (a cache entry the manager expires, a bad
+    /// entry), where `aio_write` says.
+    pub async fn remove_file(&self, path: &Path) -> Result<(), FileError> {
+        let p = path.to_path_buf();
+        self.run_write("unlink", move || match std::fs::remove_file(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(sys(UNLINK, &p, e)),
+        })
+        .await?
+    }
+
+    /// Writes `data` at `off` into the existing file `path` (a cache
+    /// entry's header refreshed after a `304`), where `aio_write` says.
+    pub async fn rewrite_at(
+        &self,
+        path: &Path,
+        data: Arc<[u8]>,
+        off: u64,
+    ) -> Result<(), FileError> {
+        let p = path.to_path_buf();
+        self.run_write("write", move || {
+            fault::stall(&p);
+            let f = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(&p)
+                .map_err(|e| sys(OPEN, &p, e))?;
+            f.write_all_at(&data, off).map_err(|e| sys(PWRITE, &p, e))
         })
         .await?
     }

@@ -149,6 +149,12 @@ pub async fn serve(
             )
             .await
         };
+        if r.upstream.background_update {
+            // The stale entry was sent; now refresh it, before the next
+            // request, as nginx's background subrequest does.
+            let mut client = Client::new(&stream, &mut buf);
+            super::proxy::background_update(&site, &mut r, &mut client).await;
+        }
         match next {
             Next::KeepAlive => {}
             Next::Close { linger: true } => {

@@ -178,6 +178,11 @@ pub struct UpstreamVars {
     pub body_length: Option<u64>,
     /// Whether the body goes upstream chunked (`$proxy_internal_chunked`).
     pub body_chunked: bool,
+    /// A stale cache entry was served: refresh it after the response
+    /// (`proxy_cache_background_update`).
+    pub background_update: bool,
+    /// This run of the proxy is that refresh: no client waits for it.
+    pub background: bool,
 }
 
 /// What was sent, for the access log.

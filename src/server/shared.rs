@@ -10,9 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::cache::zone::Zone;
+use crate::config::model::CachePath;
 use crate::config::model::ThreadPoolConf;
 use crate::io::pool::ThreadInit;
 use crate::io::{Pool, Pools};
+use crate::log::ErrorLog;
 use crate::metrics::WorkerMetrics;
 use crate::metrics::upstream::PeerMetrics;
 use crate::upstream::keepalive;
@@ -39,6 +42,8 @@ pub struct Shared {
     metrics: Mutex<BTreeMap<usize, Arc<WorkerMetrics>>>,
     /// Per upstream server (group, peer name), across reloads.
     peers: Mutex<HashMap<(String, String), Arc<PeerMetrics>>>,
+    /// The cache zones (keys zones), by name, across reloads.
+    zones: Mutex<HashMap<String, Arc<Zone>>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -158,9 +163,96 @@ impl Shared {
             .clone()
     }
 
+    /// The cache zones a configuration declares: a zone of the same name,
+    /// path, levels and limits keeps its index (and its loader's work)
+    /// across a reload; a new or changed one starts cold, with a loader
+    /// thread that walks its directory at once and a manager thread that
+    /// lives as long as the zone. Both threads run as `user` (`init`).
+    pub fn zones_for(
+        &self,
+        paths: &[CachePath],
+        init: &ThreadInit,
+        log: &ErrorLog,
+    ) -> HashMap<String, Arc<Zone>> {
+        let mut all = lock(&self.zones);
+        let mut out = HashMap::new();
+        for p in paths {
+            let same = all.get(&p.zone).filter(|z| same_path(&z.conf, p)).cloned();
+            let zone = match same {
+                Some(z) => z,
+                None => {
+                    let z = Arc::new(Zone::new(p.clone()));
+                    start_threads(&z, init, log);
+                    all.insert(p.zone.clone(), z.clone());
+                    z
+                }
+            };
+            out.insert(p.zone.clone(), zone);
+        }
+        all.retain(|name, _| out.contains_key(name));
+        out
+    }
+
     /// Every worker's measurements, by worker number.
     pub fn all_worker_metrics(&self) -> Vec<Arc<WorkerMetrics>> {
         lock(&self.metrics).values().cloned().collect()
+    }
+}
+
+/// Whether two `proxy_cache_path`s describe the same zone (where they
+/// were written does not matter).
+fn same_path(a: &CachePath, b: &CachePath) -> bool {
+    a.path == b.path
+        && a.levels == b.levels
+        && a.zone_size == b.zone_size
+        && a.max_size == b.max_size
+        && a.inactive == b.inactive
+        && a.use_temp_path == b.use_temp_path
+        && a.min_free == b.min_free
+        && a.manager_files == b.manager_files
+        && a.manager_sleep == b.manager_sleep
+        && a.manager_threshold == b.manager_threshold
+        && a.loader_files == b.loader_files
+        && a.loader_sleep == b.loader_sleep
+        && a.loader_threshold == b.loader_threshold
+}
+
+/// Starts a zone's loader and manager threads.
+fn start_threads(zone: &Arc<Zone>, init: &ThreadInit, log: &ErrorLog) {
+    let name = |what: &str| {
+        crate::io::thread_name(&format!("{what}:{}", zone.name()), 0)
+            .trim_end_matches("#0")
+            .to_string()
+    };
+    {
+        let (zone, init, log1) = (zone.clone(), init.clone(), log.clone());
+        let spawned = std::thread::Builder::new()
+            .name(name("loader"))
+            .spawn(move || {
+                init();
+                crate::cache::loader::run(zone, log1)
+            });
+        if let Err(e) = spawned {
+            log.log(
+                crate::log::Level::Alert,
+                None,
+                format_args!("could not start the cache loader ({e})"),
+            );
+        }
+    }
+    let (weak, init, log2) = (Arc::downgrade(zone), init.clone(), log.clone());
+    let spawned = std::thread::Builder::new()
+        .name(name("manager"))
+        .spawn(move || {
+            init();
+            crate::cache::manager::run(weak, log2)
+        });
+    if let Err(e) = spawned {
+        log.log(
+            crate::log::Level::Alert,
+            None,
+            format_args!("could not start the cache manager ({e})"),
+        );
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Site {
     pub shared: Arc<super::shared::Shared>,
     /// The upstream groups, with this generation's peer state.
     pub upstreams: super::proxy::groups::Groups,
+    /// The cache zones by name (the process's, kept across reloads).
+    pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -71,6 +73,10 @@ impl Site {
                 }
             }
         }
+        let caches = match &config.http {
+            Some(h) => shared.zones_for(&h.cache_paths, &thread_init, &error_log),
+            None => HashMap::new(),
+        };
         let pools: Pools = shared
             .pools_for(&config.main.thread_pools, identity, thread_init)
             .map_err(|(name, e)| {
@@ -97,6 +103,7 @@ impl Site {
             log_files: files,
             shared: shared.clone(),
             upstreams,
+            caches,
         })
     }
 

@@ -14,12 +14,14 @@
 //! configuration was loaded, request bodies that outgrow memory go through
 //! the file layer, and every socket wait is bounded by its nginx timeout.
 //!
+//! - [`cache`]: `proxy_cache`: lookups, hits, what a miss carries upstream.
 //! - [`groups`]: a generation's upstream groups.
 //! - [`request`]: the request line and headers sent upstream.
 //! - [`response`]: the upstream's head → the client's reply.
 //! - [`source`]: the response body as a stream.
 //! - [`tunnel`]: an upgraded connection (WebSocket) after a `101`.
 
+pub mod cache;
 pub mod groups;
 pub mod request;
 pub mod response;
@@ -68,6 +70,9 @@ fn reply(r: Reply) -> Proxied {
 /// Where this request goes.
 struct Target {
     group: Arc<Group>,
+    /// The URL's `scheme://host[:port]` as written (the default cache
+    /// key's first part).
+    url_prefix: String,
     /// The URI part of the URL, if it has one.
     uri: Option<String>,
     /// The URL had variables.
@@ -160,16 +165,47 @@ pub async fn handle<'a>(
         Ok(t) => t,
         Err(status) => return reply(Reply::special(status)),
     };
+    let conf = r.conf;
+    let uri = request::request_target(r, r.location, target.uri.as_deref(), target.dynamic);
+    let mut cache = None;
+    if conf.proxy_cache.is_some() {
+        match cache::prepare(site, r, files, &target.url_prefix, &uri).await {
+            cache::Prep::Off => {}
+            cache::Prep::Served(reply) => return Proxied::Reply(reply),
+            cache::Prep::Skip => return reply(Reply::new(Status::OK, Body::Empty)),
+            cache::Prep::Upstream(ctx) => cache = Some(ctx),
+        }
+    }
     let mut body = match prepare_body(site, r, client, files).await {
         Ok(b) => b,
         Err(reply) => return Proxied::Reply(reply),
     };
-    let conf = r.conf;
-    let method = request::method(r, conf.proxy_method.as_ref());
-    let uri = request::request_target(r, r.location, target.uri.as_deref(), target.dynamic);
-    let head = request::head(r, conf, &method, &uri, body.framing());
+    let method = match &cache {
+        Some(c) if c.as_get => b"GET".to_vec(),
+        _ => request::method(r, conf.proxy_method.as_ref()),
+    };
+    let cache_headers = cache.as_ref().map(|c| {
+        let revalidate = c
+            .entry
+            .as_ref()
+            .filter(|_| conf.proxy_cache_revalidate && c.status == cache::CacheStatus::Expired)
+            .map(|e| crate::cache::policy::Revalidate {
+                last_modified: e.header.last_modified,
+                etag: &e.header.etag,
+            });
+        crate::cache::policy::upstream_header_defaults(revalidate)
+    });
+    let head = request::head(
+        r,
+        conf,
+        &method,
+        &uri,
+        body.framing(),
+        cache_headers.as_ref().map(|h| &h[..]),
+    );
     let head_request = method.eq_ignore_ascii_case(b"HEAD");
-    exchange(
+    let client_head = r.head.method == Method::Head;
+    let mut out = exchange(
         site,
         r,
         client,
@@ -179,8 +215,48 @@ pub async fn handle<'a>(
         &uri,
         &mut body,
         head_request,
+        cache.as_deref_mut(),
     )
-    .await
+    .await;
+    if let Some(c) = &cache {
+        if r.upstream.cache_status.is_none() {
+            r.upstream.cache_status = Some(c.status.as_str());
+        }
+    }
+    if client_head && !head_request {
+        // A HEAD fetched as GET for the cache: the client gets the head;
+        // the body is still read to the end, so that it is stored.
+        if let Proxied::Reply(rep) = &mut out {
+            if let Body::Stream(source) = std::mem::replace(&mut rep.body, Body::Empty) {
+                tokio::task::spawn_local(drain(source));
+            }
+        }
+    }
+    out
+}
+
+/// `proxy_cache_background_update`: after a stale entry went to the
+/// client, the same request is run again upstream to refresh it; its
+/// answer fills the cache and goes nowhere else.
+pub async fn background_update<'a>(site: &'a Site, r: &mut Req<'a>, client: &mut Client<'_>) {
+    r.upstream.background_update = false;
+    r.upstream.background = true;
+    let pool = match &r.conf.aio {
+        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
+        crate::config::model::Aio::Off => None,
+    };
+    let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+    if let Proxied::Reply(rep) = handle(site, r, client, files).await {
+        if let Body::Stream(source) = rep.body {
+            drain(source).await;
+        }
+    }
+}
+
+/// Reads a body to its end and drops it (a response the client asked only
+/// the head of, but that a cache fill needs whole).
+async fn drain(mut source: Box<dyn crate::body::Source>) {
+    while let Ok(Some(_)) = std::future::poll_fn(|cx| source.poll_chunk(cx)).await {}
 }
 
 /// The group and URI a `proxy_pass` names for this request.
@@ -201,7 +277,13 @@ fn target(
             })?;
             r.upstream.proxy_host = Some(url.host_header.clone());
             r.upstream.proxy_port = Some(url.port);
+            let source = &pass.url.source;
+            let url_prefix = match &url.uri {
+                Some(u) if source.ends_with(u.as_str()) => &source[..source.len() - u.len()],
+                _ => source.as_str(),
+            };
             Ok(Target {
+                url_prefix: url_prefix.to_string(),
                 group,
                 uri: url.uri.clone(),
                 dynamic: false,
@@ -261,11 +343,13 @@ fn dynamic_target(
     r.upstream.proxy_host = Some(host_header);
     r.upstream.proxy_port = Some(parsed.port);
     let uri = (!parsed.uri.is_empty()).then(|| parsed.uri.clone());
+    let url_prefix = url[..url.len() - parsed.uri.len()].to_string();
     if let Some(g) = site
         .upstreams
         .find(&parsed.host, parsed.port, !parsed.no_port)
     {
         return Ok(Target {
+            url_prefix,
             group: g.clone(),
             uri,
             dynamic: true,
@@ -295,6 +379,7 @@ fn dynamic_target(
     )
     .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
     Ok(Target {
+        url_prefix,
         group: Arc::new(Group {
             metrics: Default::default(),
             name: Arc::from(parsed.host.as_str()),
@@ -381,6 +466,7 @@ async fn exchange<'a>(
     uri: &[u8],
     body: &mut BodyPlan,
     head_request: bool,
+    mut cache: Option<&mut cache::Ctx>,
 ) -> Proxied {
     let conf = r.conf;
     let group = &target.group;
@@ -411,6 +497,9 @@ async fn exchange<'a>(
                     status: Some(502),
                     ..UpstreamTry::default()
                 });
+                if let Some(rep) = stale(r, cache.as_deref_mut(), NextUpstream::ERROR) {
+                    return rep;
+                }
                 return reply(Reply::special(Status::BAD_GATEWAY));
             }
         };
@@ -458,6 +547,15 @@ async fn exchange<'a>(
                     continue;
                 }
                 attempt.status = Some(got.head.status);
+                if let Some(c) = cache.as_deref_mut() {
+                    if let Some(rep) =
+                        cached_answer(site, r, c, &got, files, ft, group, &mut tried, peer, t0)
+                            .await
+                    {
+                        r.upstream.tries.push(attempt);
+                        return rep;
+                    }
+                }
                 // Its response time is known when its body ends.
                 attempt.response_time = None;
                 return respond(
@@ -471,6 +569,7 @@ async fn exchange<'a>(
                     &ctx_text,
                     head_request,
                     t0,
+                    cache,
                 );
             }
             Ok(Got::Aborted) => {
@@ -512,10 +611,85 @@ async fn exchange<'a>(
                 {
                     continue;
                 }
+                if let Some(rep) = stale(r, cache.as_deref_mut(), f.kind) {
+                    return rep;
+                }
                 return reply(Reply::special(Status(status)));
             }
         }
     }
+}
+
+/// An expired entry served because the upstream failed in a way
+/// `proxy_cache_use_stale` (or the entry's `stale-if-error`) allows.
+fn stale(r: &mut Req<'_>, cache: Option<&mut cache::Ctx>, ft: NextUpstream) -> Option<Proxied> {
+    let c = cache?;
+    let entry = c.entry.as_ref()?;
+    if !cache::use_stale(r.conf, entry, ft) {
+        return None;
+    }
+    c.status = cache::CacheStatus::Stale;
+    c.zone
+        .stats
+        .stale
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Some(reply(cache::serve(r, entry, cache::CacheStatus::Stale)))
+}
+
+/// What an expired entry makes of an upstream's answer: a `304` to a
+/// revalidation refreshes and serves it (`REVALIDATED`); a status
+/// `proxy_cache_use_stale` names serves it stale. `None`: the answer goes
+/// to the client.
+#[allow(clippy::too_many_arguments)]
+async fn cached_answer(
+    site: &Site,
+    r: &mut Req<'_>,
+    c: &mut cache::Ctx,
+    got: &GotHead,
+    files: FileLayer<'_>,
+    ft: Option<NextUpstream>,
+    group: &Group,
+    tried: &mut Tried,
+    peer: PeerId,
+    t0: Instant,
+) -> Option<Proxied> {
+    let conf = r.conf;
+    let entry = c.entry.take()?;
+    let revalidating = conf.proxy_cache_revalidate
+        && c.status == cache::CacheStatus::Expired
+        && (entry.header.last_modified != -1 || !entry.header.etag.is_empty());
+    let answer = if revalidating && got.head.status == 304 {
+        let _ = cache::refresh(c, &entry, &got.head, conf, files).await;
+        c.status = cache::CacheStatus::Revalidated;
+        c.zone
+            .stats
+            .revalidated
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The entry is fresh again: the fill lock is done with.
+        c.fill = false;
+        Some(reply(cache::serve(
+            r,
+            &entry,
+            cache::CacheStatus::Revalidated,
+        )))
+    } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft)) {
+        c.status = cache::CacheStatus::Stale;
+        c.zone
+            .stats
+            .stale
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(reply(cache::serve(r, &entry, cache::CacheStatus::Stale)))
+    } else {
+        None
+    };
+    if answer.is_some() {
+        group.record(peer, true, t0.elapsed());
+        group.peers.done(tried, peer, Outcome::Ok, Instant::now());
+    } else {
+        c.entry = Some(entry);
+    }
+    let _ = site;
+    answer
 }
 
 /// Gives the peer back to its balancer; logs when a failure takes it out.
@@ -591,6 +765,8 @@ fn may_retry(
 struct GotHead {
     conn: Conn,
     head: uhead::ResponseHead,
+    /// The head's bytes as received (stored in a cache entry).
+    raw_head: Vec<u8>,
     /// Bytes read past the head.
     leftover: Vec<u8>,
     http09: bool,
@@ -820,7 +996,7 @@ async fn read_head(
     let limit = conf.proxy_buffer_size as usize;
     let mut buf: Vec<u8> = Vec::with_capacity(limit.max(1024));
     let mut received = 0u64;
-    let watch_client = !conf.proxy_ignore_client_abort;
+    let watch_client = !conf.proxy_ignore_client_abort && !r.upstream.background;
     loop {
         if !buf.is_empty() {
             match uhead::parse_head(&buf) {
@@ -829,6 +1005,7 @@ async fn read_head(
                     return Ok(Got::Response(Box::new(GotHead {
                         conn,
                         head,
+                        raw_head: buf,
                         leftover,
                         http09: false,
                         usage,
@@ -845,6 +1022,7 @@ async fn read_head(
                     return Ok(Got::Response(Box::new(GotHead {
                         conn,
                         head: http09_head(),
+                        raw_head: Vec::new(),
                         leftover: buf,
                         http09: true,
                         usage,
@@ -991,6 +1169,66 @@ fn force_ranges(
     }
 }
 
+/// The fill of a response, when it is to be stored: this request holds the
+/// fill lock, `proxy_no_cache` does not object, and the policy finds it
+/// cacheable. Otherwise the lock (if held) is let go.
+fn fill_plan(
+    site: &Site,
+    r: &Req<'_>,
+    c: &mut cache::Ctx,
+    head: &uhead::ResponseHead,
+    raw_head: &[u8],
+) -> Option<crate::cache::fill::FillPlan> {
+    use crate::cache::format::EntryHeader;
+    if !c.fill {
+        return None;
+    }
+    let conf = r.conf;
+    // The lock goes with the plan, or is let go here (Ctx's drop).
+    let now = crate::http::date::unix_secs(std::time::SystemTime::now());
+    if cache::predicate(r, &conf.proxy_no_cache) {
+        return None;
+    }
+    let store = crate::cache::policy::decide(head, &cache::settings(conf), now).ok()?;
+    let mut header = EntryHeader::for_entry(&c.key, raw_head.len()).ok()?;
+    store.fill(&mut header);
+    if !store.vary.is_empty() {
+        let headers: Vec<(&[u8], &[u8])> = r
+            .head
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_bytes(), v))
+            .collect();
+        header.variant = crate::cache::key::variant(
+            c.key.md5(),
+            &store.vary,
+            headers.iter().map(|(n, v)| (*n, *v)),
+        );
+    }
+    let pool = match &conf.aio {
+        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
+        crate::config::model::Aio::Off => None,
+    };
+    if let Some(p) = &pool {
+        c.zone.set_pool(p);
+    }
+    c.fill = false;
+    Some(crate::cache::fill::FillPlan {
+        zone: c.zone.clone(),
+        key: c.key.clone(),
+        md5: c.md5,
+        header,
+        head: raw_head.to_vec(),
+        temp_dir: crate::cache::fill::temp_dir(c.zone.conf.use_temp_path, &conf.proxy_temp_path),
+        files: crate::cache::fill::Files {
+            pool,
+            fast: conf.aio_fast_path,
+            write: conf.aio_write,
+        },
+        log: site.error_log.clone(),
+    })
+}
+
 /// The head of an HTTP/0.9 answer: 200, no fields, until close.
 fn http09_head() -> uhead::ResponseHead {
     uhead::ResponseHead {
@@ -1018,6 +1256,7 @@ fn respond(
     ctx: &str,
     head_request: bool,
     started: Instant,
+    cache: Option<&mut cache::Ctx>,
 ) -> Proxied {
     let conf = r.conf;
     let got = *got;
@@ -1141,7 +1380,19 @@ fn respond(
         return reply(rep);
     }
     let mut body: Box<dyn crate::body::Source> = Box::new(source);
-    if conf.proxy_force_ranges && rep.status.0 == 200 {
+    let mut ranges = conf.proxy_force_ranges;
+    if let Some(c) = cache {
+        if let Some(fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+            body = Box::new(crate::body::Teed::new(
+                body,
+                crate::cache::fill::Fill::start(fill),
+            ));
+            // A cacheable response allows a single range (nginx's
+            // `single_range` for `u->cacheable`).
+            ranges = true;
+        }
+    }
+    if ranges && rep.status.0 == 200 {
         if let Some(len) = rep.length_override {
             body = force_ranges(r, &mut rep, body, len);
         }

@@ -105,6 +105,7 @@ pub fn head(
     method: &[u8],
     target: &[u8],
     body: BodyFraming,
+    cache_defaults: Option<&[(&'static str, Vec<u8>)]>,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     out.extend_from_slice(method);
@@ -144,6 +145,15 @@ pub fn head(
             Default::Empty => Vec::new(),
         };
         push(&mut out, name, &value);
+    }
+    // A cached location's own defaults (`ngx_http_proxy_cache_headers`):
+    // the client's conditionals and ranges never reach the upstream.
+    for (name, value) in cache_defaults.unwrap_or_default() {
+        if named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        named.push(name);
+        push(&mut out, name, value);
     }
     if conf.proxy_pass_request_headers {
         for (name, value) in r.head.headers.iter() {
