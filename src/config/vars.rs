@@ -229,8 +229,16 @@ builtins! {
 impl Var {
     /// What `name` (without `$`) means, before the configuration's own
     /// definitions are known: unknown names are [`Var::Named`] and checked
-    /// later.
+    /// later. Names are case-insensitive, as nginx keeps them lowercased
+    /// (`$URI` is `$uri`).
     pub fn from_name(name: &str) -> Var {
+        let lower;
+        let name = if name.bytes().any(|c| c.is_ascii_uppercase()) {
+            lower = name.to_ascii_lowercase();
+            lower.as_str()
+        } else {
+            name
+        };
         if let Some(b) = Builtin::from_name(name) {
             return Var::Builtin(b);
         }
@@ -278,6 +286,8 @@ mod tests {
         );
         assert_eq!(Var::from_name("http_"), Var::Named(Arc::from("http_")));
         assert_eq!(Var::from_name("disk"), Var::Named(Arc::from("disk")));
+        assert_eq!(Var::from_name("URI"), Var::Builtin(Builtin::Uri));
+        assert_eq!(Var::from_name("Disk"), Var::Named(Arc::from("disk")));
     }
 
     #[test]

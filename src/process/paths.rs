@@ -36,7 +36,7 @@ pub fn temp_paths(c: &Config) -> BTreeSet<PathBuf> {
 fn proxies(locations: &[Location]) -> bool {
     locations
         .iter()
-        .any(|l| l.proxy_pass.is_some() || proxies(&l.locations))
+        .any(|l| l.proxy_pass.is_some() || l.children().any(|c| proxies(std::slice::from_ref(c))))
 }
 
 /// Creates every temp directory that is missing and makes it the serving
