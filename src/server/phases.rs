@@ -129,6 +129,9 @@ pub struct Walk<'a> {
     error: Option<(Status, Option<Option<u16>>)>,
     /// A script paused on a file test, and its phase: `content` finishes it.
     paused: Option<(Phase, Paused<'a>)>,
+    /// The `Location` of the reply an `error_page` replaced: nginx keeps
+    /// the header it had set, and the page's reply carries it.
+    error_location: Option<String>,
 }
 
 impl<'a> Walk<'a> {
@@ -140,6 +143,7 @@ impl<'a> Walk<'a> {
             target: Target::Uri,
             error: None,
             paused: None,
+            error_location: None,
         }
     }
 
@@ -371,7 +375,7 @@ impl<'a> Walk<'a> {
                 let reply = match served {
                     Served::Reply(reply) => *reply,
                     Served::InternalRedirect(next) => {
-                        if self.redirect(r, next) {
+                        if self.redirect(r, next, false) {
                             return (Outcome::Redirected, pool);
                         }
                         Reply::special(Status::INTERNAL_SERVER_ERROR)
@@ -398,9 +402,13 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Sets `r` up for an internal redirect to `uri` (with `?args`);
-    /// `false` past [`MAX_INTERNAL_REDIRECTS`] (the caller answers 500).
-    fn redirect(&mut self, r: &mut Req<'a>, uri: String) -> bool {
+    /// Sets `r` up for an internal redirect to `uri`; `false` past
+    /// [`MAX_INTERNAL_REDIRECTS`] (the caller answers 500). With
+    /// `split_args` (an `error_page` URI, nginx's `ngx_http_split_args`),
+    /// what follows `?` becomes the arguments, and none clears them;
+    /// without (an `index` file), the URI is taken whole and the
+    /// arguments stay.
+    fn redirect(&mut self, r: &mut Req<'a>, uri: String, split_args: bool) -> bool {
         self.redirects += 1;
         if self.redirects > MAX_INTERNAL_REDIRECTS {
             self.site.error_log.log(
@@ -413,12 +421,17 @@ impl<'a> Walk<'a> {
             );
             return false;
         }
-        match uri.split_once('?') {
+        match uri.split_once('?').filter(|_| split_args) {
             Some((path, args)) => {
                 r.uri = path.to_string().into();
                 r.args = Some(Some(args.to_string()));
             }
-            None => r.uri = uri.into(),
+            None => {
+                if split_args {
+                    r.args = Some(None);
+                }
+                r.uri = uri.into();
+            }
         }
         self.target = Target::Uri;
         true
@@ -446,6 +459,9 @@ impl<'a> Walk<'a> {
                 reply.accept_ranges = false;
                 reply.close |= status.closes_connection();
             }
+            if reply.location.is_none() {
+                reply.location = self.error_location.take();
+            }
         } else if reply.special {
             let status = reply.status;
             if let Some(page) = r
@@ -454,6 +470,7 @@ impl<'a> Walk<'a> {
                 .iter()
                 .find(|p| p.codes.contains(&status.0))
             {
+                self.error_location = reply.location.take();
                 match self.error_page(r, page, status) {
                     None => return Err(()),
                     Some(other) => reply = other,
@@ -504,7 +521,7 @@ impl<'a> Walk<'a> {
                 }
             }
         }
-        if self.redirect(r, target) {
+        if self.redirect(r, target, true) {
             None
         } else {
             Some(Reply::special(Status::INTERNAL_SERVER_ERROR))

@@ -46,6 +46,10 @@ use super::request::Req;
 use super::script_if::{self, Eval};
 use super::static_file::absolute_url;
 
+/// The first status `return` without text answers as an error (nginx's
+/// `NGX_HTTP_BAD_REQUEST`).
+const ERROR_STATUSES: u16 = 400;
+
 /// How a script ended.
 pub enum Flow<'a> {
     /// Go on with the next phase where the request stands.
@@ -355,24 +359,37 @@ fn lossy(v: Vec<u8>) -> String {
     }
 }
 
-/// `return code [text|URL]`.
+/// `return code [text|URL]` (`ngx_http_script_return_code`): a redirect
+/// status with a URL, or a status from 400 up without text, is a special
+/// response (`error_page` applies); anything else is sent as a response
+/// with the text as its body (empty without one), typed by the URI's
+/// extension as nginx's `ngx_http_send_response` does.
 pub fn reply_return(r: &Req<'_>, ret: &Return) -> Reply {
     let status = Status(ret.code);
-    let Some(text) = &ret.text else {
-        return Reply::special(status);
+    let redirect = crate::config::set_rewrite::REDIRECT_CODES.contains(&ret.code);
+    let body = match &ret.text {
+        Some(text) if redirect => {
+            let text = r.expand_lossy(text);
+            let mut reply = Reply::special(status);
+            reply.location = Some(if text.starts_with('/') {
+                absolute_url(r, &text)
+            } else {
+                text
+            });
+            return reply;
+        }
+        Some(text) => r.expand(text),
+        None if redirect => {
+            // nginx sets the (empty) text as the Location all the same.
+            let mut reply = Reply::special(status);
+            reply.location = Some(String::new());
+            return reply;
+        }
+        None if ret.code >= ERROR_STATUSES => return Reply::special(status),
+        None => Vec::new(),
     };
-    if crate::config::set_rewrite::REDIRECT_CODES.contains(&ret.code) {
-        let text = r.expand_lossy(text);
-        let mut reply = Reply::special(status);
-        reply.location = Some(if text.starts_with('/') {
-            absolute_url(r, &text)
-        } else {
-            text
-        });
-        return reply;
-    }
-    let mut reply = Reply::new(status, Body::Bytes(r.expand(text)));
-    reply.content_type = Some(r.conf.default_type.clone());
+    let mut reply = Reply::new(status, Body::Bytes(body));
+    reply.content_type = Some(super::static_file::content_type(r.conf, &r.uri));
     reply.content = true;
     if status == Status::OK {
         // nginx's not-modified filter sees `return` too: `If-None-Match: *`
