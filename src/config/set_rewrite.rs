@@ -169,11 +169,12 @@ pub fn set(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), 
     if name.is_empty() {
         return Err("invalid variable name \"$\"".into());
     }
+    let written = name;
     let name = name.to_ascii_lowercase();
     let target = match Var::from_name(&name) {
         Var::Builtin(builtin) => match changeable(builtin) {
             Some(target) => target,
-            None => return Err(format!("the duplicate \"{name}\" variable")),
+            None => return Err(format!("the duplicate \"{written}\" variable")),
         },
         // A family member (`$http_x`, `$arg_x` …) or a name of the
         // configuration's own: stored per request.
@@ -275,30 +276,37 @@ fn condition(b: &mut Builder, d: &Directive) -> Result<Condition, String> {
         if cur != last && cur + 2 != last {
             return Err(invalid(word));
         }
-        let var = variable(b, &word[1..], d);
-        if cur == last {
-            return Ok(Condition::Var(var));
-        }
-        let op = value[cur + 1].as_str();
-        let operand = value[last].as_str();
-        return match op {
-            "=" | "!=" => Ok(Condition::Compare {
-                var,
-                value: b.template(operand, &d.loc)?,
-                equal: op == "=",
-            }),
-            "~" | "~*" | "!~" | "!~*" => {
-                let regex = super::regex::compile(operand, op.ends_with('*'))?;
-                b.define_captures(&regex);
-                Ok(Condition::Match {
-                    var,
-                    regex,
-                    pattern: operand.to_string(),
-                    negative: op.starts_with('!'),
-                })
+        let var = variable(&word[1..]);
+        let cond = if cur == last {
+            Condition::Var(var.clone())
+        } else {
+            let op = value[cur + 1].as_str();
+            let operand = value[last].as_str();
+            match op {
+                "=" | "!=" => Condition::Compare {
+                    var: var.clone(),
+                    value: b.template(operand, &d.loc)?,
+                    equal: op == "=",
+                },
+                "~" | "~*" | "!~" | "!~*" => {
+                    let regex = super::regex::compile(operand, op.ends_with('*'))?;
+                    b.define_captures(&regex);
+                    Condition::Match {
+                        var: var.clone(),
+                        regex,
+                        pattern: operand.to_string(),
+                        negative: op.starts_with('!'),
+                    }
+                }
+                _ => return Err(format!("unexpected \"{op}\" in condition")),
             }
-            _ => Err(format!("unexpected \"{op}\" in condition")),
         };
+        // Checked once every definition is known, as any other use (only
+        // once the condition is whole: nginx stops at its first error).
+        if let Var::Named(n) = &var {
+            b.var_uses.push((n.to_string(), d.loc.clone()));
+        }
+        return Ok(cond);
     }
     let test = match word.as_bytes() {
         [b'-', t] => Some((*t, false)),
@@ -325,16 +333,13 @@ fn condition(b: &mut Builder, d: &Directive) -> Result<Condition, String> {
     })
 }
 
-/// The variable of a condition (`ngx_http_rewrite_variable`): any name,
-/// checked like every other once the configuration is read. `$1` is a
-/// name here, not a capture, as in nginx (which refuses it as unknown).
-fn variable(b: &mut Builder, name: &str, d: &Directive) -> Var {
-    let var = match name.bytes().all(|c| c.is_ascii_digit()) {
-        true => Var::Named(Arc::from(name)),
-        false => Var::from_name(name),
-    };
-    if let Var::Named(n) = &var {
-        b.var_uses.push((n.to_string(), d.loc.clone()));
+/// The variable of a condition (`ngx_http_rewrite_variable`): any name.
+/// `$1` is a name here, not a capture, as in nginx (which refuses it as
+/// unknown).
+fn variable(name: &str) -> Var {
+    if name.bytes().all(|c| c.is_ascii_digit()) {
+        Var::Named(Arc::from(name))
+    } else {
+        Var::from_name(name)
     }
-    var
 }

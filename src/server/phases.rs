@@ -230,7 +230,14 @@ impl<'a> Walk<'a> {
                         };
                     };
                     if let LocationMatch::Regex { re, .. } = &l.matcher {
-                        r.regex_exec(re, &r.uri);
+                        // The location's expression matched: its captures
+                        // are the request's (found again only when it has
+                        // groups to read).
+                        if re.captures_len() > 1 {
+                            r.regex_exec(re, &r.uri);
+                        } else {
+                            r.matched_without_groups();
+                        }
                     }
                     match self.enter(r, l) {
                         Some(reply) => return Located::Reply(reply),

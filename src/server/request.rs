@@ -293,12 +293,10 @@ impl<'a> Req<'a> {
     /// their variables; without a match nothing changes.
     pub fn regex_exec(&self, re: &regex::Regex, subject: &str) -> bool {
         if re.captures_len() == 1 {
-            // No groups: a match leaves no captures to read (nginx keeps
-            // only `$0`, which no template can name). Nothing to allocate.
             if !re.is_match(subject) {
                 return false;
             }
-            *self.captures.borrow_mut() = Some(Captures::default());
+            self.matched_without_groups();
             return true;
         }
         let Some(caps) = re.captures(subject) else {
@@ -321,6 +319,13 @@ impl<'a> Req<'a> {
             groups,
         });
         true
+    }
+
+    /// Records a match of an expression without groups: it leaves no
+    /// captures to read (nginx keeps only `$0`, which no template can
+    /// name), and allocates nothing.
+    pub fn matched_without_groups(&self) {
+        *self.captures.borrow_mut() = Some(Captures::default());
     }
 
     /// The value `set`, a capture or a computed `map` gave `name` so far.

@@ -9,6 +9,7 @@
 //! - [`client`]: one connection kept across steps (send, read one
 //!   response, see whether the server closed it).
 //! - [`conf`]: the main and `events` sections around a test's `http` block.
+//! - [`conf_check`]: `nowait -t` against `nginx -t` on bad configurations.
 //! - [`exchange`]: write raw request bytes, read the raw reply.
 //! - [`response`]: split a byte stream into HTTP/1.x responses.
 //! - [`request`]: find the methods in a raw byte stream of requests (the
@@ -24,6 +25,7 @@
 
 pub mod client;
 pub mod conf;
+pub mod conf_check;
 pub mod exchange;
 pub mod fixture;
 pub mod request;
