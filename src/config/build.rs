@@ -138,6 +138,8 @@ pub struct Builder {
     pub set_vars: HashSet<String>,
     /// The named captures of regular expressions, lowercase.
     pub capture_vars: HashSet<String>,
+    /// Whether some `set` assigns a built-in or family variable.
+    pub sets_builtins: bool,
     /// `aio threads=…` uses, checked against the declared pools.
     pub pool_uses: Vec<(Template, Loc)>,
     /// `access_log … FORMAT` uses, checked against `log_format`.
@@ -172,6 +174,7 @@ impl Builder {
             defined_vars: HashSet::new(),
             set_vars: HashSet::new(),
             capture_vars: HashSet::new(),
+            sets_builtins: false,
             pool_uses: Vec::new(),
             log_format_uses: Vec::new(),
             uses_realpath_root: false,

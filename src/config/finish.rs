@@ -22,6 +22,7 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
     check_pools(b, main, http.as_deref());
     if let Some(h) = http {
         h.var_defs = var_defs(b, h);
+        h.sets_builtins = b.sets_builtins;
         check_log_formats(b, h);
         finish_proxy::finish_upstreams(b, h);
         merge_http(b, h);

@@ -277,3 +277,55 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod lookup_tests {
+    use super::*;
+    use crate::config::load_text;
+
+    fn map(body: &str) -> Map {
+        let text = format!(
+            "events {{}}\nhttp {{ map $uri $m {{ {body} }} server {{ listen 127.0.0.1:1; }} }}\n"
+        );
+        match load_text(&text) {
+            Ok(l) => l.config.http.unwrap().maps.remove(0),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn value(m: &Map, key: &str) -> Option<String> {
+        let found = m.find(key.as_bytes(), |re| re.is_match(key));
+        m.value(found).map(|t| t.source.clone())
+    }
+
+    #[test]
+    fn exact_keys_ignore_case_and_regexes_keep_order() {
+        let m = map("default d; Foo exact; ~^f r1; ~*^F r2; \\~x esc;");
+        assert_eq!(value(&m, "FOO").as_deref(), Some("exact"));
+        assert_eq!(value(&m, "fa").as_deref(), Some("r1"));
+        assert_eq!(value(&m, "Fa").as_deref(), Some("r2"));
+        assert_eq!(value(&m, "~x").as_deref(), Some("esc"));
+        assert_eq!(value(&m, "zzz").as_deref(), Some("d"));
+        // An empty string never meets the expressions.
+        let m = map("~^ any;");
+        assert_eq!(value(&m, ""), None);
+    }
+
+    #[test]
+    fn hostnames_wildcards_most_specific_first() {
+        let m = map(
+            "hostnames; *.example.com head; *.a.example.com deeper; www.example.* tail; .dot.org dot; example.com exact;",
+        );
+        assert_eq!(value(&m, "x.example.com").as_deref(), Some("head"));
+        assert_eq!(value(&m, "x.a.example.com").as_deref(), Some("deeper"));
+        assert_eq!(value(&m, "example.com").as_deref(), Some("exact"));
+        assert_eq!(value(&m, "www.example.org").as_deref(), Some("tail"));
+        assert_eq!(value(&m, "www.example").as_deref(), None);
+        assert_eq!(value(&m, "dot.org").as_deref(), Some("dot"));
+        assert_eq!(value(&m, "a.b.dot.org").as_deref(), Some("dot"));
+        // Without `hostnames`, a wildcard is a plain key.
+        let m = map("*.example.com star;");
+        assert_eq!(value(&m, "*.example.com").as_deref(), Some("star"));
+        assert_eq!(value(&m, "x.example.com"), None);
+    }
+}

@@ -159,6 +159,9 @@ pub struct HttpConf {
     /// What defines each configuration-defined variable, by name (built
     /// once the whole configuration is read).
     pub var_defs: HashMap<Arc<str>, VarDef>,
+    /// Whether some `set` assigns a built-in or family variable (`$http_x`,
+    /// `$proxy_host` …): only then do their reads look for a stored value.
+    pub sets_builtins: bool,
     /// `proxy_cache_path` declarations.
     pub cache_paths: Vec<CachePath>,
     /// `map_hash_max_size` (set before the first `map`, or nginx's default

@@ -171,7 +171,11 @@ pub fn set(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), 
     }
     let written = name;
     let name = name.to_ascii_lowercase();
-    let target = match Var::from_name(&name) {
+    let var = Var::from_name(&name);
+    if matches!(var, Var::Builtin(_) | Var::Family(..)) {
+        b.sets_builtins = true;
+    }
+    let target = match var {
         Var::Builtin(builtin) => match changeable(builtin) {
             Some(target) => target,
             None => return Err(format!("the duplicate \"{written}\" variable")),
@@ -341,5 +345,166 @@ fn variable(name: &str) -> Var {
         Var::Named(Arc::from(name))
     } else {
         Var::from_name(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_text;
+    use crate::config::model::{Handler, HttpConf, LocationMatch};
+
+    fn http(server_body: &str) -> HttpConf {
+        let text =
+            format!("events {{}}\nhttp {{ server {{ listen 127.0.0.1:1; {server_body} }} }}\n");
+        match load_text(&text) {
+            Ok(l) => l.config.http.unwrap(),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn error(server_body: &str) -> String {
+        let text =
+            format!("events {{}}\nhttp {{ server {{ listen 127.0.0.1:1; {server_body} }} }}\n");
+        match load_text(&text) {
+            Ok(_) => panic!("accepted: {server_body}"),
+            Err(e) => e[0].to_string(),
+        }
+    }
+
+    fn rewrite(op: &RewriteOp) -> &Rewrite {
+        match op {
+            RewriteOp::Rewrite(r) => r,
+            other => panic!("not a rewrite: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn replacement_split_at_the_first_literal_question_mark() {
+        let h = http("rewrite ^(.*)$ /a$1?x=$1&y=? last; rewrite ^ /b?c redirect; rewrite ^ /c?;");
+        let script = &h.servers[0].rewrite;
+        let r = rewrite(&script[0]);
+        assert_eq!(r.uri.source, "/a$1");
+        assert_eq!(r.args.as_ref().map(|a| a.source.as_str()), Some("x=$1&y="));
+        assert_eq!(r.flag, RewriteFlag::Last);
+        assert!(!r.add_args);
+        // A redirect keeps its `?` in the text and joins old arguments with `&`.
+        let r = rewrite(&script[1]);
+        assert_eq!(r.uri.source, "/b?c");
+        assert!(r.args.is_none() && r.args_in_text && r.add_args);
+        assert_eq!(r.flag, RewriteFlag::Redirect(302));
+        let r = rewrite(&script[2]);
+        assert_eq!(r.uri.source, "/c");
+        assert!(r.args.is_none() && !r.add_args && !r.args_in_text);
+        assert_eq!(r.flag, RewriteFlag::Continue);
+    }
+
+    #[test]
+    fn redirect_prefixes_win_over_last_and_break() {
+        let h = http(
+            "rewrite ^ http://x/ last; rewrite ^ $scheme://x/ break; rewrite ^ https://x/ permanent;",
+        );
+        let flags: Vec<RewriteFlag> = h.servers[0]
+            .rewrite
+            .iter()
+            .map(|op| rewrite(op).flag)
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                RewriteFlag::Redirect(302),
+                RewriteFlag::Redirect(302),
+                RewriteFlag::Redirect(301)
+            ]
+        );
+    }
+
+    #[test]
+    fn conditions_read_as_nginx() {
+        let h = http(
+            "location / { set $a 1; if ($a) { } if ( $a = \"b c\" ) { } if ($a !~* ^x) { } if (!-d /tmp) { } }",
+        );
+        let conds: Vec<&Condition> = h.servers[0].locations[0]
+            .rewrite
+            .iter()
+            .filter_map(|op| match op {
+                RewriteOp::If(i) => Some(&i.cond),
+                _ => None,
+            })
+            .collect();
+        assert!(matches!(conds[0], Condition::Var(Var::Named(n)) if &**n == "a"));
+        assert!(
+            matches!(conds[1], Condition::Compare { value, equal: true, .. } if value.source == "b c")
+        );
+        assert!(matches!(
+            conds[2],
+            Condition::Match { negative: true, regex, .. } if regex.is_match("XY")
+        ));
+        assert!(matches!(
+            conds[3],
+            Condition::File {
+                test: FileTest::Dir,
+                negative: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn if_blocks_own_a_location_merged_from_theirs() {
+        let h = http(
+            "location /a/ { root /r; sendfile on; nowait_status; if ($arg_x) { root /i; return 204; } }",
+        );
+        let outer = &h.servers[0].locations[0];
+        let RewriteOp::If(i) = &outer.rewrite[0] else {
+            panic!("an if")
+        };
+        let inner = i.location.as_ref().expect("a location");
+        assert!(inner.noname);
+        assert!(matches!(&inner.matcher, LocationMatch::Prefix(p) if p == "/a/"));
+        assert!(inner.conf.sendfile, "inherited");
+        assert!(
+            matches!(&inner.conf.root, crate::config::model::Root::Root(t) if t.source == "/i")
+        );
+        // The block's instructions are the `if`'s script, not its location's.
+        assert!(matches!(i.script[..], [RewriteOp::Return(_)]));
+        assert!(inner.rewrite.is_empty());
+        // No content directive of its own: the enclosing location's handler.
+        assert_eq!(inner.handler, Handler::Status);
+    }
+
+    #[test]
+    fn set_targets() {
+        let h =
+            http("set $args a; set $LIMIT_RATE 1k; set $http_x 1; set $Mine 2; set $proxy_host p;");
+        let targets: Vec<&SetTarget> = h.servers[0]
+            .rewrite
+            .iter()
+            .map(|op| match op {
+                RewriteOp::Set(s) => &s.target,
+                _ => panic!("a set"),
+            })
+            .collect();
+        assert_eq!(*targets[0], SetTarget::Args);
+        assert_eq!(*targets[1], SetTarget::LimitRate);
+        assert_eq!(*targets[2], SetTarget::Named(Arc::from("http_x")));
+        assert_eq!(*targets[3], SetTarget::Named(Arc::from("mine")));
+        assert_eq!(*targets[4], SetTarget::Named(Arc::from("proxy_host")));
+        assert!(h.sets_builtins);
+        assert!(error("set $request_uri x;").contains("the duplicate \"request_uri\" variable"));
+    }
+
+    #[test]
+    fn server_if_holds_instructions_only() {
+        let h = http("if ($arg_a) { set $x 1; rewrite ^ /y last; }");
+        let RewriteOp::If(i) = &h.servers[0].rewrite[0] else {
+            panic!("an if")
+        };
+        assert!(i.location.is_none());
+        assert_eq!(i.script.len(), 2);
+        assert!(
+            error("if ($arg_a) { sendfile on; }")
+                .contains("\"sendfile\" directive is not allowed here")
+        );
     }
 }

@@ -66,7 +66,8 @@ impl<'a> Req<'a> {
     /// a family (nginx lets `set` store into `$http_x`, `$arg_x`,
     /// `$proxy_host` …, and reads the stored value once there is one).
     fn shadowed(&self, name: impl FnOnce() -> String) -> Option<Cow<'static, [u8]>> {
-        if self.user_vars.borrow().is_empty() {
+        if !self.site.http().is_some_and(|h| h.sets_builtins) || self.user_vars.borrow().is_empty()
+        {
             return None;
         }
         self.user_var(&name()).map(Cow::Owned)
