@@ -10,9 +10,8 @@
 //! condition can move the request into it.
 //!
 //! Running a script is the server's (`server::rewrite`); this module only
-//! describes it. What a condition needs (a file test must ask the file
-//! system) is stated here so that the runner can tell an instruction that
-//! may wait from one that cannot.
+//! describes it. Of all the instructions, only a [`Condition::File`] asks
+//! the file system: the runner pauses a script there and nowhere else.
 
 use std::sync::Arc;
 
@@ -152,13 +151,6 @@ pub enum Condition {
         /// `!-f`, `!-d`, `!-e`, `!-x`.
         negative: bool,
     },
-}
-
-impl Condition {
-    /// Whether evaluating it asks the file system (and so may wait).
-    pub fn needs_io(&self) -> bool {
-        matches!(self, Condition::File { .. })
-    }
 }
 
 /// `if (condition) { … }`.
