@@ -243,10 +243,10 @@ impl Var {
             return Var::Builtin(b);
         }
         for (family, prefix) in Family::ALL {
+            // `$arg_` alone is the family's member with an empty name (never
+            // found), as nginx's prefix match makes it.
             if let Some(rest) = name.strip_prefix(prefix) {
-                if !rest.is_empty() {
-                    return Var::Family(family, Arc::from(rest));
-                }
+                return Var::Family(family, Arc::from(rest));
             }
         }
         Var::Named(Arc::from(name))
@@ -284,7 +284,10 @@ mod tests {
             Var::from_name("upstream_http_x"),
             Var::Family(Family::UpstreamHttp, Arc::from("x"))
         );
-        assert_eq!(Var::from_name("http_"), Var::Named(Arc::from("http_")));
+        assert_eq!(
+            Var::from_name("http_"),
+            Var::Family(Family::Http, Arc::from(""))
+        );
         assert_eq!(Var::from_name("disk"), Var::Named(Arc::from("disk")));
         assert_eq!(Var::from_name("URI"), Var::Builtin(Builtin::Uri));
         assert_eq!(Var::from_name("Disk"), Var::Named(Arc::from("disk")));

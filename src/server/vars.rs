@@ -243,6 +243,11 @@ impl<'a> Req<'a> {
         name: &str,
         resp: Option<Response<'s>>,
     ) -> Option<Cow<'s, [u8]>> {
+        if name.is_empty() && f == Family::Arg {
+            // `$arg_`: nginx's ngx_http_arg() never finds an empty name
+            // (an empty cookie name, though, is found).
+            return None;
+        }
         match f {
             Family::Http => {
                 let want = name.replace('_', "-");
