@@ -396,19 +396,17 @@ fn directives_reference_lists_the_whole_table() {
 
 #[test]
 fn starting_with_unimplemented_directives_fails() {
-    let prefix = TempDir::new("start-proxy");
-    let file = example("cache-three-disks.conf");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let line = 1 + text
-        .lines()
-        .position(|l| l.trim_start().starts_with("proxy_cache "))
-        .unwrap();
-    let r = nowait(&["-p", prefix.path(), "-c", &file]);
+    let dir = TempDir::new("start-store");
+    let conf = dir.write(
+        "nowait.conf",
+        "events {}\nhttp {\n server {\n  listen 127.0.0.1:1;\n  location / {\n   proxy_store on;\n  }\n }\n}\n",
+    );
+    let r = nowait(&["-p", dir.path(), "-c", &conf]);
     assert_eq!(r.code, Some(1));
-    let want = format!("nowait: [emerg] \"proxy_cache\" is not implemented yet in {file}:{line}\n");
+    let want = format!("nowait: [emerg] \"proxy_store\" is not implemented yet in {conf}:6\n");
     assert!(r.stderr.contains(&want), "{}", r.stderr);
     // -t accepts the same configuration.
-    let r = nowait(&["-t", "-p", prefix.path(), "-c", &file]);
+    let r = nowait(&["-t", "-p", dir.path(), "-c", &conf]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
 

@@ -9,6 +9,9 @@
 //! - `aio off`: the same hot request waits behind the stall (the loop is
 //!   blocked), which is nginx's behaviour and the baseline.
 //! - overflow: the exact log line and a 503; `max_queue=0` and `max_queue=1`.
+//! - a rewrite script's file test (`if (-f …)`) is one more file operation:
+//!   under `aio threads` a stalled test waits in the pool while the loop
+//!   answers others; under `aio off` it waits on the loop, as in nginx.
 //! - a file deleted while it is sent ends that response cleanly.
 
 use std::io::{Read, Write};
@@ -248,6 +251,51 @@ fn aio_threads_serves_others_while_a_file_operation_is_stalled() {
         "the hot file must not wait behind the cold one: {order:?}"
     );
     assert_eq!(order[1], ("/cold.txt".to_string(), 200));
+}
+
+/// The locations of the file-test tests: `/t/` tests a cold file, `/r/`
+/// answers at once.
+const IF_FILE_LOCATIONS: &str = "location /t/ { if (-f $document_root/cold.txt) { return 200 \"cold exists\\n\"; } return 404; }\n\
+     location /r/ { return 200 \"ready\\n\"; }";
+
+#[test]
+fn if_file_test_waits_in_the_pool_while_the_loop_serves_others() {
+    let srv = start(
+        "thread_pool disk threads=4;",
+        &format!("aio threads=disk;\n{IF_FILE_LOCATIONS}"),
+        "if-threads",
+    );
+    let order = completion_order(&srv, &[("/t/", Then::Stalls), ("/r/", Then::Settle)]);
+    assert_eq!(
+        order,
+        [("/r/".to_string(), 200), ("/t/".to_string(), 200)],
+        "the script's stat() must not hold the loop"
+    );
+    assert_eq!(srv.get("/t/"), (200, b"cold exists\n".to_vec()));
+}
+
+#[test]
+fn if_file_test_under_aio_off_waits_on_the_loop_like_nginx() {
+    let srv = start("", &format!("aio off;\n{IF_FILE_LOCATIONS}"), "if-off");
+    let before = srv.stalls();
+    let mut cold = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    cold.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    write!(
+        cold,
+        "GET /t/ HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    srv.wait_stalls(before + 1);
+    let t = Instant::now();
+    assert_eq!(srv.get("/r/").0, 200);
+    assert!(
+        t.elapsed() >= Duration::from_millis(STALL_MS / 2),
+        "with aio off the file test held the loop, as nginx's does: {:?}",
+        t.elapsed()
+    );
+    let mut out = Vec::new();
+    cold.read_to_end(&mut out).unwrap();
+    assert!(out.starts_with(b"HTTP/1.1 200"), "{out:?}");
 }
 
 #[test]

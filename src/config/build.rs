@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::dirs::Dirs;
 use super::error::{ConfError, Diagnostics};
-use super::model::{EventsConf, HttpConf, Location, MainConf, Server, Upstream};
+use super::model::{EventsConf, HttpConf, Location, MainConf, RewriteOp, Server, Upstream};
 use super::set_upstream::{UpstreamEntry, UpstreamState};
 use super::source::Loc;
 use super::syntax::Directive;
@@ -63,8 +63,13 @@ pub enum Scope<'a> {
     Http(&'a mut HttpConf),
     /// `server { }`.
     Server(&'a mut Server),
-    /// `location { }`.
+    /// `location { }`, or the block of an `if` in a location (the
+    /// location's `noname` is set).
     Location(&'a mut Location),
+    /// The block of an `if` in a server: rewrite instructions only, and
+    /// the settings the block writes (nginx gives it a location
+    /// configuration that no request ever uses).
+    ServerIf(&'a mut Vec<RewriteOp>, &'a mut super::inherit::LocSet),
     /// `upstream { }`, with what the block has set beyond the model.
     Upstream(&'a mut Upstream, &'a mut UpstreamState),
 }
@@ -77,7 +82,9 @@ impl Scope<'_> {
             Scope::Events(..) => table::EVENTS,
             Scope::Http(_) => table::HTTP,
             Scope::Server(_) => table::SERVER,
+            Scope::Location(l) if l.noname => table::LIF,
             Scope::Location(_) => table::LOCATION,
+            Scope::ServerIf(..) => table::SIF,
             Scope::Upstream(..) => table::UPSTREAM,
         }
     }
@@ -88,6 +95,17 @@ impl Scope<'_> {
             Scope::Http(h) => Some(&mut h.set),
             Scope::Server(s) => Some(&mut s.set),
             Scope::Location(l) => Some(&mut l.set),
+            Scope::ServerIf(_, set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// The rewrite script of a server, location or `if` scope.
+    pub fn script(&mut self) -> Option<&mut Vec<RewriteOp>> {
+        match self {
+            Scope::Server(s) => Some(&mut s.rewrite),
+            Scope::Location(l) => Some(&mut l.rewrite),
+            Scope::ServerIf(script, _) => Some(script),
             _ => None,
         }
     }
@@ -113,8 +131,15 @@ pub struct Builder {
     /// Names of configuration-defined variables used anywhere, checked once
     /// all are defined.
     pub var_uses: Vec<(String, Loc)>,
-    /// Variables defined by the configuration (`split_clients`).
+    /// Variables defined by the configuration (`set`, `map`,
+    /// `split_clients`, named captures).
     pub defined_vars: HashSet<String>,
+    /// The variables `set` assigns, lowercase.
+    pub set_vars: HashSet<String>,
+    /// The named captures of regular expressions, lowercase.
+    pub capture_vars: HashSet<String>,
+    /// Whether some `set` assigns a built-in or family variable.
+    pub sets_builtins: bool,
     /// `aio threads=…` uses, checked against the declared pools.
     pub pool_uses: Vec<(Template, Loc)>,
     /// `proxy_cache` names with variables, checked against the cache zones
@@ -156,6 +181,9 @@ impl Builder {
             not_implemented: Vec::new(),
             var_uses: Vec::new(),
             defined_vars: HashSet::new(),
+            set_vars: HashSet::new(),
+            capture_vars: HashSet::new(),
+            sets_builtins: false,
             pool_uses: Vec::new(),
             cache_zone_uses: Vec::new(),
             unknown_cache_zones: HashSet::new(),
@@ -188,6 +216,20 @@ impl Builder {
             p.to_path_buf()
         } else {
             self.prefix.join(p)
+        }
+    }
+
+    /// Defines the variable `name` (kept lowercase, as nginx does).
+    pub fn define(&mut self, name: &str) {
+        self.defined_vars.insert(name.to_ascii_lowercase());
+    }
+
+    /// Defines the named captures of `re` as variables.
+    pub fn define_captures(&mut self, re: &regex::Regex) {
+        for name in re.capture_names().flatten() {
+            let lower = name.to_ascii_lowercase();
+            self.defined_vars.insert(lower.clone());
+            self.capture_vars.insert(lower);
         }
     }
 

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::build::Builder;
 use super::finish_cache;
@@ -12,7 +13,7 @@ use super::finish_proxy::{self, MergeChecks};
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
     AccessLogs, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget, MainConf, Root,
-    ThreadPoolConf,
+    ThreadPoolConf, VarDef,
 };
 use super::template::{Part, Template, Var};
 
@@ -21,6 +22,8 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
     check_variables(b);
     check_pools(b, main, http.as_deref());
     if let Some(h) = http {
+        h.var_defs = var_defs(b, h);
+        h.sets_builtins = b.sets_builtins;
         check_log_formats(b, h);
         finish_cache::check_variable_zones(b, h);
         finish_proxy::finish_upstreams(b, h);
@@ -32,12 +35,43 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
 
 fn check_variables(b: &mut Builder) {
     let uses = std::mem::take(&mut b.var_uses);
+    // Names are case-insensitive (some definers keep them as written).
+    let defined: HashSet<String> = b
+        .defined_vars
+        .iter()
+        .map(|n| n.to_ascii_lowercase())
+        .collect();
     let mut reported = HashSet::new();
     for (name, loc) in uses {
-        if !b.defined_vars.contains(&name) && reported.insert((name.clone(), loc.clone().line)) {
+        let lower = name.to_ascii_lowercase();
+        if !defined.contains(&lower) && reported.insert((lower, loc.clone().line)) {
             b.error(format!("unknown \"{name}\" variable"), &loc);
         }
     }
+}
+
+/// What defines each configuration-defined variable, as nginx's variables
+/// end up with one get handler each: a `map` or `split_clients` (the last
+/// one written wins, as each replaces the handler), else a named capture,
+/// else `set` alone.
+fn var_defs(b: &Builder, h: &HttpConf) -> HashMap<Arc<str>, VarDef> {
+    let mut defs: HashMap<Arc<str>, VarDef> = HashMap::new();
+    for name in &b.defined_vars {
+        let lower = name.to_ascii_lowercase();
+        let def = if b.capture_vars.contains(&lower) || !b.set_vars.contains(&lower) {
+            VarDef::Capture
+        } else {
+            VarDef::Set
+        };
+        defs.insert(Arc::from(lower.as_str()), def);
+    }
+    for (i, s) in h.split_clients.iter().enumerate() {
+        defs.insert(Arc::from(s.var.as_str()), VarDef::Split(i));
+    }
+    for (i, m) in h.maps.iter().enumerate() {
+        defs.insert(m.var.clone(), VarDef::Map(i));
+    }
+    defs
 }
 
 /// The most names [`possible_values`] spells out. Each variable multiplies
@@ -159,11 +193,29 @@ fn merge_locations(
     parent: &LocConf,
 ) {
     for l in list {
-        l.conf = finish_cache::resolve(&l.set, parent);
-        checks.location(b, l);
-        choose_handler(b, l);
-        let conf = l.conf.clone();
-        merge_locations(b, checks, &mut l.locations, &conf);
+        merge_location(b, checks, l, parent);
+    }
+}
+
+/// Merges one location with its parent's settings, then what is inside it:
+/// nested locations, and the anonymous locations of its `if` blocks, which
+/// take the location's content handler (and `proxy_pass`) unless they
+/// name their own, as nginx's `noname` locations do.
+fn merge_location(b: &mut Builder, checks: &mut MergeChecks, l: &mut Location, parent: &LocConf) {
+    l.conf = finish_cache::resolve(&l.set, parent);
+    checks.location(b, l);
+    choose_handler(b, l);
+    let conf = l.conf.clone();
+    let (handler, proxy_pass) = (l.handler, l.proxy_pass.clone());
+    for child in l.children_mut() {
+        if child.noname && child.proxy_pass.is_none() && !child.status_page {
+            child.proxy_pass = proxy_pass.clone();
+            child.status_page = handler == Handler::Status;
+        }
+        merge_location(b, checks, child, &conf);
+        if child.noname && child.handler == Handler::Static {
+            child.handler = handler;
+        }
     }
 }
 

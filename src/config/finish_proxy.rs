@@ -81,14 +81,22 @@ fn unique_names(list: &mut [Upstream], h: &mut HttpConf) {
 
 fn rename_in(locations: &mut [Location], old: &str, new: &str) {
     for l in locations {
-        if let Some(p) = &mut l.proxy_pass {
-            if let ProxyTarget::Static(t) = &mut p.target {
-                if t.upstream == old {
-                    t.upstream = new.to_string();
-                }
+        rename_at(l, old, new);
+    }
+}
+
+/// [`rename_in`] for one location and everything inside it (nested
+/// locations and the locations of its `if` blocks).
+fn rename_at(l: &mut Location, old: &str, new: &str) {
+    if let Some(p) = &mut l.proxy_pass {
+        if let ProxyTarget::Static(t) = &mut p.target {
+            if t.upstream == old {
+                t.upstream = new.to_string();
             }
         }
-        rename_in(&mut l.locations, old, new);
+    }
+    for child in l.children_mut() {
+        rename_at(child, old, new);
     }
 }
 

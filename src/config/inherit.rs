@@ -263,6 +263,11 @@ inherited! {
         client_body_in_single_buffer: bool = false,
         /// `client_body_timeout`: the longest wait between two reads of a body.
         client_body_timeout: Duration = Duration::from_secs(60),
+        /// `rewrite_log`: the rewrite module's `notice` lines.
+        rewrite_log: bool = false,
+        /// `uninitialized_variable_warn`: warn when a variable only `set`
+        /// assigns is read before it is set.
+        uninitialized_variable_warn: bool = true,
     }
 }
 
@@ -308,5 +313,7 @@ inherited! {
         client_header_buffer_size: u64 = KB,
         /// `large_client_header_buffers`: (count, size).
         large_client_header_buffers: (u32, u64) = (4, 8 * KB),
+        /// `merge_slashes`: `//` runs in a request's path count as one `/`.
+        merge_slashes: bool = true,
     }
 }

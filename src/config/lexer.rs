@@ -197,6 +197,12 @@ impl<'a> Lexer<'a> {
                     let after = self.next_byte();
                     return match after {
                         Some(b' ' | b'\t' | b'\r' | b'\n') => Ok((unescape(&raw, true), None)),
+                        // nginx lets `)` follow a quote, as a word of its
+                        // own: `if ($a = "b")`.
+                        Some(b')') => {
+                            self.pos -= 1;
+                            Ok((unescape(&raw, true), None))
+                        }
                         Some(c @ (b';' | b'{')) => Ok((unescape(&raw, true), Some(c))),
                         Some(c) => Err(self.err(format!("unexpected \"{}\"", c as char))),
                         None => Err(self.eof_in_statement()),
@@ -328,6 +334,10 @@ mod tests {
     #[test]
     fn errors_like_nginx() {
         assert!(lex("a \"b\"c;").unwrap_err().contains("unexpected \"c\""));
+        // A quoted word may be closed by `)`, which starts a word.
+        let (words, end, _) = lex("if ($a = \"b\") {").unwrap().remove(0);
+        assert_eq!(words, ["if", "($a", "=", "b", ")"]);
+        assert_eq!(end, End::BlockStart);
         assert!(lex(";").unwrap_err().contains("unexpected \";\""));
         assert!(lex("a }").unwrap_err().contains("unexpected \"}\""));
         assert!(

@@ -18,14 +18,19 @@ pub mod finish_cache;
 pub mod finish_proxy;
 pub mod inherit;
 pub mod lexer;
+pub mod map;
 pub mod model;
 pub mod modules;
 pub mod proxy_model;
+pub mod regex;
+pub mod script;
 pub mod set_cache;
 pub mod set_cache_path;
 pub mod set_core;
 pub mod set_http;
+pub mod set_map;
 pub mod set_proxy;
+pub mod set_rewrite;
 pub mod set_server;
 pub mod set_split_clients;
 pub mod set_upstream;
@@ -224,17 +229,17 @@ mod tests {
 
     #[test]
     fn refuse_not_implemented_names_every_use() {
-        let text = "events {}\nhttp {\n proxy_cache_path /tmp/c keys_zone=z:1m;\n server {\n  location / {\n   proxy_cache z;\n  }\n }\n}\n";
+        let text = "events {}\nhttp {\n proxy_store_access user:rw;\n server {\n  location / {\n   proxy_store on;\n  }\n }\n}\n";
         let l = load_text(text).unwrap();
         let msgs = refuse_not_implemented(&l.config);
         assert_eq!(msgs.len(), 2, "{msgs:?}");
         assert!(
-            msgs[0].starts_with("\"proxy_cache_path\" is not implemented yet in /"),
+            msgs[0].starts_with("\"proxy_store_access\" is not implemented yet in /"),
             "{msgs:?}"
         );
         assert!(msgs[0].ends_with("nowait.conf:3"), "{msgs:?}");
         assert!(
-            msgs[1].starts_with("\"proxy_cache\" is not implemented yet in /"),
+            msgs[1].starts_with("\"proxy_store\" is not implemented yet in /"),
             "{msgs:?}"
         );
         assert!(msgs[1].ends_with("nowait.conf:6"), "{msgs:?}");

@@ -14,6 +14,11 @@ use super::source::{Loc, SourceFile};
 use super::template::Template;
 
 pub use super::cache_model::{CachePath, ProxyStore};
+pub use super::map::Map;
+pub use super::script::{
+    Condition, FileTest, If, Return, Rewrite, RewriteFlag, RewriteOp, SetTarget, SetVar,
+};
+
 pub use super::proxy_model::{
     BodyInFile, DEFAULT_FAIL_TIMEOUT, DEFAULT_MAX_FAILS, DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS,
     DEFAULT_UPSTREAM_KEEPALIVE_TIME, DEFAULT_UPSTREAM_KEEPALIVE_TIMEOUT, DEFAULT_WEIGHT,
@@ -151,24 +156,40 @@ pub struct HttpConf {
     pub upstreams: Vec<Upstream>,
     /// `split_clients` blocks.
     pub split_clients: Vec<SplitClients>,
+    /// `map` blocks.
+    pub maps: Vec<Map>,
+    /// What defines each configuration-defined variable, by name (built
+    /// once the whole configuration is read).
+    pub var_defs: HashMap<Arc<str>, VarDef>,
+    /// Whether some `set` assigns a built-in or family variable (`$http_x`,
+    /// `$proxy_host` …): only then do their reads look for a stored value.
+    pub sets_builtins: bool,
     /// `proxy_cache_path` declarations.
     pub cache_paths: Vec<CachePath>,
+    /// `map_hash_max_size` (set before the first `map`, or nginx's default
+    /// taken there).
+    pub map_hash_max_size: Option<u64>,
+    /// `map_hash_bucket_size`, aligned to the cache line.
+    pub map_hash_bucket_size: Option<u64>,
+    /// `server_names_hash_max_size` (accepted: nowait's server lookup has
+    /// no fixed-size hash).
+    pub server_names_hash_max_size: Option<u64>,
+    /// `server_names_hash_bucket_size` (accepted, as above).
+    pub server_names_hash_bucket_size: Option<u64>,
 }
 
 impl HttpConf {
     /// Every resolved inherited configuration: http, each server, and each
     /// location at any depth (e.g. to open every access log once).
     pub fn loc_confs(&self) -> Vec<&LocConf> {
-        fn walk<'a>(locs: &'a [Location], out: &mut Vec<&'a LocConf>) {
-            for l in locs {
-                out.push(&l.conf);
-                walk(&l.locations, out);
-            }
+        fn walk<'a>(l: &'a Location, out: &mut Vec<&'a LocConf>) {
+            out.push(&l.conf);
+            l.children().for_each(|c| walk(c, out));
         }
         let mut out = vec![&self.conf];
         for s in &self.servers {
             out.push(&s.conf);
-            walk(&s.locations, &mut out);
+            s.locations.iter().for_each(|l| walk(l, &mut out));
         }
         out
     }
@@ -196,6 +217,16 @@ pub struct Server {
     pub locations: Vec<Location>,
     /// Where the block starts.
     pub loc: Option<Loc>,
+}
+
+impl Server {
+    /// `$server_name`: the first name, without the leading `.` of a
+    /// `.example.com` form (nginx's `cscf->server_name`); empty without
+    /// `server_name`.
+    pub fn name(&self) -> &str {
+        let first = self.names.first().map_or("", String::as_str);
+        first.strip_prefix('.').unwrap_or(first)
+    }
 }
 
 /// One `listen`.
@@ -313,8 +344,51 @@ pub struct Location {
     pub handler: Handler,
     /// Nested locations.
     pub locations: Vec<Location>,
+    /// Whether this is the anonymous location of an `if` block (nginx's
+    /// `noname`): never searched for, entered only by its `if`; its
+    /// matcher is the enclosing location's, whose name it shares.
+    pub noname: bool,
     /// Where the block starts.
     pub loc: Loc,
+}
+
+impl Location {
+    /// A location matching with `matcher`, declared at `loc`, with nothing set.
+    pub fn new(matcher: LocationMatch, loc: Loc) -> Location {
+        Location {
+            matcher,
+            set: LocSet::default(),
+            conf: LocConf::default(),
+            rewrite: Vec::new(),
+            proxy_pass: None,
+            status_page: false,
+            handler: Handler::default(),
+            locations: Vec::new(),
+            noname: false,
+            loc,
+        }
+    }
+
+    /// The locations inside this one: nested `location` blocks, then the
+    /// anonymous locations of its `if` blocks.
+    pub fn children(&self) -> impl Iterator<Item = &Location> {
+        self.locations
+            .iter()
+            .chain(self.rewrite.iter().filter_map(|op| match op {
+                RewriteOp::If(i) => i.location.as_ref(),
+                _ => None,
+            }))
+    }
+
+    /// [`Location::children`], mutably.
+    pub fn children_mut(&mut self) -> impl Iterator<Item = &mut Location> {
+        self.locations
+            .iter_mut()
+            .chain(self.rewrite.iter_mut().filter_map(|op| match op {
+                RewriteOp::If(i) => i.location.as_mut(),
+                _ => None,
+            }))
+    }
 }
 
 /// `root` or `alias`.
@@ -428,22 +502,20 @@ pub enum Handler {
     Proxy,
 }
 
-/// One instruction of the rewrite module's script: a server's runs before
-/// a location is chosen, a location's when the request enters it (nginx's
-/// server-rewrite and rewrite phases).
-#[derive(Clone, Debug)]
-pub enum RewriteOp {
-    /// `return`: answer now.
-    Return(Return),
-}
-
-/// `return`.
-#[derive(Clone, Debug)]
-pub struct Return {
-    /// The status; 444 closes the connection without a response.
-    pub code: u16,
-    /// The text (for non-redirects) or the URL (for 301, 302, 303, 307, 308).
-    pub text: Option<Template>,
+/// What defines a configuration-defined variable (nginx's get handler of
+/// the variable): a `map` or `split_clients` computes it when first read; a
+/// regex's named capture is not found until a match sets it; a variable
+/// only `set` assigns is empty (with a warning) until it is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarDef {
+    /// `map`: the index in [`HttpConf::maps`].
+    Map(usize),
+    /// `split_clients`: the index in [`HttpConf::split_clients`].
+    Split(usize),
+    /// A named capture of a regular expression.
+    Capture,
+    /// Only `set` assigns it.
+    Set,
 }
 
 /// `split_clients STRING $VAR { pct value; … }`.
@@ -453,7 +525,8 @@ pub struct SplitClients {
     pub key: Template,
     /// The variable defined, without `$`.
     pub var: String,
-    /// (share in hundredths of a percent, value); `*` is the remainder.
+    /// (share in hundredths of a percent, value); 0 stands for `*`, which
+    /// takes whatever hash reaches it.
     pub parts: Vec<(u32, String)>,
     /// Where it was declared.
     pub loc: Loc,

@@ -192,6 +192,37 @@ macro_rules! flag_setter {
 }
 
 flag_setter!(sendfile, sendfile);
+
+/// `merge_slashes on | off;`
+pub fn merge_slashes(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    set_flag(&mut ss(scope).merge_slashes, d)
+}
+
+/// `server_names_hash_max_size size;` (a number, as nginx's num slot).
+pub fn server_names_hash_max_size(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let Scope::Http(h) = scope else {
+        unreachable!("the table allows server_names_hash_max_size in http only")
+    };
+    let v = super::slot::num(d, 0)?;
+    set_once(&mut h.server_names_hash_max_size, v, &d.name)
+}
+
+/// `server_names_hash_bucket_size size;`
+pub fn server_names_hash_bucket_size(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let Scope::Http(h) = scope else {
+        unreachable!("the table allows server_names_hash_bucket_size in http only")
+    };
+    let v = super::slot::num(d, 0)?;
+    set_once(&mut h.server_names_hash_bucket_size, v, &d.name)
+}
 flag_setter!(tcp_nopush, tcp_nopush);
 flag_setter!(tcp_nodelay, tcp_nodelay);
 flag_setter!(server_tokens, server_tokens);

@@ -94,7 +94,7 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
     let parsed =
         url::parse_url(rest, PASS_URL).map_err(|e| format!("{e} in upstream \"{rest}\""))?;
     let upstream = set_upstream::add_for_proxy_pass(b, &parsed, &d.loc)?;
-    if !parsed.uri.is_empty() && !uri_allowed(&l.matcher) {
+    if !parsed.uri.is_empty() && (l.noname || !uri_allowed(&l.matcher)) {
         return Err(
             "\"proxy_pass\" cannot have URI part in location given by regular \
                     expression, or inside named location, or inside \"if\" statement, \

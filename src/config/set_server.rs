@@ -1,9 +1,9 @@
-//! Setters for `server` blocks: `listen`, `server_name`, `location`, `return`.
+//! Setters for `server` blocks: `listen`, `server_name`, `location`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 use super::build::{Builder, Scope};
-use super::model::{Listen, Location, LocationMatch, Return, RewriteOp, Server};
+use super::model::{Listen, Location, LocationMatch, Server};
 use super::syntax::Directive;
 use super::value;
 
@@ -141,20 +141,26 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
     Ok(())
 }
 
+/// Compiles a `server_name ~regex` as nginx does: case-insensitive when it
+/// holds an uppercase letter (host names are matched lowercased).
+pub fn server_name_regex(re: &str) -> Result<regex::Regex, String> {
+    super::regex::compile(re, re.bytes().any(|c| c.is_ascii_uppercase()))
+}
+
 /// `server_name name ...;`
-pub fn server_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn server_name(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let Scope::Server(s) = scope else {
         unreachable!("the table allows server_name in server only")
     };
     for w in &d.args {
         let name = w.value.as_str();
         if let Some(re) = name.strip_prefix('~') {
-            regex::Regex::new(re).map_err(|e| {
-                format!(
-                    "invalid server name regex \"{re}\": {}",
-                    first_line(&e.to_string())
-                )
-            })?;
+            if re.is_empty() {
+                return Err(format!("empty regex in server name \"{name}\""));
+            }
+            // Named captures become variables, as in nginx.
+            let compiled = server_name_regex(re)?;
+            b.define_captures(&compiled);
             s.names.push(name.to_string());
             continue;
         }
@@ -168,14 +174,6 @@ pub fn server_name(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
         s.names.push(lower);
     }
     Ok(())
-}
-
-fn first_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Parses a location's modifier and URI.
@@ -201,17 +199,7 @@ fn location_match(d: &Directive) -> Result<LocationMatch, String> {
         "^~" => LocationMatch::PrefixNoRegex(uri),
         "~" | "~*" => {
             let ci = modifier == "~*";
-            let pattern = if ci {
-                format!("(?i){uri}")
-            } else {
-                uri.clone()
-            };
-            let re = regex::Regex::new(&pattern).map_err(|e| {
-                format!(
-                    "invalid regular expression \"{uri}\": {}",
-                    first_line(&e.to_string())
-                )
-            })?;
+            let re = super::regex::compile(&uri, ci)?;
             LocationMatch::Regex {
                 source: uri,
                 re,
@@ -239,8 +227,7 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
     let matcher = location_match(d)?;
     if let LocationMatch::Regex { re, .. } = &matcher {
         // Named captures (`(?<name>…)`) are variables, as in nginx.
-        b.defined_vars
-            .extend(re.capture_names().flatten().map(str::to_string));
+        b.define_captures(re);
     }
     if let Scope::Location(parent) = scope {
         let inner = matcher.describe();
@@ -292,17 +279,7 @@ pub fn location(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
             return Err(format!("duplicate location \"{}\"", key.1));
         }
     }
-    let mut loc = Location {
-        matcher,
-        set: Default::default(),
-        conf: Default::default(),
-        rewrite: Vec::new(),
-        proxy_pass: None,
-        status_page: false,
-        handler: Default::default(),
-        locations: Vec::new(),
-        loc: d.loc.clone(),
-    };
+    let mut loc = Location::new(matcher, d.loc.clone());
     b.walk(
         &mut Scope::Location(&mut loc),
         d.block.as_deref().unwrap_or_default(),
@@ -324,40 +301,5 @@ pub fn nowait_status(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
     if std::mem::replace(&mut l.status_page, true) {
         return Err(format!("\"{}\" directive is duplicate", d.name));
     }
-    Ok(())
-}
-
-/// Statuses whose `return` argument is a URL.
-pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];
-
-/// `return code [text] | code URL | URL;`
-pub fn return_(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let first = d.arg(0);
-    let ret = match value::number(first) {
-        Some(code) if code <= 999 => Return {
-            code: code as u16,
-            text: match d.args.get(1) {
-                Some(w) => Some(b.template(&w.value, &d.loc)?),
-                None => None,
-            },
-        },
-        _ if d.args.len() == 1
-            && (first.starts_with("http://")
-                || first.starts_with("https://")
-                || first.starts_with("$scheme")) =>
-        {
-            Return {
-                code: 302,
-                text: Some(b.template(first, &d.loc)?),
-            }
-        }
-        _ => return Err(format!("invalid return code \"{first}\"")),
-    };
-    let script = match scope {
-        Scope::Server(s) => &mut s.rewrite,
-        Scope::Location(l) => &mut l.rewrite,
-        _ => unreachable!("the table allows return in server and location only"),
-    };
-    script.push(RewriteOp::Return(ret));
     Ok(())
 }

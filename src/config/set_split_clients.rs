@@ -14,7 +14,7 @@ use super::vars::Builtin;
 
 /// The built-in variables a configuration may define again (nginx's
 /// `NGX_HTTP_VAR_CHANGEABLE` ones); defining another is an error.
-pub const CHANGEABLE_VARIABLES: [&str; 3] = ["args", "proxy_host", "proxy_port"];
+pub const CHANGEABLE_VARIABLES: [&str; 4] = ["args", "limit_rate", "proxy_host", "proxy_port"];
 
 /// `split_clients string $variable { percent value; ... * value; }`
 pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
@@ -25,10 +25,13 @@ pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
         .filter(|v| !v.is_empty())
         .ok_or_else(|| format!("invalid variable name \"{}\"", d.arg(1)))?
         .to_string();
-    let lower = var.to_ascii_lowercase();
-    if Builtin::from_name(&lower).is_some() && !CHANGEABLE_VARIABLES.contains(&lower.as_str()) {
+    if Builtin::from_name(&var.to_ascii_lowercase()).is_some()
+        && !CHANGEABLE_VARIABLES.contains(&var.to_ascii_lowercase().as_str())
+    {
         return Err(format!("the duplicate \"{var}\" variable"));
     }
+    // nginx keeps variable names lowercase.
+    let var = var.to_ascii_lowercase();
     let mut parts = Vec::new();
     let mut sum: u32 = 0;
     for e in d.block.as_deref().unwrap_or_default() {
@@ -43,18 +46,20 @@ pub fn split_clients(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
             );
             continue;
         }
-        let share = if e.name == "*" {
-            10_000u32.saturating_sub(sum)
+        // `*` is stored as 0 (it takes whatever hash reaches it) and fills
+        // the total up to 100%, as in nginx.
+        let (share, counts) = if e.name == "*" {
+            (0, 10_000u32.saturating_sub(sum))
         } else {
             match value::percent(&e.name) {
-                Some(p) if p > 0 => p,
+                Some(p) if p > 0 => (p, p),
                 _ => {
                     b.error(format!("invalid percent value \"{}\"", e.name), &e.loc);
                     continue;
                 }
             }
         };
-        sum += share;
+        sum = sum.saturating_add(counts);
         parts.push((share, e.arg(0).to_string()));
     }
     if sum > 10_000 {

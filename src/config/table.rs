@@ -8,8 +8,8 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_cache, set_cache_path, set_core, set_http, set_proxy, set_server, set_split_clients,
-    set_upstream,
+    set_cache, set_cache_path, set_core, set_http, set_map, set_proxy, set_rewrite, set_server,
+    set_split_clients, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -26,19 +26,28 @@ pub const SERVER: Contexts = 1 << 3;
 pub const LOCATION: Contexts = 1 << 4;
 /// Inside `upstream { }`.
 pub const UPSTREAM: Contexts = 1 << 5;
+/// Inside an `if` block of a server (nginx's `NGX_HTTP_SIF_CONF`).
+pub const SIF: Contexts = 1 << 6;
+/// Inside an `if` block of a location (nginx's `NGX_HTTP_LIF_CONF`).
+pub const LIF: Contexts = 1 << 7;
 /// http, server and location: the inherited settings.
 pub const HSL: Contexts = HTTP | SERVER | LOCATION;
+/// Where the rewrite module's instructions go: server, location, and the
+/// `if` blocks of both.
+pub const SCRIPT: Contexts = SERVER | SIF | LOCATION | LIF;
 /// Every context (for `include`).
-pub const ANY: Contexts = MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM;
+pub const ANY: Contexts = MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM | SIF | LIF;
 
-/// The names of the contexts, for the reference.
-pub const CONTEXT_NAMES: [(Contexts, &str); 6] = [
+/// The names of the contexts, for the reference. An `if` in either place
+/// is `if`; one only allowed in a location's is `if in location`.
+pub const CONTEXT_NAMES: [(Contexts, &str); 7] = [
     (MAIN, "main"),
     (EVENTS, "events"),
     (HTTP, "http"),
     (SERVER, "server"),
     (LOCATION, "location"),
     (UPSTREAM, "upstream"),
+    (SIF | LIF, "if"),
 ];
 
 /// How many arguments a directive takes (after its name).
@@ -140,8 +149,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("log_format", HTTP, AtLeast(2), false, Ready, set_http::log_format, "log_format name string ...;", "combined \"...\""),
     spec!("types", HSL, Exactly(0), true, Ready, set_http::types, "types { ... }", "text/html html; image/gif gif; image/jpeg jpg;"),
     spec!("default_type", HSL, Exactly(1), false, Ready, set_http::default_type, "default_type mime-type;", "text/plain"),
-    spec!("access_log", HSL, AtLeast(1), false, Ready, set_http::access_log, "access_log path [format] | off;", "logs/access.log combined"),
-    spec!("sendfile", HSL, Exactly(1), false, Ready, set_http::sendfile, "sendfile on | off;", "off"),
+    spec!("access_log", HSL | LIF, AtLeast(1), false, Ready, set_http::access_log, "access_log path [format] | off;", "logs/access.log combined"),
+    spec!("sendfile", HSL | LIF, Exactly(1), false, Ready, set_http::sendfile, "sendfile on | off;", "off"),
     spec!("sendfile_max_chunk", HSL, Exactly(1), false, Ready, set_http::sendfile_max_chunk, "sendfile_max_chunk size;", "2m"),
     spec!("tcp_nopush", HSL, Exactly(1), false, Ready, set_http::tcp_nopush, "tcp_nopush on | off;", "off"),
     spec!("tcp_nodelay", HSL, Exactly(1), false, Ready, set_http::tcp_nodelay, "tcp_nodelay on | off;", "on"),
@@ -158,16 +167,31 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("aio_fast_path", HSL, Exactly(1), false, Ready, set_http::aio_fast_path, "aio_fast_path on | off;", "on"),
     spec!("nowait_status", LOCATION, Exactly(0), false, Ready, set_server::nowait_status, "nowait_status;", "—"),
     spec!("aio_write", HSL, Exactly(1), false, Ready, set_http::aio_write, "aio_write on | off;", "on"),
-    spec!("root", HSL, Exactly(1), false, Ready, set_http::root, "root path;", "html"),
+    spec!("root", HSL | LIF, Exactly(1), false, Ready, set_http::root, "root path;", "html"),
     spec!("alias", LOCATION, Exactly(1), false, Ready, set_http::alias, "alias path;", "—"),
     spec!("index", HSL, AtLeast(1), false, Ready, set_http::index, "index file ...;", "index.html"),
-    spec!("error_page", HSL, AtLeast(2), false, Ready, set_http::error_page, "error_page code ... [=[response]] uri;", "—"),
-    spec!("add_header", HSL, Between(2, 3), false, Ready, set_http::add_header, "add_header name value [always];", "—"),
+    spec!("error_page", HSL | LIF, AtLeast(2), false, Ready, set_http::error_page, "error_page code ... [=[response]] uri;", "—"),
+    spec!("add_header", HSL | LIF, Between(2, 3), false, Ready, set_http::add_header, "add_header name value [always];", "—"),
     // server
     spec!("listen", SERVER, AtLeast(1), false, Ready, set_server::listen, "listen address[:port] | port [default_server] [reuseport] [backlog=number] [rcvbuf=size] [sndbuf=size] [bind];", "*:80 | *:8000"),
     spec!("server_name", SERVER, AtLeast(1), false, Ready, set_server::server_name, "server_name name ...;", "\"\""),
     spec!("location", SERVER | LOCATION, Between(1, 2), true, Ready, set_server::location, "location [ = | ~ | ~* | ^~ ] uri { ... } | location @name { ... }", "—"),
-    spec!("return", SERVER | LOCATION, Between(1, 2), false, Ready, set_server::return_, "return code [text] | code URL | URL;", "—"),
+    spec!("merge_slashes", HTTP | SERVER, Exactly(1), false, Ready, set_http::merge_slashes, "merge_slashes on | off;", "on"),
+    spec!("server_names_hash_max_size", HTTP, Exactly(1), false, Ready, set_http::server_names_hash_max_size, "server_names_hash_max_size size;", "512"),
+    spec!("server_names_hash_bucket_size", HTTP, Exactly(1), false, Ready, set_http::server_names_hash_bucket_size, "server_names_hash_bucket_size size;", "32 | 64 | 128"),
+    // rewrite
+    spec!("rewrite", SCRIPT, Between(2, 3), false, Ready, set_rewrite::rewrite, "rewrite regex replacement [last | break | redirect | permanent];", "—"),
+    spec!("return", SCRIPT, Between(1, 2), false, Ready, set_rewrite::return_, "return code [text] | code URL | URL;", "—"),
+    spec!("break", SCRIPT, Exactly(0), false, Ready, set_rewrite::break_, "break;", "—"),
+    spec!("if", SERVER | LOCATION, AtLeast(1), true, Ready, set_rewrite::if_, "if (condition) { ... }", "—"),
+    spec!("set", SCRIPT, Exactly(2), false, Ready, set_rewrite::set, "set $variable value;", "—"),
+    spec!("rewrite_log", HSL | SIF | LIF, Exactly(1), false, Ready, set_rewrite::rewrite_log, "rewrite_log on | off;", "off"),
+    spec!("uninitialized_variable_warn", HSL | SIF | LIF, Exactly(1), false, Ready, set_rewrite::uninitialized_variable_warn, "uninitialized_variable_warn on | off;", "on"),
+    // map, split_clients
+    spec!("map", HTTP, Exactly(2), true, Ready, set_map::map, "map string $variable { ... }", "—"),
+    spec!("map_hash_max_size", HTTP, Exactly(1), false, Ready, set_map::map_hash_max_size, "map_hash_max_size size;", "2048"),
+    spec!("map_hash_bucket_size", HTTP, Exactly(1), false, Ready, set_map::map_hash_bucket_size, "map_hash_bucket_size size;", "32 | 64 | 128"),
+    spec!("split_clients", HTTP, Exactly(2), true, Ready, set_split_clients::split_clients, "split_clients string $variable { ... }", "—"),
     // request bodies: parsed and validated, honoured with the proxy
     spec!("client_body_buffer_size", HSL, Exactly(1), false, Ready, set_proxy::client_body_buffer_size, "client_body_buffer_size size;", "8k"),
     spec!("client_body_timeout", HSL, Exactly(1), false, Ready, set_proxy::client_body_timeout, "client_body_timeout time;", "60s"),
@@ -185,9 +209,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("keepalive_timeout", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_timeout, "keepalive_timeout timeout;", "60s"),
     spec!("keepalive_time", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_time, "keepalive_time time;", "1h"),
     spec!("zone", UPSTREAM, Between(1, 2), false, Ready, set_upstream::zone, "zone name [size];", "—"),
-    spec!("split_clients", HTTP, Exactly(2), true, NotYet, set_split_clients::split_clients, "split_clients string $variable { ... }", "—"),
     // reverse proxy: parsed and validated, served in a later release
-    spec!("proxy_pass", LOCATION, Exactly(1), false, Ready, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
+    spec!("proxy_pass", LOCATION | LIF, Exactly(1), false, Ready, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
     spec!("proxy_redirect", HSL, Between(1, 2), false, Ready, set_proxy::proxy_redirect, "proxy_redirect default | off | redirect replacement;", "default"),
     spec!("proxy_set_header", HSL, Exactly(2), false, Ready, set_proxy::proxy_set_header, "proxy_set_header field value;", "Host $proxy_host; Connection close;"),
     spec!("proxy_hide_header", HSL, Exactly(1), false, Ready, set_proxy::proxy_hide_header, "proxy_hide_header field;", "—"),
@@ -254,7 +277,10 @@ pub fn reference_markdown() -> String {
         let ctx: Vec<&str> = CONTEXT_NAMES
             .iter()
             .filter(|(bit, _)| s.contexts & bit != 0)
-            .map(|(_, n)| *n)
+            .map(|&(bit, n)| match bit {
+                b if b == SIF | LIF && s.contexts & SIF == 0 => "if in location",
+                _ => n,
+            })
             .collect();
         let status = match s.status {
             Status::Ready => "yes",

@@ -229,16 +229,24 @@ builtins! {
 impl Var {
     /// What `name` (without `$`) means, before the configuration's own
     /// definitions are known: unknown names are [`Var::Named`] and checked
-    /// later.
+    /// later. Names are case-insensitive, as nginx keeps them lowercased
+    /// (`$URI` is `$uri`).
     pub fn from_name(name: &str) -> Var {
+        let lower;
+        let name = if name.bytes().any(|c| c.is_ascii_uppercase()) {
+            lower = name.to_ascii_lowercase();
+            lower.as_str()
+        } else {
+            name
+        };
         if let Some(b) = Builtin::from_name(name) {
             return Var::Builtin(b);
         }
         for (family, prefix) in Family::ALL {
+            // `$arg_` alone is the family's member with an empty name (never
+            // found), as nginx's prefix match makes it.
             if let Some(rest) = name.strip_prefix(prefix) {
-                if !rest.is_empty() {
-                    return Var::Family(family, Arc::from(rest));
-                }
+                return Var::Family(family, Arc::from(rest));
             }
         }
         Var::Named(Arc::from(name))
@@ -276,8 +284,13 @@ mod tests {
             Var::from_name("upstream_http_x"),
             Var::Family(Family::UpstreamHttp, Arc::from("x"))
         );
-        assert_eq!(Var::from_name("http_"), Var::Named(Arc::from("http_")));
+        assert_eq!(
+            Var::from_name("http_"),
+            Var::Family(Family::Http, Arc::from(""))
+        );
         assert_eq!(Var::from_name("disk"), Var::Named(Arc::from("disk")));
+        assert_eq!(Var::from_name("URI"), Var::Builtin(Builtin::Uri));
+        assert_eq!(Var::from_name("Disk"), Var::Named(Arc::from("disk")));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`request`]: request heads (`httparse`), with nginx's smuggling checks.
 //! - [`head_error`]: why a head was refused: status and nginx log words.
 //! - [`uri`]: request targets → `$uri`, `$args`; host validation; escaping.
+//! - [`escape`]: the escaping and unescaping of `rewrite` replacements.
 //! - [`range`]: `Range`/`If-Range` and `multipart/byteranges` framing.
 //! - [`conditional`]: nginx's not-modified filter (304 / 412).
 //! - [`etag`]: nginx-style ETags.
@@ -19,6 +20,7 @@
 pub mod chunked;
 pub mod conditional;
 pub mod date;
+pub mod escape;
 pub mod etag;
 pub mod head_error;
 pub mod mime;

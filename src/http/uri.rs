@@ -70,8 +70,27 @@ impl RequestUri {
     }
 }
 
-/// Parses a raw request target (the second word of the request line).
-pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
+impl RequestUri {
+    /// `$uri` as nginx makes it under `merge_slashes off`: decoded, dot
+    /// segments resolved, but `//` runs kept.
+    pub fn path_keeping_slashes(&self) -> Result<Vec<u8>, UriError> {
+        let parts = split_target(&self.request_uri)?;
+        normalize(&percent_decode(parts.path)?, false)
+    }
+}
+
+/// The parts of a request target, still raw.
+struct TargetParts<'t> {
+    /// The host of an absolute-form target, validated.
+    host: Option<String>,
+    /// The path (`/` when empty).
+    path: &'t [u8],
+    /// What follows `?`, up to a fragment.
+    args: Option<&'t [u8]>,
+}
+
+/// Splits a request target into its parts.
+fn split_target(target: &[u8]) -> Result<TargetParts<'_>, UriError> {
     let (host, rest) = match target.first() {
         Some(b'/') => (None, target),
         Some(c) if c.is_ascii_alphabetic() => {
@@ -86,10 +105,20 @@ pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
         None => rest,
     };
     let (raw_path, args) = match rest.iter().position(|&c| c == b'?') {
-        Some(i) => (&rest[..i], Some(rest[i + 1..].to_vec())),
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
         None => (rest, None),
     };
-    let raw_path: &[u8] = if raw_path.is_empty() { b"/" } else { raw_path };
+    let path: &[u8] = if raw_path.is_empty() { b"/" } else { raw_path };
+    Ok(TargetParts { host, path, args })
+}
+
+/// Parses a raw request target (the second word of the request line).
+pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
+    let TargetParts {
+        host,
+        path: raw_path,
+        args,
+    } = split_target(target)?;
     // Most paths have nothing to decode or merge: copy them once.
     let path = if is_plain(raw_path) {
         raw_path.to_vec()
@@ -98,7 +127,7 @@ pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
     };
     Ok(RequestUri {
         path,
-        args,
+        args: args.map(<[u8]>::to_vec),
         request_uri: target.to_vec(),
         host,
     })
@@ -226,15 +255,25 @@ fn hex_value(c: u8) -> Option<u8> {
 /// a trailing slash (`/a/b/..` → `/a/`). A `..` above the root is an error,
 /// as in nginx, rather than being dropped as the RFC would.
 pub fn normalize_path(path: &[u8]) -> Result<Vec<u8>, UriError> {
+    normalize(path, true)
+}
+
+/// [`normalize_path`], merging `//` runs only when `merge` (nginx's
+/// `merge_slashes`): unmerged, an empty segment is a segment, which `..`
+/// removes like any other (`/a//../b` → `/a/b`).
+fn normalize(path: &[u8], merge: bool) -> Result<Vec<u8>, UriError> {
     let Some(rest) = path.strip_prefix(b"/") else {
         return Err(UriError::UnsupportedForm);
     };
     let mut stack: Vec<&[u8]> = Vec::new();
     let mut trailing_slash = false;
-    for segment in rest.split(|&c| c == b'/') {
+    let mut segments = rest.split(|&c| c == b'/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
         trailing_slash = true;
         match segment {
-            b"" | b"." => {}
+            b"" if merge || last => {}
+            b"." => {}
             b".." => {
                 stack.pop().ok_or(UriError::AboveRoot)?;
             }
@@ -333,6 +372,26 @@ mod tests {
         assert_eq!(u.host, None);
         assert_eq!(parse_target(b"/?").unwrap().args.as_deref(), Some(&b""[..]));
         assert_eq!(parse_target(b"/").unwrap().args, None);
+    }
+
+    /// `merge_slashes off`: empty segments are kept, `..` removes one.
+    #[test]
+    fn unmerged_slashes() {
+        let keep = |t: &str| {
+            String::from_utf8(
+                parse_target(t.as_bytes())
+                    .unwrap()
+                    .path_keeping_slashes()
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(keep("/foo//../bar"), "/foo/bar");
+        assert_eq!(keep("/foo///../bar"), "/foo//bar");
+        assert_eq!(keep("//a//b//"), "//a//b//");
+        assert_eq!(keep("/a/./b/.."), "/a/");
+        assert_eq!(keep("/"), "/");
+        assert_eq!(keep("/a%2F%2Fb?x"), "/a//b");
     }
 
     #[test]

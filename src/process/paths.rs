@@ -47,7 +47,7 @@ pub fn cache_paths(c: &Config) -> BTreeSet<PathBuf> {
 fn proxies(locations: &[Location]) -> bool {
     locations
         .iter()
-        .any(|l| l.proxy_pass.is_some() || proxies(&l.locations))
+        .any(|l| l.proxy_pass.is_some() || l.children().any(|c| proxies(std::slice::from_ref(c))))
 }
 
 /// Creates every temp and cache directory that is missing and makes it the

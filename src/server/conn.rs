@@ -118,12 +118,23 @@ pub async fn serve(
         };
         requests += 1;
         let start = crate::metrics::timed::now();
-        let server = site
-            .server(info.socket_addr, info.local, head.host.as_deref())
-            .unwrap_or(default_server);
+        let (server, name_regex) = site
+            .server_match(info.socket_addr, info.local, head.host.as_deref())
+            .unwrap_or((default_server, None));
         buf.drain(..head_len);
-        let mut r = Req::new(&head, server, &info, requests, start, head_len);
+        let mut r = Req::new(&site, &head, server, &info, requests, start, head_len);
         r.pipelined = pipelined;
+        if let (Some(re), Some(host)) = (name_regex, head.host.as_deref()) {
+            // A regex server name's captures are the request's.
+            r.regex_exec(re, host);
+        }
+        if !default_server.srv.merge_slashes {
+            // nginx normalizes the path with the default server's setting,
+            // before the Host header chose a server.
+            if let Ok(path) = head.uri.path_keeping_slashes() {
+                r.uri = String::from_utf8_lossy(&path).into_owned().into();
+            }
+        }
         let next = {
             let mut client = Client::new(&stream, &mut buf);
             let mut walk = Walk::new(&site);

@@ -8,10 +8,12 @@
 //! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
 //! - [`read`]: reading heads and bodies within limits, lingering close.
 //! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
-//! - [`rewrite`]: the rewrite module's scripts (`return` today).
+//! - [`rewrite`]: the rewrite module's scripts (`rewrite`, `return`, `set`,
+//!   `if`, `break`); [`script_if`] their conditions and file tests.
 //! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
 //! - [`client`]: the client as handlers see it, and request bodies.
-//! - [`vars`]: variables and templates evaluated for a request.
+//! - [`vars`]: variables and templates evaluated for a request; [`named`]
+//!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
@@ -24,12 +26,14 @@ pub mod client;
 pub mod conn;
 pub mod listen;
 pub mod locate;
+pub mod named;
 pub mod phases;
 pub mod proxy;
 pub mod read;
 pub mod reply;
 pub mod request;
 pub mod rewrite;
+pub mod script_if;
 pub mod send;
 pub mod shared;
 pub mod site;

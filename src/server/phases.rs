@@ -10,7 +10,15 @@
 //! on the caller's stack; only when a content handler must read files or
 //! talk to an upstream does [`Walk::content`] create the larger future that
 //! awaits it. A `return 200` therefore never pays for the static handler's
-//! state.
+//! state. A rewrite script that meets a file test (`if (-f …)`) is the
+//! other thing that waits: the script pauses ([`rewrite::Flow::Wait`]),
+//! `route` hands over, and `content` awaits the test through the file
+//! layer before the walk goes on where the script stood.
+//!
+//! After a location's script changed the URI (`rewrite … last`, or a
+//! `rewrite` without a flag), the location is searched again without the
+//! server's script (nginx's post-rewrite phase); internal redirects start
+//! at the server's script. Both count toward the same limit.
 //!
 //! `error_page` is applied here too (once, as nginx's `recursive_error_pages
 //! off`): a reply the server made for an error that a page is configured for
@@ -29,8 +37,8 @@ use super::client::Client;
 use super::locate;
 use super::proxy::{self, Proxied};
 use super::reply::{ADD_HEADER_STATUSES, Reply};
-use super::request::{Captures, Req};
-use super::rewrite::{self, Flow};
+use super::request::Req;
+use super::rewrite::{self, Flow, Paused};
 use super::site::Site;
 use super::static_file::{self, Fetch, Served};
 
@@ -67,12 +75,47 @@ enum Outcome {
     Redirected,
 }
 
-/// Where an internal redirect goes.
+/// Where the walk goes on.
 enum Target<'a> {
     /// A URI: the walk starts again at the server rewrite phase.
     Uri,
+    /// The location for the URI is searched (the server's script has run,
+    /// or a location's changed the URI).
+    Find,
     /// A named location, entered directly.
     Named(&'a Location),
+}
+
+/// Which rewrite phase a script belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The server's script, before a location is chosen.
+    Server,
+    /// The location's script.
+    Location,
+}
+
+/// What the phases before content concluded. (A reply is moved by value,
+/// not boxed: a `return` on the fast path allocates nothing for it.)
+#[allow(clippy::large_enum_variant)]
+enum Located {
+    /// A reply is ready.
+    Reply(Reply),
+    /// The request stands where its content handler runs.
+    Content,
+    /// A script waits on a file test (see [`Walk::paused`]).
+    Wait,
+}
+
+/// Where [`Walk::proceed`] left the request (the reply unboxed, as above).
+#[allow(clippy::large_enum_variant)]
+enum Next<'a> {
+    /// A final reply.
+    Done(Handled<'a>),
+    /// The content handler must run.
+    Content,
+    /// A script waits on a file test.
+    Wait,
 }
 
 /// The walk of one request through the phases.
@@ -87,6 +130,11 @@ pub struct Walk<'a> {
     error: Option<(Status, Option<Option<u16>>)>,
     /// An `X-Accel-Redirect` turned the method into GET.
     as_get: bool,
+    /// A script paused on a file test, and its phase: `content` finishes it.
+    paused: Option<(Phase, Paused<'a>)>,
+    /// The `Location` of the reply an `error_page` replaced: nginx keeps
+    /// the header it had set, and the page's reply carries it.
+    error_location: Option<String>,
 }
 
 impl<'a> Walk<'a> {
@@ -98,29 +146,39 @@ impl<'a> Walk<'a> {
             target: Target::Uri,
             error: None,
             as_get: false,
+            paused: None,
+            error_location: None,
         }
     }
 
     /// Runs the phases that decide without waiting. `Some`: the reply is
     /// final. `None`: `r` stands in a location whose content handler must
-    /// run; call [`Walk::content`].
+    /// run, or a script waits on a file test; call [`Walk::content`].
     pub fn route(&mut self, r: &mut Req<'a>) -> Option<Handled<'a>> {
-        loop {
-            let reply = match self.locate(r) {
-                Some(reply) => reply,
-                None => self.immediate(r)?,
-            };
-            match self.after(r, reply, None) {
-                Ok(h) => return Some(h),
-                Err(()) => continue,
-            }
+        let located = self.locate(r);
+        match self.proceed(r, located) {
+            Next::Done(h) => Some(h),
+            Next::Content | Next::Wait => None,
         }
     }
 
-    /// Runs the content handler `route` stopped at, then the rest of the
-    /// walk (internal redirects, `error_page`), until a final reply.
+    /// Finishes a paused script, runs the content handler `route` stopped
+    /// at, then the rest of the walk (internal redirects, `error_page`),
+    /// until a final reply.
     pub async fn content(&mut self, r: &mut Req<'a>, client: &mut Client<'_>) -> Handled<'a> {
         loop {
+            if let Some((phase, paused)) = self.paused.take() {
+                let flow = self.finish_script(r, paused).await;
+                let located = match self.script_ended(r, phase, flow) {
+                    Some(located) => located,
+                    None => self.locate(r),
+                };
+                match self.proceed(r, located) {
+                    Next::Done(h) => return h,
+                    Next::Wait => continue,
+                    Next::Content => {}
+                }
+            }
             let (outcome, pool) = self.run_content(r, client).await;
             if let Outcome::Reply(reply) = outcome {
                 if let Ok(h) = self.after(r, *reply, pool) {
@@ -128,43 +186,132 @@ impl<'a> Walk<'a> {
                 }
             }
             // An internal redirect: the walk goes on at the new target.
-            if let Some(h) = self.route(r) {
+            let located = self.locate(r);
+            if let Next::Done(h) = self.proceed(r, located) {
                 return h;
             }
         }
     }
 
-    /// Server rewrite, find location, location rewrite. `Some` when a
-    /// script answered.
-    fn locate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
-        let server = r.server;
-        let location = match std::mem::replace(&mut self.target, Target::Uri) {
-            Target::Named(l) => l,
-            Target::Uri => {
-                r.enter(None);
-                if let Flow::Reply(reply) = rewrite::run(r, &server.rewrite) {
-                    return Some(*reply);
+    /// Takes what the phases before content concluded as far as it goes
+    /// without waiting: a reply through `error_page` (which may start the
+    /// walk again), the handlers that answer at once.
+    fn proceed(&mut self, r: &mut Req<'a>, mut located: Located) -> Next<'a> {
+        loop {
+            let reply = match located {
+                Located::Reply(reply) => reply,
+                Located::Content => match self.immediate(r) {
+                    Some(reply) => reply,
+                    None => return Next::Content,
+                },
+                Located::Wait => return Next::Wait,
+            };
+            match self.after(r, reply, None) {
+                Ok(h) => return Next::Done(h),
+                Err(()) => located = self.locate(r),
+            }
+        }
+    }
+
+    /// Server rewrite, find location, location rewrite, until the request
+    /// stands in a location, a script answers, or a script waits.
+    fn locate(&mut self, r: &mut Req<'a>) -> Located {
+        loop {
+            let (phase, flow) = match std::mem::replace(&mut self.target, Target::Uri) {
+                Target::Uri => {
+                    r.enter(None);
+                    let script = &r.server.rewrite;
+                    (Phase::Server, rewrite::run(r, script))
                 }
-                let Some(l) = locate::find(&server.locations, &r.uri) else {
-                    // No location matches: the server's own settings serve.
-                    return self.body_too_large(r);
-                };
-                if let LocationMatch::Regex { re, .. } = &l.matcher {
-                    if re.captures_len() > 1 {
-                        r.captures = Captures::find(re, &r.uri, &mut r.user_vars);
+                Target::Find => {
+                    let Some(l) = locate::find(&r.server.locations, &r.uri) else {
+                        // No location matches: the server's own settings
+                        // serve, without a location script.
+                        r.enter(None);
+                        return match self.body_too_large(r) {
+                            Some(reply) => Located::Reply(reply),
+                            None => Located::Content,
+                        };
+                    };
+                    if let LocationMatch::Regex { re, .. } = &l.matcher {
+                        // The location's expression matched: its captures
+                        // are the request's (found again only when it has
+                        // groups to read).
+                        if re.captures_len() > 1 {
+                            r.regex_exec(re, &r.uri);
+                        } else {
+                            r.matched_without_groups();
+                        }
+                    }
+                    match self.enter(r, l) {
+                        Some(reply) => return Located::Reply(reply),
+                        None => (Phase::Location, rewrite::run(r, &l.rewrite)),
                     }
                 }
-                l
+                Target::Named(l) => match self.enter(r, l) {
+                    Some(reply) => return Located::Reply(reply),
+                    None => (Phase::Location, rewrite::run(r, &l.rewrite)),
+                },
+            };
+            if let Some(located) = self.script_ended(r, phase, flow) {
+                return located;
             }
+        }
+    }
+
+    /// Enters a location found for the request: `Some` when its body is
+    /// too large for it.
+    fn enter(&mut self, r: &mut Req<'a>, l: &'a Location) -> Option<Reply> {
+        r.enter(Some(l));
+        self.body_too_large(r)
+    }
+
+    /// What follows a script of `phase` that ended with `flow`: `None` when
+    /// the walk goes on at its target (call [`Walk::locate`]).
+    fn script_ended(&mut self, r: &mut Req<'a>, phase: Phase, flow: Flow<'a>) -> Option<Located> {
+        match flow {
+            Flow::Reply(reply) => Some(Located::Reply(*reply)),
+            Flow::Wait(paused) => {
+                self.paused = Some((phase, paused));
+                Some(Located::Wait)
+            }
+            Flow::Continue | Flow::Relocate if phase == Phase::Server => {
+                self.target = Target::Find;
+                None
+            }
+            Flow::Continue => Some(Located::Content),
+            Flow::Relocate => {
+                self.redirects += 1;
+                if self.redirects > MAX_INTERNAL_REDIRECTS {
+                    self.site.error_log.log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!(
+                            "rewrite or internal redirection cycle while processing \"{}\"{}",
+                            r.uri,
+                            r.log_context()
+                        ),
+                    );
+                    return Some(Located::Reply(Reply::special(
+                        Status::INTERNAL_SERVER_ERROR,
+                    )));
+                }
+                r.enter(None);
+                self.target = Target::Find;
+                None
+            }
+        }
+    }
+
+    /// Makes a paused script's file tests where this request's `aio` says,
+    /// and runs the script to its end.
+    async fn finish_script(&mut self, r: &mut Req<'a>, paused: Paused<'a>) -> Flow<'a> {
+        let pool = match pool_for(self.site, r) {
+            Ok(p) => p,
+            Err(status) => return Flow::Reply(Box::new(Reply::special(status))),
         };
-        r.enter(Some(location));
-        if let Some(reply) = self.body_too_large(r) {
-            return Some(reply);
-        }
-        match rewrite::run(r, &location.rewrite) {
-            Flow::Reply(reply) => Some(*reply),
-            Flow::Continue => None,
-        }
+        let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+        paused.finish(r, files).await
     }
 
     /// nginx's find-config check: a `Content-Length` over the location's
@@ -239,7 +386,7 @@ impl<'a> Walk<'a> {
                             }
                             None => false,
                         },
-                        None => self.redirect(r, uri),
+                        None => self.redirect(r, uri, true),
                     };
                     if moved {
                         return (Outcome::Redirected, pool);
@@ -263,7 +410,7 @@ impl<'a> Walk<'a> {
                 let reply = match served {
                     Served::Reply(reply) => *reply,
                     Served::InternalRedirect(next) => {
-                        if self.redirect(r, next) {
+                        if self.redirect(r, next, false) {
                             return (Outcome::Redirected, pool);
                         }
                         Reply::special(Status::INTERNAL_SERVER_ERROR)
@@ -290,9 +437,13 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Sets `r` up for an internal redirect to `uri` (with `?args`);
-    /// `false` past [`MAX_INTERNAL_REDIRECTS`] (the caller answers 500).
-    fn redirect(&mut self, r: &mut Req<'a>, uri: String) -> bool {
+    /// Sets `r` up for an internal redirect to `uri`; `false` past
+    /// [`MAX_INTERNAL_REDIRECTS`] (the caller answers 500). With
+    /// `split_args` (an `error_page` URI, nginx's `ngx_http_split_args`),
+    /// what follows `?` becomes the arguments, and none clears them;
+    /// without (an `index` file), the URI is taken whole and the
+    /// arguments stay.
+    fn redirect(&mut self, r: &mut Req<'a>, uri: String, split_args: bool) -> bool {
         self.redirects += 1;
         if self.redirects > MAX_INTERNAL_REDIRECTS {
             self.site.error_log.log(
@@ -305,14 +456,18 @@ impl<'a> Walk<'a> {
             );
             return false;
         }
-        match uri.split_once('?') {
+        match uri.split_once('?').filter(|_| split_args) {
             Some((path, args)) => {
                 r.uri = path.to_string().into();
                 r.args = Some(Some(args.to_string()));
             }
-            None => r.uri = uri.into(),
+            None => {
+                if split_args {
+                    r.args = Some(None);
+                }
+                r.uri = uri.into();
+            }
         }
-        r.captures = None;
         r.internal = true;
         self.target = Target::Uri;
         true
@@ -340,6 +495,9 @@ impl<'a> Walk<'a> {
                 reply.accept_ranges = false;
                 reply.close |= status.closes_connection();
             }
+            if reply.location.is_none() {
+                reply.location = self.error_location.take();
+            }
         } else if reply.special {
             let status = reply.status;
             if let Some(page) = r
@@ -348,6 +506,7 @@ impl<'a> Walk<'a> {
                 .iter()
                 .find(|p| p.codes.contains(&status.0))
             {
+                self.error_location = reply.location.take();
                 match self.error_page(r, page, status) {
                     None => return Err(()),
                     Some(other) => reply = other,
@@ -399,7 +558,7 @@ impl<'a> Walk<'a> {
                 }
             }
         }
-        if self.redirect(r, target) {
+        if self.redirect(r, target, true) {
             None
         } else {
             Some(Reply::special(Status::INTERNAL_SERVER_ERROR))

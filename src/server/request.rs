@@ -3,8 +3,16 @@
 //! state the phases build up (the URI after rewrites, regex captures,
 //! variables set by the configuration, what the upstream answered), and its
 //! timing. Variables are read from here (see [`super::vars`]).
+//!
+//! Reading a variable may change the request, as in nginx: a `map` keeps
+//! the value it computed, and a `map`'s regular expression sets the
+//! captures. Variables are read through `&Req` (templates are expanded
+//! from everywhere, the access log included), so the captures and the
+//! configuration-defined values sit in `RefCell`s; no borrow of them is
+//! held while another variable is evaluated.
 
 use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +20,13 @@ use std::time::Instant;
 use crate::config::inherit::LocConf;
 use crate::config::model::{Location, Server};
 use crate::http::request::{RequestHead, Version};
+
+use super::site::Site;
+
+/// The values configuration-defined variables have taken in a request
+/// (`set`, named captures, computed `map` and `split_clients` values), by
+/// lowercase name.
+pub type UserVars = Vec<(Arc<str>, Vec<u8>)>;
 
 /// One request in flight.
 pub struct Req<'a> {
@@ -48,14 +63,23 @@ pub struct Req<'a> {
     /// An internal redirect or a rewrite changed the URI (nginx's
     /// `r->internal`): the client's request target no longer names it.
     pub internal: bool,
-    /// The URI still matches the location it is in (nginx's
-    /// `r->valid_location`; a `rewrite … break` clears it): the proxy may
-    /// replace the location's prefix with its own URI part.
-    pub valid_location: bool,
-    /// The captures of the last regular expression that matched.
-    pub captures: Option<Captures>,
+    /// The configuration generation serving the request (variable
+    /// definitions, the error log).
+    pub site: &'a Site,
+    /// The captures of the last regular expression that matched (nginx's
+    /// `r->captures`); a failed `rewrite` or `if` match clears them.
+    pub captures: RefCell<Option<Captures>>,
     /// Values of configuration-defined variables computed or set so far.
-    pub user_vars: Vec<(Arc<str>, Option<String>)>,
+    pub user_vars: RefCell<UserVars>,
+    /// How deep variable evaluation is nested (a `map` whose value reads
+    /// another `map` …), against cycles.
+    pub var_depth: Cell<u32>,
+    /// Whether the URI is still the one the location was found for (nginx's
+    /// `r->valid_location`): a `rewrite … break` or `break` after a
+    /// rewrite clears it, and the proxy then sends the URI as it is.
+    pub valid_location: bool,
+    /// `$limit_rate` as `set` it, in bytes per second.
+    pub limit_rate: Option<u64>,
     /// `$request_id`, made on first use.
     pub request_id: std::cell::OnceCell<String>,
     /// `$realpath_root`, resolved (through the file layer) when a location
@@ -79,28 +103,6 @@ pub struct Captures {
 }
 
 impl Captures {
-    /// Runs `re` on `subject`; `None` when it does not match. Named groups
-    /// are also stored as configuration variables in `vars`.
-    pub fn find(
-        re: &regex::Regex,
-        subject: &str,
-        vars: &mut Vec<(Arc<str>, Option<String>)>,
-    ) -> Option<Captures> {
-        let caps = re.captures(subject)?;
-        let groups = caps
-            .iter()
-            .map(|m| m.map(|m| (m.start(), m.end())))
-            .collect();
-        for name in re.capture_names().flatten() {
-            let value = caps.name(name).map(|m| m.as_str().to_string());
-            set_user_var(vars, name, value);
-        }
-        Some(Captures {
-            subject: subject.to_string(),
-            groups,
-        })
-    }
-
     /// Capture `n` (`$n`), empty when the group did not take part.
     pub fn get(&self, n: usize) -> &str {
         match self.groups.get(n) {
@@ -110,8 +112,8 @@ impl Captures {
     }
 }
 
-/// Sets (or adds) a configuration variable's value for this request.
-pub fn set_user_var(vars: &mut Vec<(Arc<str>, Option<String>)>, name: &str, value: Option<String>) {
+/// Sets (or adds) a configuration variable's value.
+pub fn set_user_var(vars: &mut UserVars, name: &str, value: Vec<u8>) {
     match vars.iter_mut().find(|(n, _)| &**n == name) {
         Some(slot) => slot.1 = value,
         None => vars.push((Arc::from(name), value)),
@@ -201,6 +203,7 @@ pub struct Sent {
 impl<'a> Req<'a> {
     /// A request at the start of its walk: in `server`, no location yet.
     pub fn new(
+        site: &'a Site,
         head: &'a RequestHead,
         server: &'a Server,
         conn: &super::conn::ConnInfo,
@@ -224,9 +227,12 @@ impl<'a> Req<'a> {
             head_len,
             pipelined: false,
             internal: false,
+            site,
+            captures: RefCell::new(None),
+            user_vars: RefCell::new(Vec::new()),
+            var_depth: Cell::new(0),
             valid_location: true,
-            captures: None,
-            user_vars: Vec::new(),
+            limit_rate: None,
             request_id: std::cell::OnceCell::new(),
             realpath_root: None,
             body: BodyVars::default(),
@@ -285,7 +291,7 @@ impl<'a> Req<'a> {
         let mut s = format!(
             ", client: {}, server: {}, request: \"{}\"",
             self.peer.ip(),
-            self.server.names.first().map_or("", String::as_str),
+            self.server.name(),
             self.request_line()
         );
         if let Some(h) = self.head.header("host") {
@@ -298,5 +304,78 @@ impl<'a> Req<'a> {
     pub fn enter(&mut self, location: Option<&'a Location>) {
         self.location = location;
         self.conf = location.map_or(&self.server.conf, |l| &l.conf);
+    }
+
+    /// Runs `re` on `subject` as nginx's `ngx_http_regex_exec`: on a match,
+    /// the captures become the request's (`$1` … `$9`) and named groups set
+    /// their variables; without a match nothing changes.
+    pub fn regex_exec(&self, re: &regex::Regex, subject: &str) -> bool {
+        if re.captures_len() == 1 {
+            if !re.is_match(subject) {
+                return false;
+            }
+            self.matched_without_groups();
+            return true;
+        }
+        let Some(caps) = re.captures(subject) else {
+            return false;
+        };
+        let groups = caps
+            .iter()
+            .map(|m| m.map(|m| (m.start(), m.end())))
+            .collect();
+        let mut named = re.capture_names().flatten().peekable();
+        if named.peek().is_some() {
+            let mut vars = self.user_vars.borrow_mut();
+            for name in named {
+                let value = caps.name(name).map_or(&b""[..], |m| m.as_str().as_bytes());
+                set_user_var(&mut vars, &name.to_ascii_lowercase(), value.to_vec());
+            }
+        }
+        *self.captures.borrow_mut() = Some(Captures {
+            subject: subject.to_string(),
+            groups,
+        });
+        true
+    }
+
+    /// Records a match of an expression without groups: it leaves no
+    /// captures to read (nginx keeps only `$0`, which no template can
+    /// name), and allocates nothing.
+    pub fn matched_without_groups(&self) {
+        *self.captures.borrow_mut() = Some(Captures::default());
+    }
+
+    /// The value `set`, a capture or a computed `map` gave `name` so far.
+    pub fn user_var(&self, name: &str) -> Option<Vec<u8>> {
+        let vars = self.user_vars.borrow();
+        vars.iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Sets a configuration-defined variable for the rest of the request.
+    pub fn set_user_var(&self, name: &str, value: Vec<u8>) {
+        set_user_var(&mut self.user_vars.borrow_mut(), name, value);
+    }
+
+    /// Whether the request's path was written with `%` escapes (nginx's
+    /// `r->quoted_uri`): captures copied into arguments or redirects are
+    /// then escaped again.
+    pub fn quoted_uri(&self) -> bool {
+        self.raw_path().contains(&b'%')
+    }
+
+    /// Whether the request's path holds a `+`, written or escaped (nginx's
+    /// `r->plus_in_uri`).
+    pub fn plus_in_uri(&self) -> bool {
+        self.raw_path().contains(&b'+') || self.head.uri.path.contains(&b'+')
+    }
+
+    /// The path of the request target as sent, before `?`.
+    fn raw_path(&self) -> &[u8] {
+        let t = &self.head.uri.request_uri[..];
+        let end = t.iter().position(|&c| c == b'?' || c == b'#');
+        &t[..end.unwrap_or(t.len())]
     }
 }

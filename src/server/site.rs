@@ -133,6 +133,19 @@ impl Site {
         h.servers.get(self.vhosts.find(socket_addr, local, host))
     }
 
+    /// [`Site::server`], with the `server_name` regular expression that
+    /// chose it, if one did.
+    pub fn server_match(
+        &self,
+        socket_addr: SocketAddr,
+        local: SocketAddr,
+        host: Option<&str>,
+    ) -> Option<(&Server, Option<&regex::Regex>)> {
+        let h = self.http()?;
+        let (i, re) = self.vhosts.find_match(socket_addr, local, host);
+        Some((h.servers.get(i)?, re))
+    }
+
     /// A log format by name.
     pub fn log_format(&self, name: &str) -> Option<&LogFormat> {
         self.http()?.log_formats.get(name)

@@ -50,16 +50,27 @@ impl<'a> Req<'a> {
     pub fn var<'s>(&'s self, var: &Var, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
         match var {
             Var::Builtin(b) => self.builtin(*b, resp),
-            Var::Family(f, name) => self.family(*f, name, resp),
+            Var::Family(f, name) => match self.shadowed(|| var.name()) {
+                Some(v) => Some(v),
+                None => self.family(*f, name, resp),
+            },
             Var::Capture(n) => {
-                let c = self.captures.as_ref()?;
-                Some(Cow::Borrowed(c.get(*n as usize).as_bytes()))
+                let c = self.captures.borrow();
+                Some(Cow::Owned(c.as_ref()?.get(*n as usize).as_bytes().to_vec()))
             }
-            Var::Named(name) => {
-                let (_, v) = self.user_vars.iter().find(|(n, _)| n == name)?;
-                v.as_deref().map(|s| Cow::Borrowed(s.as_bytes()))
-            }
+            Var::Named(name) => self.named(name).map(Cow::Owned),
         }
+    }
+
+    /// A value `set` gave a variable that is otherwise built in or part of
+    /// a family (nginx lets `set` store into `$http_x`, `$arg_x`,
+    /// `$proxy_host` …, and reads the stored value once there is one).
+    fn shadowed(&self, name: impl FnOnce() -> String) -> Option<Cow<'static, [u8]>> {
+        if !self.site.http().is_some_and(|h| h.sets_builtins) || self.user_vars.borrow().is_empty()
+        {
+            return None;
+        }
+        self.user_var(&name()).map(Cow::Owned)
     }
 
     fn builtin<'s>(&'s self, b: Builtin, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
@@ -69,7 +80,11 @@ impl<'a> Req<'a> {
                 Cow::Borrowed(s) => borrowed(s),
                 Cow::Owned(s) => owned(s),
             },
-            Builtin::IsArgs => borrowed(if self.args().is_some() { "?" } else { "" }),
+            Builtin::IsArgs => borrowed(if self.args().is_some_and(|a| !a.is_empty()) {
+                "?"
+            } else {
+                ""
+            }),
             Builtin::Uri | Builtin::DocumentUri => borrowed(&self.uri),
             Builtin::RequestUri => Some(Cow::Borrowed(&head.uri.request_uri)),
             Builtin::RequestMethod => borrowed(head.method.as_str()),
@@ -87,7 +102,7 @@ impl<'a> Req<'a> {
             })),
             Builtin::ServerAddr => owned(self.local.ip().to_string()),
             Builtin::ServerPort => owned(self.local.port().to_string()),
-            Builtin::ServerName => borrowed(self.server.names.first().map_or("", String::as_str)),
+            Builtin::ServerName => borrowed(self.server.name()),
             Builtin::ServerProtocol => borrowed(match head.version {
                 Version::Http09 => "HTTP/0.9",
                 Version::Http10 => "HTTP/1.0",
@@ -147,10 +162,16 @@ impl<'a> Req<'a> {
                     .as_encoded_bytes()
                     .to_vec(),
             )),
-            Builtin::LimitRate => borrowed("0"),
+            Builtin::LimitRate => owned(self.limit_rate.unwrap_or(0).to_string()),
             Builtin::Pipe => borrowed(if self.pipelined { "p" } else { "." }),
-            Builtin::ProxyHost => borrowed(self.upstream.proxy_host.as_deref()?),
-            Builtin::ProxyPort => owned(self.upstream.proxy_port?.to_string()),
+            Builtin::ProxyHost => match self.shadowed(|| b.name().to_string()) {
+                Some(v) => Some(v),
+                None => borrowed(self.upstream.proxy_host.as_deref()?),
+            },
+            Builtin::ProxyPort => match self.shadowed(|| b.name().to_string()) {
+                Some(v) => Some(v),
+                None => owned(self.upstream.proxy_port?.to_string()),
+            },
             Builtin::ProxyAddXForwardedFor => {
                 let ip = self.peer.ip().to_string();
                 match head.header("x-forwarded-for") {
@@ -235,6 +256,11 @@ impl<'a> Req<'a> {
         name: &str,
         resp: Option<Response<'s>>,
     ) -> Option<Cow<'s, [u8]>> {
+        if name.is_empty() && f == Family::Arg {
+            // `$arg_`: nginx's ngx_http_arg() never finds an empty name
+            // (an empty cookie name, though, is found).
+            return None;
+        }
         match f {
             Family::Http => {
                 let want = name.replace('_', "-");

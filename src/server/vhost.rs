@@ -27,16 +27,14 @@ struct AddrServers {
     tail_wild: Vec<(String, usize)>,
     /// Regular expressions in order.
     regex: Vec<(Regex, usize)>,
+    /// Whether only the default server can answer on this address (every
+    /// name is its own): then the host need not be looked at.
+    only_default: bool,
 }
 
 impl AddrServers {
-    /// Whether only the default server can answer on this address (no
-    /// names to choose between): then the host need not be looked at.
     fn only_default(&self) -> bool {
-        self.exact.is_empty()
-            && self.head_wild.is_empty()
-            && self.tail_wild.is_empty()
-            && self.regex.is_empty()
+        self.only_default
     }
 }
 
@@ -63,9 +61,17 @@ impl VirtualHosts {
                     entry.default = i;
                     has_default.insert(l.addr, true);
                 }
-                for name in &s.names {
+                // A server without `server_name` has the empty name.
+                let unnamed = [String::new()];
+                let names = if s.names.is_empty() {
+                    &unnamed[..]
+                } else {
+                    &s.names[..]
+                };
+                for name in names {
                     if let Some(re) = name.strip_prefix('~') {
-                        if let Ok(re) = Regex::new(&format!("(?i){re}")) {
+                        // Checked when the configuration was read.
+                        if let Ok(re) = crate::config::set_server::server_name_regex(re) {
                             entry.regex.push((re, i));
                         }
                     } else if let Some(suffix) = name.strip_prefix('*') {
@@ -84,6 +90,10 @@ impl VirtualHosts {
         for a in by_addr.values_mut() {
             a.head_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
             a.tail_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+            a.only_default = a.exact.values().all(|&i| i == a.default)
+                && a.head_wild.is_empty()
+                && a.tail_wild.is_empty()
+                && a.regex.is_empty();
         }
         VirtualHosts {
             by_addr: by_addr.into_iter().collect(),
@@ -100,35 +110,52 @@ impl VirtualHosts {
     /// The server index for a connection accepted on `socket_addr` whose
     /// local address is `local`, asking for `host` (lower-case, no port).
     pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {
+        self.find_match(socket_addr, local, host).0
+    }
+
+    /// [`VirtualHosts::find`], with the `server_name` regular expression
+    /// that chose the server, if one did (its captures are the request's,
+    /// as nginx's `ngx_http_find_virtual_server` makes them).
+    pub fn find_match(
+        &self,
+        socket_addr: SocketAddr,
+        local: SocketAddr,
+        host: Option<&str>,
+    ) -> (usize, Option<&Regex>) {
         let Some(a) = self
             .servers_of(local)
             .or_else(|| self.servers_of(socket_addr))
         else {
-            return 0;
+            return (0, None);
         };
-        let Some(host) = host.filter(|_| !a.only_default()) else {
-            return a.default;
-        };
+        if a.only_default() {
+            return (a.default, None);
+        }
+        // No host is the empty name (`server_name ""`), as in nginx.
+        let host = host.unwrap_or("");
         if let Some(&i) = a.exact.get(host) {
-            return i;
+            return (i, None);
         }
         if let Some((_, i)) = a
             .head_wild
             .iter()
             .find(|(s, _)| host.ends_with(s.as_str()) && host.len() > s.len())
         {
-            return *i;
+            return (*i, None);
         }
         if let Some((_, i)) = a
             .tail_wild
             .iter()
             .find(|(p, _)| host.starts_with(p.as_str()) && host.len() > p.len())
         {
-            return *i;
+            return (*i, None);
         }
-        if let Some((_, i)) = a.regex.iter().find(|(re, _)| re.is_match(host)) {
-            return *i;
+        if host.is_empty() {
+            return (a.default, None);
         }
-        a.default
+        if let Some((re, i)) = a.regex.iter().find(|(re, _)| re.is_match(host)) {
+            return (*i, Some(re));
+        }
+        (a.default, None)
     }
 }

@@ -442,6 +442,23 @@ pub fn set_nonblocking(fd: impl AsFd, on: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Bytes available to unprivileged users on the file system holding `path`
+/// (`statvfs()`: `f_bavail` × `f_frsize`), for `min_free`; `None` when the
+/// call fails.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let c = super::c_path(path).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` points to writable
+    // memory of the size `statvfs` fills; it is read only after success.
+    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialized `st`.
+    let st = unsafe { st.assume_init() };
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,19 +614,3 @@ mod tests {
     }
 }
 
-/// Bytes available to unprivileged users on the file system holding `path`
-/// (`statvfs()`: `f_bavail` × `f_frsize`), for `min_free`; `None` when the
-/// call fails.
-pub fn free_bytes(path: &Path) -> Option<u64> {
-    let c = super::c_path(path).ok()?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is a valid NUL-terminated path and `st` points to writable
-    // memory of the size `statvfs` fills; it is read only after success.
-    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-    if r != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so it initialized `st`.
-    let st = unsafe { st.assume_init() };
-    Some(st.f_bavail.saturating_mul(st.f_frsize))
-}

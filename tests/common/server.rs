@@ -104,8 +104,18 @@ impl Server {
     /// connections; panics with the server's stderr if it exits or does not
     /// listen within [`READY_TIMEOUT`].
     pub fn start(kind: Kind, conf: &str) -> Server {
+        Server::start_with_dirs(kind, conf, &[])
+    }
+
+    /// [`Server::start`] with `dirs` made in the prefix first (`logs`, for a
+    /// configuration that keeps nginx's default log paths).
+    pub fn start_with_dirs(kind: Kind, conf: &str, dirs: &[&str]) -> Server {
         let prefix = TempDir::new(kind.name());
         let dir = prefix.path().to_path_buf();
+        for d in dirs {
+            std::fs::create_dir_all(dir.join(d))
+                .unwrap_or_else(|e| panic!("mkdir {}/{d}: {e}", dir.display()));
+        }
         let port = free_port();
         let conf = for_kind(kind, conf)
             .replace("{port}", &port.to_string())

@@ -23,7 +23,7 @@ use crate::http::status::Status;
 use crate::upstream::head::ResponseHead;
 
 use super::super::reply::{Body, Reply};
-use super::super::request::{Captures, Req};
+use super::super::request::Req;
 use super::super::static_file::absolute_url;
 
 /// Fields nginx never passes on unless `proxy_pass_header` names them
@@ -154,33 +154,15 @@ pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize)
                 }
             }
             RedirectFrom::Regex { re, .. } => {
-                let mut scratch = Vec::new();
-                let Some(caps) = Captures::find(re, rest, &mut scratch) else {
+                // As `ngx_http_regex_exec`: the captures become the
+                // request's, for the replacement.
+                if !r.regex_exec(re, rest) {
                     continue;
-                };
-                let to = expand_with(r, &rule.to, caps);
+                }
+                let to = r.expand_lossy(&rule.to);
                 return format!("{}{to}", &value[..prefix]);
             }
         }
     }
     value.to_string()
-}
-
-/// Expands `t` with `caps` as the regex captures in force (`$1` …).
-fn expand_with(r: &Req<'_>, t: &crate::config::template::Template, caps: Captures) -> String {
-    use crate::config::template::Part;
-    use crate::config::vars::Var;
-    let mut out = String::new();
-    for p in &t.parts {
-        match p {
-            Part::Literal(s) => out.push_str(s),
-            Part::Var(Var::Capture(n)) => out.push_str(caps.get(*n as usize)),
-            Part::Var(v) => {
-                if let Some(val) = r.var(v, None) {
-                    out.push_str(&String::from_utf8_lossy(&val));
-                }
-            }
-        }
-    }
-    out
 }
