@@ -16,6 +16,8 @@
 //! - [`wait`]: bounded polling for effects that follow a request.
 //! - [`upstream`]: a scripted upstream for the proxy's tests: raw bytes
 //!   out, every request it receives recorded.
+//! - [`proxy`]: configurations for the proxy tests (one server in front
+//!   of scripted upstreams).
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
@@ -26,6 +28,7 @@ pub mod client;
 pub mod conf;
 pub mod exchange;
 pub mod fixture;
+pub mod proxy;
 pub mod request;
 pub mod response;
 pub mod server;

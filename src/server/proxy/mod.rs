@@ -83,6 +83,10 @@ enum BodyPlan {
     Memory(Bytes),
     /// A body read whole into a temp file.
     File(crate::io::temp::TempFile),
+    /// `proxy_pass_request_body off`: the client's body was read and
+    /// dropped, but its length is still announced, as nginx's
+    /// `$proxy_internal_body_length` does; nothing follows the head.
+    LengthOnly(u64),
     /// Read from the client while sending (`proxy_request_buffering
     /// off`); chunked upstream when `chunked`.
     Stream {
@@ -101,6 +105,7 @@ impl BodyPlan {
             BodyPlan::None => BodyFraming::None,
             BodyPlan::Memory(b) => BodyFraming::Length(b.len() as u64),
             BodyPlan::File(t) => BodyFraming::Length(t.len),
+            BodyPlan::LengthOnly(n) => BodyFraming::Length(*n),
             BodyPlan::Stream { chunked: true, .. } => BodyFraming::Chunked,
             BodyPlan::Stream { length, .. } => {
                 length.map_or(BodyFraming::None, BodyFraming::Length)
@@ -320,11 +325,14 @@ async fn prepare_body(
     if let Some(t) = &conf.proxy_set_body {
         return Ok(BodyPlan::Memory(Bytes::from(r.expand(t))));
     }
-    if !conf.proxy_pass_request_body || !r.head.has_body() {
+    if !r.head.has_body() {
         return Ok(BodyPlan::None);
     }
     let chunked = r.head.chunked;
-    let stream = !conf.proxy_request_buffering
+    // Without `proxy_pass_request_body` nginx still reads the body whole
+    // (and announces its length): it never streams it.
+    let stream = conf.proxy_pass_request_body
+        && !conf.proxy_request_buffering
         && (!chunked || conf.proxy_http_version == ProxyHttpVersion::V11);
     if stream {
         r.upstream.body_chunked = chunked;
@@ -337,7 +345,15 @@ async fn prepare_body(
     }
     let keep_name = site.config.uses_request_body_file
         || conf.client_body_in_file_only == crate::config::model::BodyInFile::On;
-    match client.read_all(r.head, conf, files, keep_name).await {
+    let read = client.read_all(r.head, conf, files, keep_name).await;
+    if !conf.proxy_pass_request_body {
+        if let Ok(body) = &read {
+            r.body.received = body.len();
+            r.upstream.body_length = Some(body.len());
+            return Ok(BodyPlan::LengthOnly(body.len()));
+        }
+    }
+    match read {
         Ok(RequestBody::Memory(b)) => {
             r.body.received = b.len() as u64;
             r.body.in_memory = Some(Arc::new(b.to_vec()));
@@ -690,7 +706,9 @@ async fn send_request(
     let timeout = r.conf.proxy_send_timeout;
     let mut sent = head.len() as u64;
     match body {
-        BodyPlan::None => conn.write_all(head, timeout).await.map_err(send_failure)?,
+        BodyPlan::None | BodyPlan::LengthOnly(_) => {
+            conn.write_all(head, timeout).await.map_err(send_failure)?
+        }
         BodyPlan::Memory(b) => {
             // Head and a small body in one write.
             write_vectored(conn, &[head, b], timeout)
