@@ -1048,7 +1048,10 @@ fn respond(
         site.error_log.log(
             Level::Error,
             Some(r.conn_no),
-            format_args!("{}{ctx}", uhead::NO_VALID_HEADER),
+            format_args!(
+                "{} while reading response header from upstream{ctx}",
+                uhead::NO_VALID_HEADER
+            ),
         );
         let mut rep = Reply::new(Status::OK, Body::Empty);
         rep.http09 = true;
