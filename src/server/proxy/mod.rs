@@ -124,6 +124,10 @@ struct Failure {
     level: Level,
     /// The client's own failure (its body): this status, no next server.
     client_status: Option<Option<Status>>,
+    /// Whether the request had started to go out (nginx's
+    /// `u->request_sent`): a non-idempotent one may then not be sent again
+    /// without `non_idempotent`; one whose connect failed may.
+    request_sent: bool,
 }
 
 /// A failure of the upstream's (`kind` says which).
@@ -133,6 +137,7 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
         message: message.into(),
         level: Level::Error,
         client_status: None,
+        request_sent: true,
     }
 }
 
@@ -457,7 +462,8 @@ async fn exchange<'a>(
                 // server while there is one.
                 let ft = status_condition(got.head.status);
                 let retry = ft.is_some_and(|ft| {
-                    may_retry(conf, ft, &tried, attempts, started, r, body) && tried.remaining() > 1
+                    may_retry(conf, ft, &tried, attempts, started, r, body, true)
+                        && tried.remaining() > 1
                 });
                 if retry {
                     let ft = ft.unwrap_or(NextUpstream::ERROR);
@@ -520,8 +526,16 @@ async fn exchange<'a>(
                 attempt.status = Some(status);
                 r.upstream.tries.push(attempt);
                 release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
-                if may_retry(conf, f.kind, &tried, attempts, started, r, body)
-                    && tried.remaining() > 0
+                if may_retry(
+                    conf,
+                    f.kind,
+                    &tried,
+                    attempts,
+                    started,
+                    r,
+                    body,
+                    f.request_sent,
+                ) && tried.remaining() > 0
                 {
                     continue;
                 }
@@ -567,7 +581,9 @@ fn status_condition(status: u16) -> Option<NextUpstream> {
 /// Whether a failure of kind `ft` may go to the next server
 /// (`ngx_http_upstream_next`): the condition is configured, tries and time
 /// are left, and the request can be sent again (a body streamed from the
-/// client cannot; a non-idempotent method only with `non_idempotent`).
+/// client cannot; a non-idempotent method that was sent only with
+/// `non_idempotent`).
+#[allow(clippy::too_many_arguments)]
 fn may_retry(
     conf: &crate::config::inherit::LocConf,
     ft: NextUpstream,
@@ -576,6 +592,7 @@ fn may_retry(
     started: Instant,
     r: &Req<'_>,
     body: &BodyPlan,
+    request_sent: bool,
 ) -> bool {
     let next = conf.proxy_next_upstream;
     if next.contains(NextUpstream::OFF) || !next.contains(ft) {
@@ -597,7 +614,7 @@ fn may_retry(
     }
     let idempotent = !matches!(r.head.method, Method::Post | Method::Patch)
         && !matches!(&r.head.method, Method::Other(m) if m == "LOCK");
-    idempotent || next.contains(NextUpstream::NON_IDEMPOTENT)
+    idempotent || !request_sent || next.contains(NextUpstream::NON_IDEMPOTENT)
 }
 
 /// A response head and what came with it.
@@ -653,8 +670,9 @@ async fn try_peer(
                     conf.proxy_socket_keepalive,
                 )
                 .await
-                .map_err(|e| {
-                    upstream_failure(
+                .map_err(|e| Failure {
+                    request_sent: false,
+                    ..upstream_failure(
                         if e.timed_out {
                             NextUpstream::TIMEOUT
                         } else {
@@ -753,6 +771,7 @@ async fn send_request(
                         message: e.message,
                         level: e.level,
                         client_status: Some(e.status),
+                        request_sent: true,
                     })?;
                 let Some(piece) = piece else {
                     if *chunked {
