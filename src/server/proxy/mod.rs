@@ -379,12 +379,19 @@ async fn prepare_body(
                 Some(r.conn_no),
                 format_args!("{}{}", e.message, r.log_context()),
             );
-            Err(Box::new(match e.status {
-                Some(s) => Reply::special(s),
-                // The client is gone: nothing to answer, nginx logs 400.
-                None => Reply::aborted(Status::BAD_REQUEST),
-            }))
+            Err(Box::new(body_failure_reply(e.status)))
         }
+    }
+}
+
+/// What the client gets when its body could not be read: the error page
+/// of `status`; nothing when it is gone (nginx logs 400) or timed out
+/// (nginx terminates the request on NGX_HTTP_REQUEST_TIME_OUT and logs 408).
+fn body_failure_reply(status: Option<Status>) -> Reply {
+    match status {
+        Some(Status::REQUEST_TIME_OUT) => Reply::aborted(Status::REQUEST_TIME_OUT),
+        Some(s) => Reply::special(s),
+        None => Reply::aborted(Status::BAD_REQUEST),
     }
 }
 
@@ -513,10 +520,7 @@ async fn exchange<'a>(
                     group
                         .peers
                         .done(&mut tried, peer, Outcome::Ok, Instant::now());
-                    return reply(match client_status {
-                        Some(s) => Reply::special(s),
-                        None => Reply::aborted(Status::BAD_REQUEST),
-                    });
+                    return reply(body_failure_reply(client_status));
                 }
                 let status = if f.kind == NextUpstream::TIMEOUT {
                     504
