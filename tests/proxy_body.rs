@@ -184,3 +184,21 @@ fn expect_100_continue_is_answered_and_not_forwarded() {
     assert_eq!(got.header("Expect"), None);
     assert_eq!(got.body, b"data");
 }
+
+/// Regression: nowait skipped `100 Continue` when the body came with the
+/// head; nginx's `ngx_http_test_expect` sends it whenever it is asked.
+#[test]
+fn expect_100_continue_is_answered_even_when_the_body_came_with_the_head() {
+    let up = Upstream::echo();
+    let server = start(&up, "", "location / { proxy_pass http://UP; }");
+    let mut c = Conn::open(server.port());
+    c.send(
+        b"POST /e HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n\
+          Content-Length: 4\r\nConnection: close\r\n\r\ndata",
+    );
+    let interim = c.next_response("POST").expect("100 Continue");
+    assert_eq!(interim.status_line, "HTTP/1.1 100 Continue");
+    let r = c.response_to("POST").expect("the final response");
+    assert_eq!(r.status, 200);
+    assert_eq!(up.requests()[0].body, b"data");
+}

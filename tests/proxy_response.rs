@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::proxy::{get, request, start};
+use common::proxy::{get, start};
 use common::wait::until;
 use common::{Conn, State, Upstream, body};
 

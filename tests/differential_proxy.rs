@@ -1,0 +1,429 @@
+//! Differential test of the proxy: nowait and the real nginx 1.22 run the
+//! same configuration in front of the same scripted upstream (one each,
+//! so that each records what its own proxy sent), and every case's
+//! request is sent to both. Compared: status lines, the headers in
+//! `compare::COMPARED_HEADERS` and [`PROXY_HEADERS`], bodies, whether
+//! the client connection was closed, and what the upstream received —
+//! request lines and header blocks in order, and bodies.
+//!
+//! Normalized first: each upstream's and each server's own port, and the
+//! server's name in error pages. Intended differences are listed in
+//! `differential/known-differences.txt` under `proxy-<case>` with their
+//! reason; those cases are reported and do not fail.
+//!
+//! Run: `cargo test --test differential_proxy -- --nocapture`
+//! (`NOWAIT_DIFF_ONLY=name,name` runs only those cases).
+
+mod common;
+#[path = "differential/compare.rs"]
+#[allow(dead_code)]
+mod compare;
+#[path = "differential/corpus.rs"]
+#[allow(dead_code)]
+mod corpus;
+
+use std::path::Path;
+
+use common::proxy::conf;
+use common::server::{Kind, NGINX_BIN, free_port};
+use common::{Server, Upstream, exchange, request_methods};
+use compare::{Outcome, compare};
+
+/// Response fields a proxy decides on, compared besides the static ones.
+const PROXY_HEADERS: &[&str] = &["X-Up", "Refresh", "X-Pad", "X-Accel-Redirect", "Upgrade"];
+
+/// One case: a location, what the upstream answers under it, and the
+/// client's request bytes (`{name}` in them is the case's path).
+struct Case {
+    name: &'static str,
+    /// The inside of `location /{name}`.
+    location: &'static str,
+    /// The upstream's answer to requests whose target holds `/{name}`;
+    /// `None`: the default answer. It closes after writing it.
+    answer: Option<&'static [u8]>,
+    /// The request(s), with `{name}` for the case's path.
+    request: &'static str,
+}
+
+const DEFAULT_ANSWER: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Up: u\r\nContent-Length: 2\r\n\r\nok";
+
+const GET: &str = "GET /{name}/x?a=1 HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\
+                   Accept: */*\r\nConnection: close\r\n\r\n";
+
+/// An answer whose head is larger than the case's 1k `proxy_buffer_size`.
+fn big_header() -> &'static [u8] {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n",
+        "b".repeat(2000)
+    );
+    Box::leak(head.into_bytes().into_boxed_slice())
+}
+
+fn cases() -> Vec<Case> {
+    let c = |name, location, answer, request| Case {
+        name,
+        location,
+        answer,
+        request,
+    };
+    vec![
+        c("plain", "proxy_pass http://UP;", None, GET),
+        c("uri-part", "proxy_pass http://UP/uri-part-to/;", None, GET),
+        c(
+            "escaped",
+            "proxy_pass http://UP/escaped-to/;",
+            None,
+            "GET /escaped/%41%20b%3F?k=%20 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "unparsed",
+            "proxy_pass http://UP;",
+            None,
+            "GET /unparsed/%7e//x/../y HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "set-header",
+            "proxy_pass http://UP; proxy_set_header X-B b; proxy_set_header Host h;\n \
+             proxy_set_header X-Empty \"\"; proxy_set_header User-Agent \"\";",
+            None,
+            "GET /set-header HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\nX-Empty: e\r\n\
+             X-C: c\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "no-request-headers",
+            "proxy_pass http://UP; proxy_pass_request_headers off;",
+            None,
+            GET,
+        ),
+        c(
+            "post",
+            "proxy_pass http://UP;",
+            None,
+            "POST /post HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\
+             Content-Type: text/x\r\nConnection: close\r\n\r\nhello",
+        ),
+        c(
+            "chunked-post",
+            "proxy_pass http://UP;",
+            None,
+            "POST /chunked-post HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\
+             Connection: close\r\n\r\n3\r\nabc\r\n2;e=1\r\nde\r\n0\r\n\r\n",
+        ),
+        c(
+            "method-body",
+            "proxy_pass http://UP; proxy_method PUT; proxy_set_body \"v=$arg_v\";",
+            None,
+            "GET /method-body?v=9 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "http11",
+            "proxy_pass http://UP; proxy_http_version 1.1; proxy_set_header Connection \"\";",
+            None,
+            GET,
+        ),
+        c(
+            "head",
+            "proxy_pass http://UP;",
+            None,
+            "HEAD /head HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "status-line",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 299 Fine Thing\r\nContent-Length: 2\r\n\r\nok"),
+            GET,
+        ),
+        c(
+            "hidden",
+            "proxy_pass http://UP; proxy_hide_header X-Up;",
+            Some(
+                b"HTTP/1.1 200 OK\r\nX-Pad: p\r\nX-Accel-Expires: 1\r\nX-Up: u\r\n\
+                  Keep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\nok",
+            ),
+            GET,
+        ),
+        c(
+            "redirect-default",
+            "proxy_pass http://UP/redirect-default-to/;",
+            Some(b"HTTP/1.1 302 Found\r\nLocation: http://UPADDR/redirect-default-to/y\r\nContent-Length: 0\r\n\r\n"),
+            GET,
+        ),
+        c(
+            "redirect-path",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n"),
+            GET,
+        ),
+        c(
+            "redirect-regex",
+            "proxy_pass http://UP; proxy_redirect ~^http://([^/]+)/(.*)$ /$2?h=$1;",
+            Some(b"HTTP/1.1 301 Moved\r\nLocation: http://h/z\r\nRefresh: 0; url=http://h/r\r\nContent-Length: 0\r\n\r\n"),
+            GET,
+        ),
+        c(
+            "accel-redirect",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\nX-Accel-Redirect: /target/t\r\nContent-Length: 4\r\n\r\nbody"),
+            GET,
+        ),
+        c(
+            "intercept",
+            "proxy_pass http://UP; proxy_intercept_errors on; error_page 404 /target/e;",
+            Some(b"HTTP/1.1 404 Not Found\r\nX-Up: u\r\nContent-Length: 3\r\n\r\nnot"),
+            GET,
+        ),
+        c(
+            "upstream-500",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\noops"),
+            GET,
+        ),
+        c("http09", "proxy_pass http://UP;", Some(b"raw bytes\n"), GET),
+        c(
+            "interim",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+            GET,
+        ),
+        c(
+            "chunked-answer",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: t\r\n\r\n"),
+            "GET /chunked-answer HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        c(
+            "until-close-11",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\n\r\nto the end"),
+            "GET /until-close-11 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        c(
+            "until-close-10",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\n\r\nto the end"),
+            "GET /until-close-10 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        ),
+        c(
+            "extra-bytes",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"),
+            "GET /extra-bytes HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        c(
+            "big-header",
+            "proxy_pass http://UP; proxy_buffer_size 1k;",
+            Some(big_header()),
+            GET,
+        ),
+        c(
+            "cut-body",
+            "proxy_pass http://UP;",
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd"),
+            "GET /cut-body HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        c("refused", "proxy_pass http://DEAD;", None, GET),
+        c(
+            "keepalive-client",
+            "proxy_pass http://UP;",
+            None,
+            "GET /keepalive-client/1 HTTP/1.1\r\nHost: localhost\r\n\r\n\
+             GET /keepalive-client/2 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ),
+        c(
+            "expect",
+            "proxy_pass http://UP;",
+            None,
+            "POST /expect HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n\
+             Content-Length: 2\r\nConnection: close\r\n\r\nhi",
+        ),
+        c(
+            "too-large",
+            "proxy_pass http://UP; client_max_body_size 10;",
+            None,
+            "POST /too-large HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\
+             Connection: close\r\n\r\n01234567890",
+        ),
+    ]
+}
+
+/// The configuration: one location per case, and the targets of internal
+/// redirects.
+fn configuration(cases: &[Case], dead: &str) -> String {
+    let mut server = String::from("location /target/ { return 200 \"target $uri\"; }\n");
+    for c in cases {
+        server.push_str(&format!(
+            "location /{} {{ {} }}\n",
+            c.name,
+            c.location.replace("DEAD", dead)
+        ));
+    }
+    server
+}
+
+/// The scripted upstream for one server: each case's answer by target.
+fn upstream(cases: &[Case]) -> Upstream {
+    let scripts: Vec<(String, Vec<u8>)> = cases
+        .iter()
+        .filter_map(|c| c.answer.map(|a| (format!("/{}", c.name), a.to_vec())))
+        .collect();
+    Upstream::start(move |conn| {
+        while let Some(req) = conn.read_request() {
+            let target = req.target();
+            let script = scripts
+                .iter()
+                .filter(|(key, _)| target.starts_with(key.as_str()))
+                .max_by_key(|(key, _)| key.len());
+            let host = req.header("Host").unwrap_or_default();
+            match script {
+                Some((_, answer)) => {
+                    let answer = String::from_utf8_lossy(answer).replace("UPADDR", &host);
+                    conn.write(answer.as_bytes());
+                    return;
+                }
+                None => {
+                    if !conn.write(DEFAULT_ANSWER) || !req.keep_alive() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// What the upstream received for one case, normalized: request lines
+/// and header blocks, then bodies.
+fn received(up: &Upstream, from: usize) -> String {
+    let port = up.port().to_string();
+    up.requests()[from..]
+        .iter()
+        .map(|r| {
+            format!(
+                "{}{}",
+                r.head_text().replace(&port, "UPPORT"),
+                String::from_utf8_lossy(&r.body)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+#[test]
+fn proxy_matches_nginx() {
+    assert!(
+        Path::new(NGINX_BIN).exists(),
+        "{NGINX_BIN} is missing: run scripts/install-test-deps.sh (as root)"
+    );
+    let only: Option<Vec<String>> = std::env::var("NOWAIT_DIFF_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(str::to_string).collect());
+    let mut all = cases();
+    if let Some(only) = &only {
+        all.retain(|c| only.iter().any(|o| o == c.name));
+    }
+    let known_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential/known-differences.txt"),
+    )
+    .expect("read known-differences.txt");
+    let known = corpus::parse_known(&known_text).expect("known-differences.txt");
+    let listed: Vec<&String> = known
+        .cases
+        .keys()
+        .filter(|k| k.starts_with("proxy-"))
+        .collect();
+    let names: Vec<String> = cases()
+        .iter()
+        .map(|c| format!("proxy-{}", c.name))
+        .collect();
+    let stale: Vec<&&String> = listed.iter().filter(|k| !names.contains(k)).collect();
+    assert!(
+        stale.is_empty(),
+        "known-differences.txt names unknown proxy cases: {stale:?}"
+    );
+
+    let dead = format!("127.0.0.1:{}", free_port());
+    let server_block = configuration(&all, &dead);
+    let (up_nginx, up_nowait) = (upstream(&all), upstream(&all));
+    let nginx = Server::start(Kind::Nginx, &conf(Some(&up_nginx), "", &server_block));
+    let nowait = Server::start(Kind::Nowait, &conf(Some(&up_nowait), "", &server_block));
+
+    let (mut failed, mut known_hit) = (0, 0);
+    for case in &all {
+        let raw = case.request.replace("{name}", case.name).into_bytes();
+        let methods = request_methods(&raw);
+        let before = (up_nginx.requests().len(), up_nowait.requests().len());
+        let segments = [raw];
+        let (a, b) = std::thread::scope(|s| {
+            let b = s.spawn(|| exchange(nowait.port(), &segments, &methods));
+            (
+                exchange(nginx.port(), &segments, &methods),
+                b.join().expect("exchange"),
+            )
+        });
+        let oa = Outcome::new(&a, &methods, nginx.port());
+        let ob = Outcome::new(&b, &methods, nowait.port());
+        let mut diffs: Vec<(String, String, String)> = compare(&oa, &ob)
+            .into_iter()
+            .map(|m| (m.field, m.reference, m.tested))
+            .collect();
+        for (i, (ra, rb)) in oa
+            .parsed
+            .responses
+            .iter()
+            .zip(&ob.parsed.responses)
+            .enumerate()
+        {
+            for h in PROXY_HEADERS {
+                let (va, vb) = (ra.header(h), rb.header(h));
+                if va != vb {
+                    diffs.push((
+                        format!("response {} header {h}", i + 1),
+                        format!("{va:?}"),
+                        format!("{vb:?}"),
+                    ));
+                }
+            }
+        }
+        let (sent_a, sent_b) = (
+            received(&up_nginx, before.0),
+            received(&up_nowait, before.1),
+        );
+        if sent_a != sent_b {
+            diffs.push((
+                "upstream received".into(),
+                format!("{sent_a:?}"),
+                format!("{sent_b:?}"),
+            ));
+        }
+        if diffs.is_empty() {
+            println!("ok    {}", case.name);
+            continue;
+        }
+        let tag = match known.cases.get(&format!("proxy-{}", case.name)) {
+            Some(reason) => {
+                known_hit += 1;
+                format!("known {} ({reason})", case.name)
+            }
+            None => {
+                failed += 1;
+                format!("FAIL  {}", case.name)
+            }
+        };
+        println!("{tag}");
+        for (field, a, b) in diffs {
+            println!("      {field}:\n        nginx:  {a}\n        nowait: {b}");
+        }
+    }
+    println!(
+        "differential_proxy: {} cases, {known_hit} known differences, {failed} failed",
+        all.len()
+    );
+    if failed > 0 {
+        eprintln!("--- nginx stderr ---\n{}", nginx.stderr());
+        eprintln!("--- nowait stderr ---\n{}", nowait.stderr());
+    }
+    assert_eq!(
+        failed, 0,
+        "{failed} proxy cases differ from nginx (see above)"
+    );
+}
