@@ -113,3 +113,37 @@ fn kept_alive_connections_survive_a_reload() {
     assert_eq!(up.connections(), 1, "the connection was not reused");
     assert!(up.requests().iter().all(|r| r.connection == 0));
 }
+
+/// A cached connection the upstream closes as the next request arrives
+/// fails on reuse: nginx tries again on a fresh connection without
+/// counting the try (`u->peer.cached` in `ngx_http_upstream_next`), even
+/// with one server.
+#[test]
+fn a_kept_alive_connection_that_fails_on_reuse_is_replaced() {
+    let up = Upstream::start(|c| {
+        if c.read_request().is_some() {
+            c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            if c.id() == 0 {
+                // The second request on the first connection gets no answer.
+                let _ = c.read_request();
+            }
+        }
+    });
+    let server = start(
+        &up,
+        "upstream u { server UP; keepalive 8; }",
+        "location / { proxy_pass http://u; proxy_http_version 1.1;\n \
+         proxy_set_header Connection \"\"; }",
+    );
+    assert_eq!(body(&get(&server, "/")), "ok");
+    let r = get(&server, "/");
+    assert_eq!(
+        (r.status, body(&r).as_str()),
+        (200, "ok"),
+        "{}",
+        server.stderr()
+    );
+    assert_eq!(up.connections(), 2);
+    let firsts: Vec<usize> = up.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(firsts, [0, 0, 1]);
+}

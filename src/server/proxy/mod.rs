@@ -128,6 +128,9 @@ struct Failure {
     /// `u->request_sent`): a non-idempotent one may then not be sent again
     /// without `non_idempotent`; one whose connect failed may.
     request_sent: bool,
+    /// The connection came from the keep-alive cache (nginx's
+    /// `u->peer.cached`): an error on it does not use up a try.
+    cached: bool,
 }
 
 /// A failure of the upstream's (`kind` says which).
@@ -138,6 +141,7 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
         level: Level::Error,
         client_status: None,
         request_sent: true,
+        cached: false,
     }
 }
 
@@ -530,6 +534,12 @@ async fn exchange<'a>(
                 attempt.status = Some(status);
                 r.upstream.tries.push(attempt);
                 release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
+                if f.cached && f.kind == NextUpstream::ERROR {
+                    // A kept-alive connection the peer had closed: the
+                    // next try is free, even with a lone peer.
+                    tried.add_try();
+                    attempts -= 1;
+                }
                 if may_retry(
                     conf,
                     f.kind,
@@ -664,40 +674,49 @@ async fn try_peer(
         peer: spec.addr.clone(),
     });
     let cached = key.as_ref().and_then(|k| site.shared.keepalive.take(k, t0));
-    let (conn, usage) =
-        match cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u))) {
-            Some(c) => c,
-            None => {
-                let conn = Conn::connect(
-                    &spec.addr,
-                    conf.proxy_connect_timeout,
-                    conf.proxy_socket_keepalive,
-                )
-                .await
-                .map_err(|e| Failure {
-                    request_sent: false,
-                    ..upstream_failure(
-                        if e.timed_out {
-                            NextUpstream::TIMEOUT
-                        } else {
-                            NextUpstream::ERROR
-                        },
-                        format!("{} while connecting to upstream", e.message),
-                    )
-                })?;
-                (
-                    conn,
-                    Usage {
-                        requests: 0,
-                        opened: Instant::now(),
+    let reused = cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u)));
+    let from_cache = reused.is_some();
+    let (conn, usage) = match reused {
+        Some(c) => c,
+        None => {
+            let conn = Conn::connect(
+                &spec.addr,
+                conf.proxy_connect_timeout,
+                conf.proxy_socket_keepalive,
+            )
+            .await
+            .map_err(|e| Failure {
+                request_sent: false,
+                ..upstream_failure(
+                    if e.timed_out {
+                        NextUpstream::TIMEOUT
+                    } else {
+                        NextUpstream::ERROR
                     },
+                    format!("{} while connecting to upstream", e.message),
                 )
-            }
-        };
+            })?;
+            (
+                conn,
+                Usage {
+                    requests: 0,
+                    opened: Instant::now(),
+                },
+            )
+        }
+    };
     attempt.connect_time = Some(t0.elapsed().as_secs_f64());
-    let sent = send_request(r, client, files, &conn, head, body).await?;
+    let on_cached = |f: Failure| Failure {
+        cached: from_cache,
+        ..f
+    };
+    let sent = send_request(r, client, files, &conn, head, body)
+        .await
+        .map_err(on_cached)?;
     attempt.bytes_sent = sent;
-    read_head(r, client, conn, usage, key, head_request, t0).await
+    read_head(r, client, conn, usage, key, head_request, t0)
+        .await
+        .map_err(on_cached)
 }
 
 fn send_failure(e: WriteError) -> Failure {
@@ -776,6 +795,7 @@ async fn send_request(
                         level: e.level,
                         client_status: Some(e.status),
                         request_sent: true,
+                        cached: false,
                     })?;
                 let Some(piece) = piece else {
                     if *chunked {
