@@ -211,9 +211,10 @@ impl<'c> Client<'c> {
     }
 
     /// Sends `100 Continue` if the client asked for it and nothing was sent
-    /// yet (nginx's `ngx_http_test_expect`, when the body is first read).
+    /// yet (nginx's `ngx_http_test_expect`, when the body is first read):
+    /// even when body bytes came with the head, as nginx does.
     async fn send_continue(&mut self, head: &RequestHead, conf: &LocConf) -> Result<(), BodyError> {
-        if head.expect_continue && !self.continue_sent && self.buf.is_empty() {
+        if head.expect_continue && !self.continue_sent {
             self.continue_sent = true;
             send::write_all(self.stream, CONTINUE, conf.send_timeout)
                 .await

@@ -613,4 +613,3 @@ mod tests {
         assert_eq!(got, "xyz");
     }
 }
-

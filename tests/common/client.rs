@@ -105,7 +105,11 @@ impl Conn {
                     return Some(r);
                 }
             }
-            if self.closed || !self.fill(deadline) {
+            if self.closed {
+                return None;
+            }
+            // A close ends a body that runs to it: parse once more.
+            if !self.fill(deadline) && !self.closed {
                 return None;
             }
         }

@@ -16,6 +16,8 @@
 //! - [`wait`]: bounded polling for effects that follow a request.
 //! - [`upstream`]: a scripted upstream for the proxy's tests: raw bytes
 //!   out, every request it receives recorded.
+//! - [`proxy`]: configurations for the proxy tests (one server in front
+//!   of scripted upstreams).
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //! - [`nginx_t`]: `nowait -t` against `nginx -t`, first `[emerg]` line.
 //!
@@ -28,6 +30,7 @@ pub mod conf;
 pub mod exchange;
 pub mod fixture;
 pub mod nginx_t;
+pub mod proxy;
 pub mod request;
 pub mod response;
 pub mod server;

@@ -480,6 +480,12 @@ impl UpstreamConn {
         &self.buf
     }
 
+    /// Takes the bytes [`UpstreamConn::pending`] holds (for a handler that
+    /// relays raw bytes, as after an upgrade).
+    pub fn take_pending(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
     /// Waits up to `limit` for the peer to close its side (or reset),
     /// keeping what arrives meanwhile in [`UpstreamConn::pending`]; whether
     /// it closed.

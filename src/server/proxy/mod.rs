@@ -88,6 +88,10 @@ enum BodyPlan {
     Memory(Bytes),
     /// A body read whole into a temp file.
     File(crate::io::temp::TempFile),
+    /// `proxy_pass_request_body off`: the client's body was read and
+    /// dropped, but its length is still announced, as nginx's
+    /// `$proxy_internal_body_length` does; nothing follows the head.
+    LengthOnly(u64),
     /// Read from the client while sending (`proxy_request_buffering
     /// off`); chunked upstream when `chunked`.
     Stream {
@@ -106,6 +110,7 @@ impl BodyPlan {
             BodyPlan::None => BodyFraming::None,
             BodyPlan::Memory(b) => BodyFraming::Length(b.len() as u64),
             BodyPlan::File(t) => BodyFraming::Length(t.len),
+            BodyPlan::LengthOnly(n) => BodyFraming::Length(*n),
             BodyPlan::Stream { chunked: true, .. } => BodyFraming::Chunked,
             BodyPlan::Stream { length, .. } => {
                 length.map_or(BodyFraming::None, BodyFraming::Length)
@@ -124,6 +129,13 @@ struct Failure {
     level: Level,
     /// The client's own failure (its body): this status, no next server.
     client_status: Option<Option<Status>>,
+    /// Whether the request had started to go out (nginx's
+    /// `u->request_sent`): a non-idempotent one may then not be sent again
+    /// without `non_idempotent`; one whose connect failed may.
+    request_sent: bool,
+    /// The connection came from the keep-alive cache (nginx's
+    /// `u->peer.cached`): an error on it does not use up a try.
+    cached: bool,
 }
 
 /// A failure of the upstream's (`kind` says which).
@@ -133,6 +145,8 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
         message: message.into(),
         level: Level::Error,
         client_status: None,
+        request_sent: true,
+        cached: false,
     }
 }
 
@@ -406,11 +420,14 @@ async fn prepare_body(
     if let Some(t) = &conf.proxy_set_body {
         return Ok(BodyPlan::Memory(Bytes::from(r.expand(t))));
     }
-    if !conf.proxy_pass_request_body || !r.head.has_body() {
+    if !r.head.has_body() {
         return Ok(BodyPlan::None);
     }
     let chunked = r.head.chunked;
-    let stream = !conf.proxy_request_buffering
+    // Without `proxy_pass_request_body` nginx still reads the body whole
+    // (and announces its length): it never streams it.
+    let stream = conf.proxy_pass_request_body
+        && !conf.proxy_request_buffering
         && (!chunked || conf.proxy_http_version == ProxyHttpVersion::V11);
     if stream {
         r.upstream.body_chunked = chunked;
@@ -423,7 +440,15 @@ async fn prepare_body(
     }
     let keep_name = site.config.uses_request_body_file
         || conf.client_body_in_file_only == crate::config::model::BodyInFile::On;
-    match client.read_all(r.head, conf, files, keep_name).await {
+    let read = client.read_all(r.head, conf, files, keep_name).await;
+    if !conf.proxy_pass_request_body {
+        if let Ok(body) = &read {
+            r.body.received = body.len();
+            r.upstream.body_length = Some(body.len());
+            return Ok(BodyPlan::LengthOnly(body.len()));
+        }
+    }
+    match read {
         Ok(RequestBody::Memory(b)) => {
             r.body.received = b.len() as u64;
             r.body.in_memory = Some(Arc::new(b.to_vec()));
@@ -444,12 +469,19 @@ async fn prepare_body(
                 Some(r.conn_no),
                 format_args!("{}{}", e.message, r.log_context()),
             );
-            Err(Box::new(match e.status {
-                Some(s) => Reply::special(s),
-                // The client is gone: nothing to answer, nginx logs 400.
-                None => Reply::aborted(Status::BAD_REQUEST),
-            }))
+            Err(Box::new(body_failure_reply(e.status)))
         }
+    }
+}
+
+/// What the client gets when its body could not be read: the error page
+/// of `status`; nothing when it is gone (nginx logs 400) or timed out
+/// (nginx terminates the request on NGX_HTTP_REQUEST_TIME_OUT and logs 408).
+fn body_failure_reply(status: Option<Status>) -> Reply {
+    match status {
+        Some(Status::REQUEST_TIME_OUT) => Reply::aborted(Status::REQUEST_TIME_OUT),
+        Some(s) => Reply::special(s),
+        None => Reply::aborted(Status::BAD_REQUEST),
     }
 }
 
@@ -531,7 +563,8 @@ async fn exchange<'a>(
                 // server while there is one.
                 let ft = status_condition(got.head.status);
                 let retry = ft.is_some_and(|ft| {
-                    may_retry(conf, ft, &tried, attempts, started, r, body) && tried.remaining() > 1
+                    may_retry(conf, ft, &tried, attempts, started, r, body, true)
+                        && tried.remaining() > 1
                 });
                 if retry {
                     let ft = ft.unwrap_or(NextUpstream::ERROR);
@@ -592,10 +625,7 @@ async fn exchange<'a>(
                     group
                         .peers
                         .done(&mut tried, peer, Outcome::Ok, Instant::now());
-                    return reply(match client_status {
-                        Some(s) => Reply::special(s),
-                        None => Reply::aborted(Status::BAD_REQUEST),
-                    });
+                    return reply(body_failure_reply(client_status));
                 }
                 let status = if f.kind == NextUpstream::TIMEOUT {
                     504
@@ -606,8 +636,22 @@ async fn exchange<'a>(
                 r.upstream.tries.push(attempt);
                 group.record(peer, false, t0.elapsed());
                 release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
-                if may_retry(conf, f.kind, &tried, attempts, started, r, body)
-                    && tried.remaining() > 0
+                if f.cached && f.kind == NextUpstream::ERROR {
+                    // A kept-alive connection the peer had closed: the
+                    // next try is free, even with a lone peer.
+                    tried.add_try();
+                    attempts -= 1;
+                }
+                if may_retry(
+                    conf,
+                    f.kind,
+                    &tried,
+                    attempts,
+                    started,
+                    r,
+                    body,
+                    f.request_sent,
+                ) && tried.remaining() > 0
                 {
                     continue;
                 }
@@ -728,7 +772,9 @@ fn status_condition(status: u16) -> Option<NextUpstream> {
 /// Whether a failure of kind `ft` may go to the next server
 /// (`ngx_http_upstream_next`): the condition is configured, tries and time
 /// are left, and the request can be sent again (a body streamed from the
-/// client cannot; a non-idempotent method only with `non_idempotent`).
+/// client cannot; a non-idempotent method that was sent only with
+/// `non_idempotent`).
+#[allow(clippy::too_many_arguments)]
 fn may_retry(
     conf: &crate::config::inherit::LocConf,
     ft: NextUpstream,
@@ -737,6 +783,7 @@ fn may_retry(
     started: Instant,
     r: &Req<'_>,
     body: &BodyPlan,
+    request_sent: bool,
 ) -> bool {
     let next = conf.proxy_next_upstream;
     if next.contains(NextUpstream::OFF) || !next.contains(ft) {
@@ -758,7 +805,7 @@ fn may_retry(
     }
     let idempotent = !matches!(r.head.method, Method::Post | Method::Patch)
         && !matches!(&r.head.method, Method::Other(m) if m == "LOCK");
-    idempotent || next.contains(NextUpstream::NON_IDEMPOTENT)
+    idempotent || !request_sent || next.contains(NextUpstream::NON_IDEMPOTENT)
 }
 
 /// A response head and what came with it.
@@ -806,39 +853,49 @@ async fn try_peer(
         peer: spec.addr.clone(),
     });
     let cached = key.as_ref().and_then(|k| site.shared.keepalive.take(k, t0));
-    let (conn, usage) =
-        match cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u))) {
-            Some(c) => c,
-            None => {
-                let conn = Conn::connect(
-                    &spec.addr,
-                    conf.proxy_connect_timeout,
-                    conf.proxy_socket_keepalive,
-                )
-                .await
-                .map_err(|e| {
-                    upstream_failure(
-                        if e.timed_out {
-                            NextUpstream::TIMEOUT
-                        } else {
-                            NextUpstream::ERROR
-                        },
-                        format!("{} while connecting to upstream", e.message),
-                    )
-                })?;
-                (
-                    conn,
-                    Usage {
-                        requests: 0,
-                        opened: Instant::now(),
+    let reused = cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u)));
+    let from_cache = reused.is_some();
+    let (conn, usage) = match reused {
+        Some(c) => c,
+        None => {
+            let conn = Conn::connect(
+                &spec.addr,
+                conf.proxy_connect_timeout,
+                conf.proxy_socket_keepalive,
+            )
+            .await
+            .map_err(|e| Failure {
+                request_sent: false,
+                ..upstream_failure(
+                    if e.timed_out {
+                        NextUpstream::TIMEOUT
+                    } else {
+                        NextUpstream::ERROR
                     },
+                    format!("{} while connecting to upstream", e.message),
                 )
-            }
-        };
+            })?;
+            (
+                conn,
+                Usage {
+                    requests: 0,
+                    opened: Instant::now(),
+                },
+            )
+        }
+    };
     attempt.connect_time = Some(t0.elapsed().as_secs_f64());
-    let sent = send_request(r, client, files, &conn, head, body).await?;
+    let on_cached = |f: Failure| Failure {
+        cached: from_cache,
+        ..f
+    };
+    let sent = send_request(r, client, files, &conn, head, body)
+        .await
+        .map_err(on_cached)?;
     attempt.bytes_sent = sent;
-    read_head(r, client, conn, usage, key, head_request, t0).await
+    read_head(r, client, conn, usage, key, head_request, t0)
+        .await
+        .map_err(on_cached)
 }
 
 fn send_failure(e: WriteError) -> Failure {
@@ -869,7 +926,9 @@ async fn send_request(
     let timeout = r.conf.proxy_send_timeout;
     let mut sent = head.len() as u64;
     match body {
-        BodyPlan::None => conn.write_all(head, timeout).await.map_err(send_failure)?,
+        BodyPlan::None | BodyPlan::LengthOnly(_) => {
+            conn.write_all(head, timeout).await.map_err(send_failure)?
+        }
         BodyPlan::Memory(b) => {
             // Head and a small body in one write.
             write_vectored(conn, &[head, b], timeout)
@@ -914,6 +973,8 @@ async fn send_request(
                         message: e.message,
                         level: e.level,
                         client_status: Some(e.status),
+                        request_sent: true,
+                        cached: false,
                     })?;
                 let Some(piece) = piece else {
                     if *chunked {
@@ -1272,7 +1333,10 @@ fn respond(
         site.error_log.log(
             Level::Error,
             Some(r.conn_no),
-            format_args!("{}{ctx}", uhead::NO_VALID_HEADER),
+            format_args!(
+                "{} while reading response header from upstream{ctx}",
+                uhead::NO_VALID_HEADER
+            ),
         );
         let mut rep = Reply::new(Status::OK, Body::Empty);
         rep.http09 = true;

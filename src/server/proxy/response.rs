@@ -9,8 +9,8 @@
 //!   `Date` and `Server` go out), plus `proxy_hide_header`, minus
 //!   `proxy_pass_header`;
 //! - `Location` and `Refresh` are rewritten by `proxy_redirect`, and a
-//!   `Location` that is a path is made absolute as nginx's header filter
-//!   does;
+//!   rewritten `Location` that is a path is made absolute as nginx's
+//!   header filter does (one no rule matched passes as it is);
 //! - every other field is copied in the upstream's order.
 //!
 //! The `X-Accel-*` fields the upstream sends steer this response
@@ -113,16 +113,19 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
         } else if name.eq_ignore_ascii_case("Date") {
             reply.date = Some(text);
         } else if name.eq_ignore_ascii_case("Location") && reply.location.is_none() {
-            let rewritten = rewrite_redirect(r, conf, &text, 0);
-            reply.location = Some(if rewritten.starts_with('/') {
-                absolute_url(r, &rewritten)
-            } else {
-                rewritten
+            // Only a rewritten value becomes the response's own Location,
+            // which the header filter makes absolute; one no rule matched
+            // passes as the upstream wrote it
+            // (`ngx_http_upstream_rewrite_location`).
+            reply.location = Some(match rewrite_redirect(r, conf, &text, 0) {
+                Some(rewritten) if rewritten.starts_with('/') => absolute_url(r, &rewritten),
+                Some(rewritten) => rewritten,
+                None => text,
             });
         } else if name.eq_ignore_ascii_case("Refresh") {
             let lower = text.to_ascii_lowercase();
             let value = match lower.find("url=") {
-                Some(i) => rewrite_redirect(r, conf, &text, i + 4),
+                Some(i) => rewrite_redirect(r, conf, &text, i + 4).unwrap_or(text),
                 None => text,
             };
             reply.extra.push((name.into_owned(), value));
@@ -137,20 +140,19 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
 /// `Location`, after `url=` for `Refresh`): the first rule that matches
 /// replaces the matched part (a text rule: a prefix, compared exactly, as
 /// nginx's `ngx_rstrncmp`; a regex: the whole rest, with its captures).
-pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize) -> String {
+/// `None` when no rule matched.
+pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize) -> Option<String> {
     let ProxyRedirect::Rules(rules) = &conf.proxy_redirect else {
-        return value.to_string();
+        return None;
     };
-    let Some(rest) = value.get(prefix..) else {
-        return value.to_string();
-    };
+    let rest = value.get(prefix..)?;
     for rule in rules {
         match &rule.from {
             RedirectFrom::Text(t) => {
                 let pattern = r.expand_lossy(t);
                 if let Some(tail) = rest.strip_prefix(pattern.as_str()) {
                     let to = r.expand_lossy(&rule.to);
-                    return format!("{}{to}{tail}", &value[..prefix]);
+                    return Some(format!("{}{to}{tail}", &value[..prefix]));
                 }
             }
             RedirectFrom::Regex { re, .. } => {
@@ -160,9 +162,9 @@ pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize)
                     continue;
                 }
                 let to = r.expand_lossy(&rule.to);
-                return format!("{}{to}", &value[..prefix]);
+                return Some(format!("{}{to}", &value[..prefix]));
             }
         }
     }
-    value.to_string()
+    None
 }

@@ -378,6 +378,13 @@ impl Tried {
         id.is_backup() == self.backup && self.bits.test(id.index())
     }
 
+    /// Gives back one try: a connection from the keep-alive cache failed,
+    /// which says nothing of the peer (nginx's `u->peer.tries++` for a
+    /// cached connection in `ngx_http_upstream_next`).
+    pub fn add_try(&mut self) {
+        self.remaining += 1;
+    }
+
     /// Uses up one try (`lone` peer: all of them).
     pub(crate) fn use_try(&mut self, lone: bool) {
         if lone {

@@ -1,0 +1,162 @@
+//! How a response body travels from the upstream to the client: with
+//! `proxy_buffering on` a slow client does not hold the upstream (what
+//! does not fit in memory spills to `proxy_temp_path`), unless
+//! `proxy_max_temp_file_size 0`; with it off (or `X-Accel-Buffering: no`)
+//! bytes go on as they come; `proxy_limit_rate` paces the reading.
+//!
+//! Checked against nginx 1.22 with `NOWAIT_TEST_NGINX=1`. Durations are
+//! bounds on waits or lower bounds a rate implies, never speed.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::proxy::{conf, get, start};
+use common::wait::until;
+use common::{Conn, Server, Upstream, body};
+
+/// The large body: more than every socket buffer between the upstream
+/// and the client can hold (loopback autotuning reaches a few MiB each
+/// way), so that only a spill lets the upstream finish early.
+const LARGE: usize = 24 << 20;
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+/// An upstream that sends `LARGE` bytes with a length and says when it
+/// has written them all.
+fn large_upstream(done: Arc<AtomicBool>) -> Upstream {
+    Upstream::start(move |c| {
+        if c.read_request().is_some() {
+            let mut out =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {LARGE}\r\nConnection: close\r\n\r\n")
+                    .into_bytes();
+            out.extend_from_slice(&pattern(LARGE));
+            if c.write(&out) {
+                done.store(true, Ordering::SeqCst);
+            }
+        }
+    })
+}
+
+/// Requests the large body on a connection with a small receive buffer,
+/// reads nothing for a while, then everything; returns whether the
+/// upstream had finished writing before the client read a byte.
+fn slow_client(location_extra: &str) -> bool {
+    let done = Arc::new(AtomicBool::new(false));
+    let up = large_upstream(done.clone());
+    let text = conf(
+        Some(&up),
+        "",
+        &format!("location / {{ proxy_pass http://UP; {location_extra} }}"),
+    )
+    .replace(
+        "listen 127.0.0.1:{port};",
+        "listen 127.0.0.1:{port} sndbuf=64k;",
+    );
+    let server = Server::tested(&text);
+    let mut c = Conn::open(server.port());
+    socket2::SockRef::from(&c.stream)
+        .set_recv_buffer_size(16 * 1024)
+        .expect("SO_RCVBUF");
+    c.send(b"GET /large HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    // A spill of LARGE bytes takes a couple of seconds here (nginx too):
+    // the bound is generous, and the case without spill waits it whole.
+    let finished_first = until(Duration::from_secs(8), || done.load(Ordering::SeqCst));
+    // Now read at full speed.
+    socket2::SockRef::from(&c.stream)
+        .set_recv_buffer_size(4 << 20)
+        .expect("SO_RCVBUF");
+    let r = c
+        .response_within("GET", Duration::from_secs(60))
+        .expect("the whole response");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), LARGE);
+    assert!(r.body == pattern(LARGE), "the body arrived changed");
+    finished_first
+}
+
+#[test]
+fn a_slow_client_does_not_hold_the_upstream_when_the_body_spills() {
+    assert!(
+        slow_client(""),
+        "the upstream should finish into the temp file"
+    );
+}
+
+#[test]
+fn without_temp_files_a_slow_client_holds_the_upstream() {
+    assert!(
+        !slow_client("proxy_max_temp_file_size 0;"),
+        "nothing may spill: the upstream must wait for the client"
+    );
+}
+
+/// An upstream that sends a head and `first`, waits, then `second`.
+fn two_steps(extra_header: &'static str) -> Upstream {
+    Upstream::start(move |c| {
+        if c.read_request().is_some() {
+            c.write(
+                format!(
+                    "HTTP/1.1 200 OK\r\n{extra_header}Content-Length: 11\r\n\
+                     Connection: close\r\n\r\nfirst"
+                )
+                .as_bytes(),
+            );
+            c.sleep(1000);
+            c.write(b"second");
+        }
+    })
+}
+
+/// Whether `first` reached the client while the upstream was waiting.
+fn streamed(up: &Upstream, location_extra: &str) -> bool {
+    let server = start(
+        up,
+        "",
+        &format!("location / {{ proxy_pass http://UP; {location_extra} }}"),
+    );
+    let mut c = Conn::open(server.port());
+    c.send(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let early = until(Duration::from_millis(700), || {
+        c.quiet_for(Duration::from_millis(20));
+        c.pending().ends_with(b"\r\n\r\nfirst")
+    });
+    let r = c.response().expect("the whole response");
+    assert_eq!(body(&r), "firstsecond");
+    early
+}
+
+#[test]
+fn proxy_buffering_off_and_x_accel_buffering_no_pass_bytes_as_they_come() {
+    assert!(streamed(&two_steps(""), "proxy_buffering off;"));
+    let up = two_steps("X-Accel-Buffering: no\r\n");
+    assert!(streamed(&up, ""));
+}
+
+#[test]
+fn proxy_limit_rate_paces_the_upstream_read() {
+    const SIZE: usize = 60_000;
+    let mut answer =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {SIZE}\r\nConnection: close\r\n\r\n")
+            .into_bytes();
+    answer.extend_from_slice(&pattern(SIZE));
+    let up = Upstream::fixed(&answer);
+    let server = start(
+        &up,
+        "",
+        "location / { proxy_pass http://UP; proxy_limit_rate 40k; }",
+    );
+    let t0 = Instant::now();
+    let r = get(&server, "/");
+    assert_eq!(r.body.len(), SIZE);
+    // 60 000 bytes at 40 KiB/s: at least about a second.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
+}
