@@ -61,6 +61,24 @@ class Cgroup:
             _write(os.path.join(blk, "blkio.throttle.read_iops_device"), f"{majmin} {iops}")
             _write(os.path.join(blk, "blkio.throttle.read_bps_device"), f"{majmin} {bps}")
 
+    def throttle(self, majmin, riops, rbps, wiops, wbps):
+        """Sets read and write limits on device `majmin` (0: none)."""
+        if self.v2:
+            def v(x):
+                return x if x else "max"
+            _write(os.path.join(self.dirs[0], "io.max"),
+                   f"{majmin} riops={v(riops)} rbps={v(rbps)} wiops={v(wiops)} wbps={v(wbps)}")
+            return
+        blk = self.dirs[1]
+        for f, x in (("read_iops_device", riops), ("read_bps_device", rbps),
+                     ("write_iops_device", wiops), ("write_bps_device", wbps)):
+            _write(os.path.join(blk, "blkio.throttle." + f), f"{majmin} {x}")
+
+    def set_memory(self, mem_bytes):
+        """Sets the memory limit alone."""
+        name = "memory.max" if self.v2 else "memory.limit_in_bytes"
+        _write(os.path.join(self.dirs[0], name), mem_bytes)
+
     def settings(self):
         """What the kernel says the limits are (for the report)."""
         if self.v2:
@@ -97,6 +115,22 @@ class Cgroup:
         mem = self.dirs[0]
         return {"peak": int(_read(os.path.join(mem, "memory.max_usage_in_bytes"))),
                 "failcnt": int(_read(os.path.join(mem, "memory.failcnt")))}
+
+    def memory_stat(self):
+        """The cgroup's anonymous memory, page cache, dirty and writeback
+        bytes now (v1 `memory.stat`; v2's names differ)."""
+        path = os.path.join(self.dirs[0], "memory.stat")
+        if not os.path.exists(path):
+            return {}
+        names = {"rss": "anon", "cache": "file", "dirty": "dirty", "writeback": "writeback",
+                 "anon": "anon", "file": "file", "file_dirty": "dirty",
+                 "file_writeback": "writeback"}
+        out = {}
+        for line in _read(path).splitlines():
+            k, _, v = line.partition(" ")
+            if k in names:
+                out[names[k]] = int(v)
+        return out
 
     def reset_peak(self):
         if not self.v2:

@@ -18,6 +18,7 @@ import re
 import time
 import urllib.request
 
+import experiment_d
 import load
 import sampler
 import servers
@@ -228,3 +229,8 @@ def run_C(ctx):
             finally:
                 stop(ctx, run)
     return out
+
+
+def run_D(ctx):
+    """Experiment D: the brief's three-disk cache (experiment_d.py)."""
+    return experiment_d.run_D(ctx)

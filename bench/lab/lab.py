@@ -23,6 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import cachedisks  # noqa: E402
 import cgroup  # noqa: E402
 import disk  # noqa: E402
 import experiments  # noqa: E402
@@ -37,9 +38,9 @@ CGROUP_PREFIX = "nowait-lab"
 # Each mode's defaults; every one can be overridden by a flag.
 MODES = {
     "quick": dict(a_files=150, a_file_mb=4, b_files=6000, mem="128M",
-                  seconds=10, warmup=3, c_seconds=5),
+                  seconds=10, warmup=3, c_seconds=5, d_seconds=8),
     "full": dict(a_files=1000, a_file_mb=4, b_files=40000, mem="256M",
-                 seconds=30, warmup=5, c_seconds=15),
+                 seconds=30, warmup=5, c_seconds=15, d_seconds=20),
 }
 
 
@@ -91,7 +92,7 @@ def args():
                    help="only write the report (and plots) again from a run's .json")
     p.add_argument("--cleanup", action="store_true",
                    help="only remove what an interrupted run left behind")
-    p.add_argument("--experiments", default="A,B,C", help="which experiments (A,B,C)")
+    p.add_argument("--experiments", default="A,B,C,D", help="which experiments (A,B,C,D)")
     p.add_argument("--iops", type=int, default=200, help="read IOPS allowed on the loop device")
     p.add_argument("--bps", default="60000000", help="read bytes/s allowed (60 MB/s)")
     p.add_argument("--mem", help="the servers' memory limit (quick 128M, full 256M)")
@@ -103,6 +104,24 @@ def args():
     p.add_argument("--c-seconds", type=int, help="length of each experiment-C run")
     p.add_argument("--rate-fraction", type=float, default=0.5,
                    help="constant-rate hot load = this x the lower unloaded ceiling")
+    d = p.add_argument_group("experiment D (the three-disk cache)")
+    d.add_argument("--d-seconds", type=int, help="length of each D phase (quick 8, full 20)")
+    d.add_argument("--d-hot", type=int, default=300, help="hot URLs (cached during the warm-up)")
+    d.add_argument("--d-hot-rate", type=int, default=500,
+                   help="constant rate of D's hot latency phases, req/s")
+    d.add_argument("--d-miss-rate", type=int, default=600,
+                   help="miss load, req/s (each a new URL; mean body 66 KB)")
+    d.add_argument("--d-mem", default="512M", help="the servers' memory limit during D")
+    d.add_argument("--d-riops", type=int, default=100, help="each cache disk's read IOPS")
+    d.add_argument("--d-rbps", default="20M", help="each cache disk's read bytes/s")
+    d.add_argument("--d-wiops", type=int, default=100, help="each cache disk's write IOPS")
+    d.add_argument("--d-wbps", default="10M", help="each cache disk's write bytes/s")
+    d.add_argument("--d-dirty", default="16M",
+                   help="dirty bytes a cache disk may hold before writers wait")
+    d.add_argument("--d-servers", default="nginx,nowait",
+                   help="which servers D runs, in this order")
+    d.add_argument("--d-crawl-iops", type=int, default=5, help="disk2's IOPS when it crawls")
+    d.add_argument("--d-crawl-bps", default="256K", help="disk2's bytes/s when it crawls")
     p.add_argument("--port", type=int, default=28480, help="port on 127.0.0.1 for the servers")
     p.add_argument("--nowait", help="nowait binary (default: target dir's release build)")
     p.add_argument("--workdir", default=os.path.join(BENCH, "work"))
@@ -114,6 +133,10 @@ def args():
             setattr(a, k, v)
     a.mem_bytes = size(a.mem)
     a.bps = size(a.bps)
+    a.d_mem_bytes = size(a.d_mem)
+    a.d_servers = [x.strip() for x in a.d_servers.split(",") if x.strip()]
+    for k in ("d_rbps", "d_wbps", "d_dirty", "d_crawl_bps"):
+        setattr(a, k, size(getattr(a, k)))
     a.experiments = [x.strip().upper() for x in a.experiments.split(",") if x.strip()]
     return a
 
@@ -133,16 +156,22 @@ def cleanup_leftovers():
                 g.dirs, g.log, g.v2 = [os.path.join(base, name)], log, False
                 td.push(name, lambda g=g: (g.kill_all(), g._remove(g.dirs[0])))
     td.run()
-    mnt = os.path.join(a_workdir, "mnt")
-    if os.path.ismount(mnt):
-        disk.sh("umount", mnt, check=False)
+    # Every mount under the work directory (the data disk, D's cache disks),
+    # deepest first.
+    work = os.path.realpath(a_workdir) + "/"
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[1] for line in f]
+    for m in sorted((m for m in mounts if m.startswith(work)), key=len, reverse=True):
+        disk.sh("umount", m, check=False)
     images = os.path.join(a_workdir, "images")
     if os.path.isdir(images):
         for img in os.listdir(images):
             if img.endswith(".img"):
                 out = disk.sh("losetup", "-j", os.path.join(images, img), capture=True)
                 for line in out.splitlines():
-                    disk.sh("losetup", "-d", line.split(":")[0], check=False)
+                    dev = line.split(":")[0]
+                    cachedisks.lift_root_limits(dev)
+                    disk.sh("losetup", "-d", dev, check=False)
 
 
 def machine_facts(a, d, cg):
@@ -153,8 +182,7 @@ def machine_facts(a, d, cg):
                     return line.split(":", 1)[1].strip()
     import subprocess
     nginx_v = subprocess.run(["/usr/sbin/nginx", "-v"], capture_output=True, text=True).stderr.strip()
-    mani = d.manifest()
-    return {
+    out = {
         "host": socket.gethostname(),
         "cores": os.cpu_count(),
         "cpu": first("/proc/cpuinfo", "model name"),
@@ -162,21 +190,26 @@ def machine_facts(a, d, cg):
         "memory_total": first("/proc/meminfo", "MemTotal"),
         "cgroup": "v2" if cg.v2 else "v1",
         "cgroup_settings": cg.settings(),
-        "loop": f"{d.loop} ({d.majmin()}), direct-io on, ext4 image {d.spec.image_mb()} MB",
-        "throttle": f"{a.iops} read IOPS, {a.bps / 1e6:.0f} MB/s",
-        "loop read_ahead_kb": open(f"/sys/block/{os.path.basename(d.loop)}/queue/read_ahead_kb")
-        .read().strip(),
-        "memory_limit": a.mem,
-        "set_a": f"{mani['a_files']} files x {mani['a_file_mb']} MB = "
-                 f"{mani['a_files'] * mani['a_file_mb']} MB (1 hot)",
-        "set_b": f"{mani['b_files']} files, {mani['b_bytes'] / 1e6:.0f} MB, 4-60 KB (10% 60-256 KB), "
-                 f"levels=1:2 tree; hot set {disk.HOT_B_FILES} files",
         "nginx": nginx_v,
         "load average at start": open("/proc/loadavg").read().split(" ")[0],
         "mode": a.mode,
         "durations": f"hot phases {a.seconds} s each, random-load warm-up {a.warmup} s, "
-                     f"C runs {a.c_seconds} s",
+                     f"C runs {a.c_seconds} s, D phases {a.d_seconds} s",
     }
+    if d is not None:
+        mani = d.manifest()
+        out.update({
+            "loop": f"{d.loop} ({d.majmin()}), direct-io on, ext4 image {d.spec.image_mb()} MB",
+            "throttle": f"{a.iops} read IOPS, {a.bps / 1e6:.0f} MB/s",
+            "loop read_ahead_kb": open(f"/sys/block/{os.path.basename(d.loop)}/queue/read_ahead_kb")
+            .read().strip(),
+            "memory_limit": a.mem,
+            "set_a": f"{mani['a_files']} files x {mani['a_file_mb']} MB = "
+                     f"{mani['a_files'] * mani['a_file_mb']} MB (1 hot)",
+            "set_b": f"{mani['b_files']} files, {mani['b_bytes'] / 1e6:.0f} MB, 4-60 KB "
+                     f"(10% 60-256 KB), levels=1:2 tree; hot set {disk.HOT_B_FILES} files",
+        })
+    return out
 
 
 a_workdir = os.path.join(BENCH, "work")
@@ -206,7 +239,7 @@ def main():
               file=sys.stderr)
         return 2
     tools = os.path.join(a.workdir, "tools")
-    if {"A", "B"} & set(a.experiments) and not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
+    if {"A", "B", "D"} & set(a.experiments) and not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
         print("lab: oha missing; bench/lab.sh installs it", file=sys.stderr)
         return 2
 
@@ -222,17 +255,21 @@ def main():
     cleanup_leftovers()
     td = Teardown()
     try:
-        spec = disk.DataSpec(a.a_files, a.a_file_mb, a.b_files)
-        d = disk.Disk(a.workdir, spec, td, log).attach()
-        cg = cgroup.Cgroup(f"{CGROUP_PREFIX}-{os.getpid()}", td, log)
-        cg.limit(a.mem_bytes, d.majmin(), a.iops, a.bps)
         run_dir = os.path.join(a.workdir, "run")
         os.makedirs(run_dir, exist_ok=True)
         os.chmod(a.workdir, 0o755)
-        urls = d.url_lists(run_dir)
+        cg = cgroup.Cgroup(f"{CGROUP_PREFIX}-{os.getpid()}", td, log)
+        d, urls = None, {}
+        if {"A", "B"} & set(a.experiments):
+            spec = disk.DataSpec(a.a_files, a.a_file_mb, a.b_files)
+            d = disk.Disk(a.workdir, spec, td, log).attach()
+            cg.limit(a.mem_bytes, d.majmin(), a.iops, a.bps)
+            urls = d.url_lists(run_dir)
+        else:
+            cg.set_memory(a.mem_bytes)
         ctx = experiments.Context(a, d, cg, td, urls, run_dir, tools, log)
         facts = machine_facts(a, d, cg)
-        log(f"lab ready: {facts['loop']}, {facts['throttle']}, memory {a.mem}")
+        log("lab ready" + (f": {facts['loop']}, {facts['throttle']}, memory {a.mem}" if d else ""))
         results = {"facts": facts, "started": datetime.datetime.now().isoformat(timespec="seconds")}
         for x in a.experiments:
             results[x] = getattr(experiments, "run_" + x)(ctx)

@@ -67,10 +67,7 @@ def oha_bin(tools):
     return os.path.join(tools, "bin", "oha")
 
 
-def oha(tools, port, urls, conns, seconds, out_path, rate=None):
-    """One oha run (blocking). urls: one path, or a file of paths to pick
-    from at random. rate: None for closed loop, or requests per second with
-    latency correction. Returns the figures as a dict."""
+def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate):
     cmd = [oha_bin(tools), "--no-tui", "--output-format", "json",
            "-c", str(conns), "-z", f"{seconds}s", "-t", "30s"]
     if rate is not None:
@@ -85,15 +82,56 @@ def oha(tools, port, urls, conns, seconds, out_path, rate=None):
         cmd += ["--urls-from-file", full]
     else:
         cmd += [base_url(port) + urls]
+    return cmd
+
+
+def oha(tools, port, urls, conns, seconds, out_path, rate=None):
+    """One oha run (blocking). urls: one path, or a file of paths to pick
+    from at random. rate: None for closed loop, or requests per second with
+    latency correction. Returns the figures as a dict."""
+    cmd = _oha_cmd(tools, port, urls, conns, seconds, out_path, rate)
     with open(out_path, "w") as out:
         r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
                            timeout=seconds + 90)
+    return _oha_figures(out_path, seconds, rate, r.returncode, r.stderr)
+
+
+class OhaBackground:
+    """An oha run in the background (experiment D's miss load)."""
+
+    def __init__(self, tools, port, urls, conns, seconds, out_path, rate=None):
+        self.args = (out_path, seconds, rate)
+        self.out = open(out_path, "w")
+        self.err = open(out_path + ".stderr", "w")
+        cmd = _oha_cmd(tools, port, urls, conns, seconds, out_path, rate)
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=self.err)
+
+    def wait(self, extra=60):
+        try:
+            self.proc.wait(timeout=extra)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+        self.err.close()
+        out_path, seconds, rate = self.args
+        with open(out_path + ".stderr") as f:
+            err = f.read()
+        return _oha_figures(out_path, seconds, rate, self.proc.returncode, err)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _oha_figures(out_path, seconds, rate, returncode, stderr):
     with open(out_path) as f:
         text = f.read()
     try:
         j = json.loads(text)
     except json.JSONDecodeError:
-        raise RuntimeError(f"oha failed ({r.returncode}): {r.stderr[-2000:]}\n{text[-2000:]}")
+        raise RuntimeError(f"oha failed ({returncode}): {stderr[-2000:]}\n{text[-2000:]}")
     codes = j.get("statusCodeDistribution") or {}
     ok = int(codes.get("200", 0))
     pct = j.get("latencyPercentiles") or {}

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import report_d
+
 PCTS = ["p10", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"]
 
 
@@ -186,6 +188,8 @@ def targets(res):
                 a, b = r["wrk"]["latency_us"]["stdev"], ng["wrk"]["latency_us"]["stdev"]
                 out.append(("C", f"reuseport latency stdev ≤ nginx's: {r['target']}",
                             f"{a / 1e3:.2f} vs {b / 1e3:.2f} ms", a <= b))
+    if "D" in res:
+        out += report_d.targets(res)
     return out
 
 
@@ -304,6 +308,8 @@ def plots(res, outdir, stem, workdir):
         fig.savefig(os.path.join(outdir, f), dpi=100)
         plt.close(fig)
         made.append(f)
+    if "D" in res:
+        made += report_d.plots(res, plt, outdir, stem)
     return made
 
 
@@ -332,6 +338,10 @@ def write(res, outdir, stem, workdir):
     if "C" in res:
         lines += ["## C. Accepting: accept_mutex on/off and reuseport", ""]
         c_table(res["C"], lines)
+    if "D" in res:
+        lines += ["## D. The three-disk cache: hot hits while the disks fill, and one disk crawls",
+                  ""]
+        report_d.tables(res, lines)
     made = plots(res, outdir, stem, workdir)
     lines += ["## Plots", ""]
     if made:
