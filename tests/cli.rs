@@ -216,7 +216,8 @@ fn version_claims_the_static_modules() {
     let r = nowait(&["-V"]);
     for module in ["autoindex", "gzip", "charset"] {
         assert!(
-            !r.stderr.contains(&format!("--without-http_{module}_module")),
+            !r.stderr
+                .contains(&format!("--without-http_{module}_module")),
             "{module}: {}",
             r.stderr
         );

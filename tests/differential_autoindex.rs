@@ -77,8 +77,19 @@ fn fixture() -> Fixture {
 /// errors around them, HEAD and HTTP/1.0.
 fn cases() -> Vec<String> {
     let mut out = Vec::new();
-    for loc in ["html", "size", "local", "utf8", "json", "jsonp", "xml", "gz", "off"] {
-        for path in ["", "noindex/", "ep/", "linkdir/", "dir/", "missing/", "private/", "dir-%3C%3E&/"] {
+    for loc in [
+        "html", "size", "local", "utf8", "json", "jsonp", "xml", "gz", "off",
+    ] {
+        for path in [
+            "",
+            "noindex/",
+            "ep/",
+            "linkdir/",
+            "dir/",
+            "missing/",
+            "private/",
+            "dir-%3C%3E&/",
+        ] {
             out.push(format!(
                 "GET /{loc}/{path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
             ));
@@ -94,7 +105,12 @@ fn cases() -> Vec<String> {
             "GET /{loc}/noindex HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
         ));
     }
-    for q in ["callback=cb_1.x", "callback=", "callback=a(b)", "x=1&callback=f"] {
+    for q in [
+        "callback=cb_1.x",
+        "callback=",
+        "callback=a(b)",
+        "x=1&callback=f",
+    ] {
         out.push(format!(
             "GET /jsonp/noindex/?{q} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
         ));
@@ -107,7 +123,10 @@ fn view(r: &common::Response, port: u16) -> String {
     let mut out = format!("{}\n", r.status_line);
     for name in COMPARED {
         if let Some(v) = r.header(name) {
-            out.push_str(&format!("{name}: {}\n", v.replace(&port.to_string(), "PORT")));
+            out.push_str(&format!(
+                "{name}: {}\n",
+                v.replace(&port.to_string(), "PORT")
+            ));
         }
     }
     let body = if r.header("Content-Encoding").as_deref() == Some("gzip") {
@@ -139,14 +158,16 @@ fn listings_match_nginx_byte_for_byte() {
     let cases = cases();
     for raw in &cases {
         let want = view(&request(nginx.port(), raw), nginx.port());
-        if ["Index of", "\"name\":", "<list>"].iter().any(|m| want.contains(m)) && want.contains("noext") {
+        if ["Index of", "\"name\":", "<list>"]
+            .iter()
+            .any(|m| want.contains(m))
+            && want.contains("noext")
+        {
             listings += 1;
         }
         let got = view(&request(nowait.port(), raw), nowait.port());
         if want != got {
-            mismatches.push(format!(
-                "{raw:?}\n--- nginx\n{want}\n--- nowait\n{got}"
-            ));
+            mismatches.push(format!("{raw:?}\n--- nginx\n{want}\n--- nowait\n{got}"));
         }
     }
     // Every listing location listed the root, plain and gzipped.

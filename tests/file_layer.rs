@@ -557,7 +557,11 @@ fn fifo_is_refused_without_waiting_for_a_writer() {
 #[test]
 fn a_cold_directory_listing_waits_in_the_pool_not_on_the_loop() {
     for (main, body, hot_first) in [
-        ("thread_pool disk threads=4;", "aio threads=disk; autoindex on;", true),
+        (
+            "thread_pool disk threads=4;",
+            "aio threads=disk; autoindex on;",
+            true,
+        ),
         ("", "aio off; autoindex on;", false),
     ] {
         let srv = start(main, body, if hot_first { "ai-threads" } else { "ai-off" });

@@ -96,14 +96,20 @@ fn the_root_lists_what_nginx_lists_in_its_order() {
     assert!(!page.contains(".hidden"));
     // Sizes in bytes by default; `-` for directories.
     assert!(page.contains("big.bin</a>"), "{page}");
-    assert!(page.contains("14-Nov-2023 22:13             1048576\r\n"), "{page}");
+    assert!(
+        page.contains("14-Nov-2023 22:13             1048576\r\n"),
+        "{page}"
+    );
 }
 
 #[test]
 fn sizes_rounded_without_exact_size() {
     let f = Fixture::build();
     std::fs::remove_file(f.root().join("index.html")).unwrap();
-    let s = serve(&f, "location /r/ { alias {root}/; autoindex on; autoindex_exact_size off; }");
+    let s = serve(
+        &f,
+        "location /r/ { alias {root}/; autoindex on; autoindex_exact_size off; }",
+    );
     let page = text(&get(s.port(), "/r/"));
     assert!(page.contains("<a href=\"big.bin\">big.bin</a>"), "{page}");
     assert!(page.contains("22:13      1M\r\n"), "{page}");
@@ -121,7 +127,10 @@ fn json_jsonp_and_xml() {
          location /x/ { alias {root}/noindex/; autoindex on; autoindex_format xml; }",
     );
     let r = get(s.port(), "/j/");
-    assert_eq!(r.header("Content-Type").as_deref(), Some("application/json"));
+    assert_eq!(
+        r.header("Content-Type").as_deref(),
+        Some("application/json")
+    );
     assert_eq!(
         text(&r),
         "[\r\n{ \"name\":\"file.txt\", \"type\":\"file\", \
@@ -136,7 +145,10 @@ fn json_jsonp_and_xml() {
     assert!(text(&r).ends_with("}\r\n]);"));
     // Without a callback, JSONP is JSON.
     let r = get(s.port(), "/p/");
-    assert_eq!(r.header("Content-Type").as_deref(), Some("application/json"));
+    assert_eq!(
+        r.header("Content-Type").as_deref(),
+        Some("application/json")
+    );
     // A callback that is not a plain name is refused.
     assert_eq!(get(s.port(), "/p/?callback=alert(1)").status, 400);
     let long = "a".repeat(129);
@@ -224,11 +236,17 @@ fn names_are_escaped_and_cut_as_nginx_does() {
         page.contains("<a href=\"a%3Cb%3E%26c.txt\">a&lt;b&gt;&amp;c.txt</a>"),
         "{page}"
     );
-    assert!(page.contains(&format!("long-{}..&gt;</a>", "0".repeat(42))), "{page}");
+    assert!(
+        page.contains(&format!("long-{}..&gt;</a>", "0".repeat(42))),
+        "{page}"
+    );
     // Without `charset utf-8` a name is cut by bytes; with it, by characters.
     assert!(page.contains("<a href=\"esc-%3C%3E%26/\">esc-&lt;&gt;&amp;/</a>"));
     let page = text(&get(s.port(), "/u/"));
-    assert!(page.contains(&format!("utf-{}..&gt;</a>", "ф".repeat(43))), "{page}");
+    assert!(
+        page.contains(&format!("utf-{}..&gt;</a>", "ф".repeat(43))),
+        "{page}"
+    );
     assert_eq!(
         get(s.port(), "/u/").header("Content-Type").as_deref(),
         Some("text/html; charset=utf-8")

@@ -82,7 +82,10 @@ fn eight_bit_recoding_keeps_the_length_and_the_ranges() {
     );
     assert_eq!(r.status, 206);
     let body = common::body(&r);
-    assert!(body.contains("Content-Type: text/html; charset=A\r\n"), "{body}");
+    assert!(
+        body.contains("Content-Type: text/html; charset=A\r\n"),
+        "{body}"
+    );
     assert!(body.contains("\r\n\r\nYY\r\n"), "{body}");
     assert!(!body.contains('X'), "{body}");
 }

@@ -58,12 +58,13 @@ fn gzip_compresses_html_for_clients_that_accept_it() {
     assert_eq!(r.header("Vary"), None, "gzip_vary is off");
     let etag = r.header("ETag").unwrap();
     assert!(etag.starts_with("W/\""), "{etag}");
-    assert_eq!(
-        gunzip(&r.body),
-        common::fixture::INDEX_HTML.as_bytes()
-    );
+    assert_eq!(gunzip(&r.body), common::fixture::INDEX_HTML.as_bytes());
     // Without gzip in Accept-Encoding, or with a zero quality: as it is.
-    for ae in ["", "Accept-Encoding: deflate\r\n", "Accept-Encoding: gzip;q=0\r\n"] {
+    for ae in [
+        "",
+        "Accept-Encoding: deflate\r\n",
+        "Accept-Encoding: gzip;q=0\r\n",
+    ] {
         let r = get(s.port(), "/index.html", ae);
         assert!(!gzipped(&r), "{ae:?}");
         assert_eq!(r.header("Accept-Ranges").as_deref(), Some("bytes"));
@@ -79,7 +80,11 @@ fn gzip_compresses_html_for_clients_that_accept_it() {
     assert!(gzipped(&r));
     assert!(r.body.is_empty());
     // A range is not cut from a compressed reply.
-    let r = get(s.port(), "/index.html", "Accept-Encoding: gzip\r\nRange: bytes=0-3\r\n");
+    let r = get(
+        s.port(),
+        "/index.html",
+        "Accept-Encoding: gzip\r\nRange: bytes=0-3\r\n",
+    );
     assert_eq!(r.status, 200);
     assert_eq!(gunzip(&r.body), common::fixture::INDEX_HTML.as_bytes());
 }
@@ -100,9 +105,15 @@ fn what_decides_compression() {
          location /vary/ { alias {root}/; gzip_vary on; }",
     );
     let p = s.port();
-    assert!(!gzipped(&get(p, "/tiny.html", GZIP)), "shorter than 20 bytes");
+    assert!(
+        !gzipped(&get(p, "/tiny.html", GZIP)),
+        "shorter than 20 bytes"
+    );
     assert!(gzipped(&get(p, "/types/style.css", GZIP)));
-    assert!(gzipped(&get(p, "/types/index.html", GZIP)), "text/html is always in");
+    assert!(
+        gzipped(&get(p, "/types/index.html", GZIP)),
+        "text/html is always in"
+    );
     assert!(gzipped(&get(p, "/any/image.png", GZIP)));
     assert!(!gzipped(&get(p, "/min/index.html", GZIP)));
     // HTTP/1.0 only with `gzip_http_version 1.0`: then the end of the
@@ -119,13 +130,21 @@ fn what_decides_compression() {
     assert!(r.close_delimited);
     assert_eq!(gunzip(&r.body), common::fixture::INDEX_HTML.as_bytes());
     // gzip_disable: expressions (any case) and MSIE 4–6.
-    assert!(!gzipped(&get(p, "/dis/index.html", "User-Agent: CURL/8\r\nAccept-Encoding: gzip\r\n")));
+    assert!(!gzipped(&get(
+        p,
+        "/dis/index.html",
+        "User-Agent: CURL/8\r\nAccept-Encoding: gzip\r\n"
+    )));
     assert!(!gzipped(&get(
         p,
         "/dis/index.html",
         "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)\r\nAccept-Encoding: gzip\r\n"
     )));
-    assert!(gzipped(&get(p, "/dis/index.html", "User-Agent: wget\r\nAccept-Encoding: gzip\r\n")));
+    assert!(gzipped(&get(
+        p,
+        "/dis/index.html",
+        "User-Agent: wget\r\nAccept-Encoding: gzip\r\n"
+    )));
     // Through a proxy (`Via`) only as `gzip_proxied` allows.
     let via = "Via: 1.1 proxy\r\nAccept-Encoding: gzip\r\n";
     assert!(!gzipped(&get(p, "/index.html", via)));
@@ -144,7 +163,9 @@ fn error_pages_and_large_files_are_compressed() {
     for aio in ["aio off;", "aio threads;"] {
         let s = serve(
             &f,
-            &format!("gzip on; {aio} location /b/ {{ alias {{root}}/; gzip_types application/octet-stream; }}"),
+            &format!(
+                "gzip on; {aio} location /b/ {{ alias {{root}}/; gzip_types application/octet-stream; }}"
+            ),
         );
         let r = get(s.port(), "/missing", GZIP);
         assert_eq!(r.status, 404);

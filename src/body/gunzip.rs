@@ -114,15 +114,23 @@ mod tests {
 
     #[test]
     fn decompresses_members_split_anywhere() {
-        let text: Vec<u8> = (0..5000u32).flat_map(|i| format!("X{i:03}XXXXXX").into_bytes()).collect();
+        let text: Vec<u8> = (0..5000u32)
+            .flat_map(|i| format!("X{i:03}XXXXXX").into_bytes())
+            .collect();
         let mut z = gzip(&text);
         z.extend(gzip(b"and more"));
-        let pieces = z.chunks(777).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        let pieces = z
+            .chunks(777)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
         let mut g = Gunzipped::new(Box::new(Pieces::new(pieces, None)), 4096);
         let mut want = text.clone();
         want.extend_from_slice(b"and more");
         assert_eq!(drain(&mut g).unwrap(), want);
-        let mut empty = Gunzipped::new(Box::new(Pieces::new(vec![Ok(Bytes::from(gzip(b"")))], None)), 4096);
+        let mut empty = Gunzipped::new(
+            Box::new(Pieces::new(vec![Ok(Bytes::from(gzip(b"")))], None)),
+            4096,
+        );
         assert_eq!(drain(&mut empty).unwrap(), b"");
     }
 
@@ -133,7 +141,10 @@ mod tests {
         let mut g = Gunzipped::new(Box::new(Pieces::new(vec![Ok(cut)], None)), 4096);
         assert!(drain(&mut g).is_err());
         let mut g = Gunzipped::new(
-            Box::new(Pieces::new(vec![Ok(Bytes::from_static(b"not gzip at all"))], None)),
+            Box::new(Pieces::new(
+                vec![Ok(Bytes::from_static(b"not gzip at all"))],
+                None,
+            )),
             4096,
         );
         assert!(drain(&mut g).is_err());

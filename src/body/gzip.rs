@@ -206,8 +206,13 @@ mod tests {
 
     #[test]
     fn compresses_to_a_standard_gzip_stream() {
-        let text: Vec<u8> = (0..200_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
-        let pieces = text.chunks(10_000).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let pieces = text
+            .chunks(10_000)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
         let mut g = Gzipped::new(Box::new(Pieces::new(pieces, Some(text.len() as u64))), OPTS);
         assert_eq!(g.length(), None);
         let out: Vec<u8> = drain(&mut g).concat();
@@ -220,7 +225,8 @@ mod tests {
     fn an_empty_body_is_a_twenty_byte_stream() {
         for level in [1, 6, 9] {
             let o = GzipOptions { level, ..OPTS };
-            let out: Vec<u8> = drain(&mut Gzipped::new(Box::new(Pieces::new(vec![], Some(0))), o)).concat();
+            let out: Vec<u8> =
+                drain(&mut Gzipped::new(Box::new(Pieces::new(vec![], Some(0))), o)).concat();
             assert_eq!(out.len(), 20, "level {level}");
             assert_eq!(gunzip(&out), b"");
         }

@@ -14,14 +14,14 @@ use super::cache_model::{
 };
 #[cfg(doc)]
 use super::cache_model::{DEFAULT_VALID_STATUSES, VALID_ANY};
+use super::filter_model::{
+    AutoindexFormat, CHARSET_DEFAULT_TYPES, CharsetSpec, DEFAULT_GZIP_BUFFERS, DEFAULT_MEM_LEVEL,
+    GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS, TypeSet,
+};
 pub use super::model::BodyInFile;
 use super::model::{
     AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect,
     ProxyStore, Root, TempPath, Types,
-};
-use super::filter_model::{
-    AutoindexFormat, CHARSET_DEFAULT_TYPES, CharsetSpec, DEFAULT_GZIP_BUFFERS, DEFAULT_MEM_LEVEL,
-    GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS, TypeSet,
 };
 use super::template::Template;
 

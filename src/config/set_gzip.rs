@@ -39,11 +39,18 @@ pub fn gzip_types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
 /// `default` (`text/html`); `*` makes it every type and ends the list;
 /// later lists of the same level add to it; a type given twice is warned
 /// about (`duplicate MIME type "x"`).
-pub(super) fn types_slot(b: &mut Builder, slot: &mut Option<TypeSet>, d: &Directive, default: &str) {
+pub(super) fn types_slot(
+    b: &mut Builder,
+    slot: &mut Option<TypeSet>,
+    d: &Directive,
+    default: &str,
+) {
     let set = match slot {
         Some(TypeSet::Any) => return,
         Some(TypeSet::Only(set)) => set,
-        None => slot.insert(TypeSet::Only(BTreeSet::from([default.to_string()]))).only_mut(),
+        None => slot
+            .insert(TypeSet::Only(BTreeSet::from([default.to_string()])))
+            .only_mut(),
     };
     for w in &d.args {
         if w.value == "*" {
@@ -192,9 +199,7 @@ pub fn gzip_proxied(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
         .map(|(i, _)| i)
         .collect();
     slot::bitmask(b, d, &names, &mut seen)?;
-    let mask = seen
-        .iter()
-        .fold(0, |m, &i| m | GzipProxied::NAMES[i].1.0);
+    let mask = seen.iter().fold(0, |m, &i| m | GzipProxied::NAMES[i].1.0);
     ls(scope).gzip_proxied = Some(GzipProxied(mask));
     Ok(())
 }

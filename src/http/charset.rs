@@ -160,9 +160,7 @@ impl MapBuilder {
     /// byte, or the hexadecimal bytes of a UTF-8 sequence of a character up
     /// to U+FFFF when mapping to `utf-8`).
     pub fn entry(&mut self, src: &str, dst: &str) -> Result<(), MapError> {
-        let src = hex(src)
-            .filter(|&v| v <= 255)
-            .ok_or(MapError::Source)? as u8;
+        let src = hex(src).filter(|&v| v <= 255).ok_or(MapError::Source)? as u8;
         match (&mut self.forward, &mut self.backward) {
             (Table::ToUtf8(fwd), Table::FromUtf8(back)) => {
                 if dst.len() % 2 != 0 || dst.is_empty() || dst.len() / 2 > MAX_MAPPED_UTF8 {
@@ -170,7 +168,10 @@ impl MapBuilder {
                 }
                 let mut seq = Vec::with_capacity(dst.len() / 2);
                 for i in (0..dst.len()).step_by(2) {
-                    let byte = dst.get(i..i + 2).and_then(hex).ok_or(MapError::Destination)?;
+                    let byte = dst
+                        .get(i..i + 2)
+                        .and_then(hex)
+                        .ok_or(MapError::Destination)?;
                     seq.push(byte as u8);
                 }
                 let (n, _) = utf8_decode(&seq);

@@ -101,7 +101,13 @@ pub fn escape_json(src: &[u8], out: &mut Vec<u8>) {
             b'\t' => out.push(b't'),
             0x08 => out.push(b'b'),
             0x0c => out.push(b'f'),
-            _ => out.extend_from_slice(&[b'u', b'0', b'0', b'0' + (c >> 4), HEX[usize::from(c & 0xf)]]),
+            _ => out.extend_from_slice(&[
+                b'u',
+                b'0',
+                b'0',
+                b'0' + (c >> 4),
+                HEX[usize::from(c & 0xf)],
+            ]),
         }
     }
 }

@@ -90,7 +90,11 @@ fn html_entry(b: &mut Vec<u8>, e: &Entry, o: HtmlOptions) {
         b.push(b'/');
     }
     b.extend_from_slice(b"\">");
-    let mut len = if o.utf8 { utf8_length(name) } else { name.len() };
+    let mut len = if o.utf8 {
+        utf8_length(name)
+    } else {
+        name.len()
+    };
     let escape = html_escapes(name) > 0;
     let last;
     if name.len() != len {
@@ -353,7 +357,10 @@ mod tests {
 
     #[test]
     fn utf8_names_are_counted_in_characters() {
-        let o = HtmlOptions { utf8: true, ..EXACT };
+        let o = HtmlOptions {
+            utf8: true,
+            ..EXACT
+        };
         let name = format!("test-utf8-{}", "ф".repeat(45));
         let page = text(html(b"/", &[file(&name, 0)], o));
         assert!(page.contains(&format!("test-utf8-{}..&gt;", "ф".repeat(37))));

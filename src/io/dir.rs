@@ -122,9 +122,8 @@ fn list(path: &Path, fd: OwnedFd, skip_hidden: bool) -> Result<Listing, FileErro
         path.join(std::ffi::OsStr::from_bytes(n))
     };
     let dir = fd.try_clone().map_err(|e| opendir_error(path, e))?;
-    let names = sysdir::read_names(fd).map_err(|e| {
-        FileError::Sys(SysError::with_path(sysdir::READDIR, path.to_path_buf(), e))
-    })?;
+    let names = sysdir::read_names(fd)
+        .map_err(|e| FileError::Sys(SysError::with_path(sysdir::READDIR, path.to_path_buf(), e)))?;
     let mut out = Listing::default();
     for name in names {
         if skip_hidden && name.first() == Some(&b'.') {

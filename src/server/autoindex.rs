@@ -30,7 +30,13 @@ use super::request::Req;
 use super::static_file::Served;
 
 /// Lists the directory `dir` (the path of `uri`, which ends in `/`).
-pub async fn serve(r: &Req<'_>, conf: &LocConf, uri: &str, dir: &Path, files: FileLayer<'_>) -> Served {
+pub async fn serve(
+    r: &Req<'_>,
+    conf: &LocConf,
+    uri: &str,
+    dir: &Path,
+    files: FileLayer<'_>,
+) -> Served {
     let mut format = conf.autoindex_format;
     let mut callback = None;
     if format == AutoindexFormat::Jsonp {
@@ -107,7 +113,11 @@ pub async fn serve(r: &Req<'_>, conf: &LocConf, uri: &str, dir: &Path, files: Fi
                 },
                 exact_size: conf.autoindex_exact_size,
             };
-            ("text/html", None, listing::html(uri.as_bytes(), &entries, o))
+            (
+                "text/html",
+                None,
+                listing::html(uri.as_bytes(), &entries, o),
+            )
         }
     };
     let mut reply = Reply::new(

@@ -12,8 +12,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use crate::config::inherit::LocConf;
 use crate::config::filter_model::GzipStatic;
+use crate::config::inherit::LocConf;
 use crate::config::model::{Location, LocationMatch, Root};
 use crate::http::conditional::{self, Conditions, IfModifiedSince, Outcome, Validators};
 use crate::http::etag::file_etag;
@@ -172,8 +172,7 @@ async fn gzip_static(
     path: &std::path::Path,
     files: FileLayer<'_>,
 ) -> Precompressed {
-    let ok = conf.gzip_static == GzipStatic::Always
-        || super::filter::gzip::gzip_ok(r, conf, None);
+    let ok = conf.gzip_static == GzipStatic::Always || super::filter::gzip::gzip_ok(r, conf, None);
     if !conf.gzip_vary && !ok {
         return Precompressed::Declined(false);
     }
@@ -212,7 +211,11 @@ async fn gzip_static(
             r.site.error_log.log(
                 Level::Crit,
                 Some(r.conn_no),
-                format_args!("\"{}\" is not a regular file{}", gz.display(), r.log_context()),
+                format_args!(
+                    "\"{}\" is not a regular file{}",
+                    gz.display(),
+                    r.log_context()
+                ),
             );
             Precompressed::Failed(Served::Error(Status::NOT_FOUND, None))
         }
@@ -254,9 +257,10 @@ async fn index(
         }
     }
     match files.stat(&dir).await {
-        Ok(m) if m.kind == FileKind::Directory
-            && conf.autoindex
-            && matches!(method, Method::Get | Method::Head) =>
+        Ok(m)
+            if m.kind == FileKind::Directory
+                && conf.autoindex
+                && matches!(method, Method::Get | Method::Head) =>
         {
             super::autoindex::serve(r, conf, uri, &dir, files).await
         }

@@ -88,12 +88,7 @@ pub fn destination_name(r: &Req<'_>, conf: &LocConf, reply: &Reply) -> Option<St
 /// `ngx_http_charset_header_filter`'s decision, branch by branch.
 fn decide(r: &Req<'_>, conf: &LocConf, reply: &Reply) -> Decision {
     let empty = Charsets::default();
-    let charsets = r
-        .site
-        .config
-        .http
-        .as_ref()
-        .map_or(&empty, |h| &h.charsets);
+    let charsets = r.site.config.http.as_ref().map_or(&empty, |h| &h.charsets);
     if reply.content_type.is_none() {
         return Decision::Leave;
     }
@@ -234,7 +229,10 @@ mod tests {
         reply.content_type = Some("text/xml".into());
         reply.charset = Some("utf-8".into());
         fold(&mut reply);
-        assert_eq!(reply.content_type.as_deref(), Some("text/xml; charset=utf-8"));
+        assert_eq!(
+            reply.content_type.as_deref(),
+            Some("text/xml; charset=utf-8")
+        );
         let mut up = Reply::new(Status::OK, Body::Empty);
         up.set_upstream_content_type("text/html; charset=B".into());
         fold(&mut up);

@@ -93,10 +93,7 @@ pub fn into_source(body: Body, reader: &Reader) -> (Box<dyn Source>, bool) {
         Body::Empty | Body::Upgrade(_) => (Box::new(Pieces::new(Vec::new(), Some(0))), false),
         Body::Bytes(b) => {
             let len = b.len() as u64;
-            (
-                Box::new(Pieces::new(vec![Ok(b.into())], Some(len))),
-                false,
-            )
+            (Box::new(Pieces::new(vec![Ok(b.into())], Some(len))), false)
         }
         Body::File { file, range } => (
             Box::new(FileSource::range(

@@ -23,7 +23,12 @@ use super::{Passing, field};
 
 /// Cuts `reply` as its request's `Range` asks, if it may. `Err`: the
 /// ranges are unsatisfiable; the 416 to answer instead.
-pub fn header(r: &Req<'_>, conf: &LocConf, reply: &mut Reply, p: &Passing) -> Result<(), Box<Reply>> {
+pub fn header(
+    r: &Req<'_>,
+    conf: &LocConf,
+    reply: &mut Reply,
+    p: &Passing,
+) -> Result<(), Box<Reply>> {
     if !reply.allow_ranges
         || reply.status != Status::OK
         || r.head.version == Version::Http09
@@ -85,8 +90,9 @@ pub fn header(r: &Req<'_>, conf: &LocConf, reply: &mut Reply, p: &Passing) -> Re
                     },
                 };
             } else {
-                let parts = Multipart::new(&ranges, reply.content_type.as_deref(), len, next_boundary())
-                    .shifted(base);
+                let parts =
+                    Multipart::new(&ranges, reply.content_type.as_deref(), len, next_boundary())
+                        .shifted(base);
                 reply.content_type = Some(parts.content_type().to_string());
                 reply.body = Body::Multipart { file, parts };
             }

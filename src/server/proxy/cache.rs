@@ -455,7 +455,6 @@ fn header_of(reply: &Reply, name: &str) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
-
 /// The settings `policy` reads, from the location.
 pub fn settings(conf: &LocConf) -> Settings<'_> {
     Settings {
