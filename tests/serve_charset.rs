@@ -54,6 +54,15 @@ fn charset_is_added_to_the_types_it_applies_to() {
         "text/html; charset=koi8-r"
     );
     assert_eq!(ct(&get(p, "/off/index.html")), "text/html");
+    // A variable without a value fails the request: nginx sends nothing
+    // and closes the connection.
+    let mut c = common::Conn::open(p);
+    c.send(b"GET /var/index.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(
+        c.wait_closed(std::time::Duration::from_secs(5)),
+        common::State::Closed
+    );
+    assert!(c.pending().is_empty());
     // Error pages get it too; redirects do not.
     let r = get(p, "/missing");
     assert_eq!(r.status, 404);

@@ -121,7 +121,7 @@ pub async fn serve(
                 let mut reply = file_reply(r, conf, uri, file, error_page);
                 reply.allow_ranges = false;
                 reply.gzip_vary = v;
-                if matches!(reply.status.0, 200 | 304) {
+                if reply.status.0 == 200 {
                     reply
                         .extra
                         .push(("Content-Encoding".to_string(), "gzip".to_string()));

@@ -32,6 +32,10 @@ struct Named {
 enum Decision {
     /// Leave it as it is.
     Leave,
+    /// A `$variable` naming a charset has no value: nginx fails the
+    /// request (its header filter returns an error; nothing is sent and
+    /// the connection closes).
+    Fail,
     /// Log that a name was not found, and leave it.
     Log(String),
     /// Send it in `name`; `own_type`: drop the type's own `charset=`;
@@ -49,6 +53,11 @@ enum Decision {
 pub fn header(r: &Req<'_>, conf: &LocConf, reply: &mut Reply, p: &mut Passing) -> Option<Recoder> {
     match decide(r, conf, reply) {
         Decision::Leave => None,
+        Decision::Fail => {
+            reply.abort = true;
+            reply.close = true;
+            None
+        }
         Decision::Log(msg) => {
             r.site.error_log.log(
                 Level::Error,
@@ -93,7 +102,8 @@ fn decide(r: &Req<'_>, conf: &LocConf, reply: &Reply) -> Decision {
         return Decision::Leave;
     }
     let dst = match destination(r, conf, reply, charsets) {
-        Ok(Some(d)) => d,
+        Ok(Some(Some(d))) => d,
+        Ok(Some(None)) => return Decision::Fail,
         Ok(None) => return Decision::Leave,
         Err(msg) => return Decision::Log(msg),
     };
@@ -106,7 +116,10 @@ fn decide(r: &Req<'_>, conf: &LocConf, reply: &Reply) -> Decision {
         Some(c) => named(charsets, c.to_string()),
         None => match &conf.source_charset {
             CharsetSpec::Off => return set(false, None),
-            spec => named(charsets, value(r, spec)),
+            spec => match value(r, spec) {
+                Some(name) => named(charsets, name),
+                None => return Decision::Fail,
+            },
         },
     };
     let no_map = || {
@@ -134,20 +147,21 @@ fn decide(r: &Req<'_>, conf: &LocConf, reply: &Reply) -> Decision {
 }
 
 /// The charset the reply is to be sent in (`ngx_http_destination_charset`);
-/// `Ok(None)` when the filter leaves the reply alone, `Err` with what to
-/// log for an unknown `X-Accel-Charset`.
+/// `Ok(None)` when the filter leaves the reply alone, `Ok(Some(None))` when
+/// its variable has no value, `Err` with what to log for an unknown
+/// `X-Accel-Charset`.
 fn destination(
     r: &Req<'_>,
     conf: &LocConf,
     reply: &Reply,
     charsets: &Charsets,
-) -> Result<Option<Named>, String> {
+) -> Result<Option<Option<Named>>, String> {
     if let Some(over) = reply.override_charset.as_deref().filter(|c| !c.is_empty()) {
         let n = named(charsets, over.to_string());
         if n.index.is_none() {
             return Err(format!("unknown charset \"{over}\" to override"));
         }
-        return Ok(Some(n));
+        return Ok(Some(Some(n)));
     }
     if conf.charset == CharsetSpec::Off {
         return Ok(None);
@@ -159,20 +173,20 @@ fn destination(
     } else if !conf.charset_types.matches(mime(reply)) {
         return Ok(None);
     }
-    Ok(Some(named(charsets, value(r, &conf.charset))))
+    Ok(Some(value(r, &conf.charset).map(|name| named(charsets, name))))
 }
 
-/// The name a `charset` or `source_charset` gives for this request.
-fn value(r: &Req<'_>, spec: &CharsetSpec) -> String {
+/// The name a `charset` or `source_charset` gives for this request;
+/// `None` when its variable has no value.
+fn value(r: &Req<'_>, spec: &CharsetSpec) -> Option<String> {
     match spec {
-        CharsetSpec::Off => String::new(),
-        CharsetSpec::Name(n) => n.clone(),
+        CharsetSpec::Off => Some(String::new()),
+        CharsetSpec::Name(n) => Some(n.clone()),
         CharsetSpec::Var(t) => match t.parts.as_slice() {
             [Part::Var(v)] => r
                 .var(v, None)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default(),
-            _ => r.expand_lossy(t),
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            _ => Some(r.expand_lossy(t)),
         },
     }
 }
