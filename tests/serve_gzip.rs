@@ -216,6 +216,16 @@ fn gzip_static_sends_the_gz_file_beside_the_original() {
     assert_eq!(r.header("Content-Length"), Some(packed.len().to_string()));
     assert_eq!(r.header("Vary").as_deref(), Some("Accept-Encoding"));
     assert_eq!(r.header("Accept-Ranges"), None);
+    // Conditionals are the .gz file's; a 304 drops the encoding.
+    let etag = r.header("ETag").unwrap();
+    let r = get(
+        p,
+        "/on/page.html",
+        &format!("Accept-Encoding: gzip\r\nIf-None-Match: {etag}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert_eq!(r.header("Vary").as_deref(), Some("Accept-Encoding"));
     let r = get(p, "/on/page.html", "");
     assert!(!gzipped(&r));
     assert_eq!(r.body, plain);
