@@ -68,7 +68,7 @@ pub struct Gzipped {
 impl Gzipped {
     /// `inner` compressed as `o` says.
     pub fn new(inner: Box<dyn Source>, o: GzipOptions) -> Gzipped {
-        let mut out = Vec::with_capacity(OUT_STEP);
+        let mut out = Vec::with_capacity(HEADER_START.len() + 2);
         out.extend_from_slice(&HEADER_START);
         out.push(extra_flags(o.level));
         out.push(OS_UNIX);
@@ -109,8 +109,7 @@ impl Gzipped {
     }
 
     fn take(&mut self) -> Bytes {
-        let cap = self.o.piece.max(OUT_STEP);
-        Bytes::from(std::mem::replace(&mut self.out, Vec::with_capacity(cap)))
+        Bytes::from(std::mem::take(&mut self.out))
     }
 }
 

@@ -24,6 +24,7 @@ pub mod range;
 
 use crate::body::Source;
 use crate::body::source::Pieces;
+use crate::http::request::Method;
 use crate::io::stream::{FileSource, Reader, Segment};
 
 use super::phases::Handled;
@@ -61,6 +62,14 @@ pub fn run(h: &mut Handled<'_>, r: &Req<'_>) -> Result<(), Box<Reply>> {
     range::header(r, conf, reply, &p)?;
     reply.gzip_vary = p.vary && conf.gzip_vary;
     if gunzip.is_none() && recode.is_none() && gzip.is_none() {
+        return Ok(());
+    }
+    if r.head.method == Method::Head {
+        // No body is sent: none is made, but a length the filters cleared
+        // must not be announced from the body the handler gave.
+        if p.length.is_none() {
+            reply.body = Body::Stream(Box::new(Pieces::new(Vec::new(), None)));
+        }
         return Ok(());
     }
     let reader = Reader {
