@@ -245,3 +245,93 @@ fn gzip_static_sends_the_gz_file_beside_the_original() {
     let r = get(p, "/gunzip/page.html", GZIP);
     assert_eq!(r.body, packed);
 }
+
+/// A proxied stream that pauses is compressed as it comes: what arrived is
+/// flushed to the client before the upstream sends the rest (nginx does it
+/// for unbuffered proxying; nowait for any stream that pauses).
+#[test]
+fn a_pausing_proxied_stream_reaches_the_client_compressed() {
+    use std::io::Write;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let go_rx = std::sync::Mutex::new(go_rx);
+    let up = common::Upstream::start(move |c| {
+        if c.read_request().is_none() {
+            return;
+        }
+        c.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n\
+              b\r\nfirst part.\r\n",
+        );
+        let _ = go_rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+        c.write(b"c\r\n second part\r\n0\r\n\r\n");
+    });
+    let s = common::proxy::start(
+        &up,
+        "",
+        "location / { gzip on; gzip_min_length 0; proxy_buffering off; proxy_pass http://UP; }",
+    );
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port())).unwrap();
+    conn.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    conn.write_all(
+        b"GET / HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    // Read until the first part decompresses from what came, before the
+    // upstream is let go on.
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let plain = loop {
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = conn.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        let plain = partial_gunzip(&dechunk(&got));
+        if plain.starts_with(b"first part.") || Instant::now() > deadline {
+            break plain;
+        }
+    };
+    assert_eq!(plain, b"first part.", "{:?}", String::from_utf8_lossy(&got));
+    go_tx.send(()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.read_to_end(&mut got).unwrap();
+    assert_eq!(gunzip(&dechunk(&got)), b"first part. second part");
+}
+
+/// The payload of a chunked body as far as it came (the head skipped).
+fn dechunk(raw: &[u8]) -> Vec<u8> {
+    let Some(start) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Vec::new();
+    };
+    let mut rest = &raw[start + 4..];
+    let mut out = Vec::new();
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let Ok(size) = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap_or("x"), 16)
+        else {
+            break;
+        };
+        let data = &rest[eol + 2..];
+        if size == 0 || data.len() < size {
+            out.extend_from_slice(&data[..size.min(data.len())]);
+            break;
+        }
+        out.extend_from_slice(&data[..size]);
+        rest = data.get(size + 2..).unwrap_or(&[]);
+    }
+    out
+}
+
+/// What a gzip stream cut anywhere decompresses to so far.
+fn partial_gunzip(data: &[u8]) -> Vec<u8> {
+    if data.len() <= 10 {
+        return Vec::new();
+    }
+    let mut d = flate2::Decompress::new(false);
+    let mut out = Vec::with_capacity(4096);
+    let _ = d.decompress_vec(&data[10..], &mut out, flate2::FlushDecompress::Sync);
+    out
+}

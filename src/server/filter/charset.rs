@@ -173,7 +173,9 @@ fn destination(
     } else if !conf.charset_types.matches(mime(reply)) {
         return Ok(None);
     }
-    Ok(Some(value(r, &conf.charset).map(|name| named(charsets, name))))
+    Ok(Some(
+        value(r, &conf.charset).map(|name| named(charsets, name)),
+    ))
 }
 
 /// The name a `charset` or `source_charset` gives for this request;
