@@ -187,8 +187,10 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
+        // What came so far outlives each poll: a read that waits on the
+        // pool returns `Pending` between pieces.
+        let mut out = Vec::new();
         rt.block_on(std::future::poll_fn(move |cx| {
-            let mut out = Vec::new();
             loop {
                 match std::task::ready!(s.poll_chunk(cx)) {
                     Ok(Some(b)) => out.extend_from_slice(&b),
