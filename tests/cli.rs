@@ -201,11 +201,33 @@ fn version_claims_no_module_nowait_lacks() {
         "secure_link",
         "random_index",
         "addition",
-        "gunzip",
         "sub",
         "--with-debug",
     ] {
         assert!(!text.contains(word), "{word} in {}", r.stderr);
+    }
+}
+
+/// The static-serving modules are claimed once all their directives are:
+/// built by default ones by the absence of `--without-…`, optional ones
+/// by `--with-…`.
+#[test]
+fn version_claims_the_static_modules() {
+    let r = nowait(&["-V"]);
+    for module in ["autoindex", "gzip", "charset"] {
+        assert!(
+            !r.stderr
+                .contains(&format!("--without-http_{module}_module")),
+            "{module}: {}",
+            r.stderr
+        );
+    }
+    for module in ["gzip_static", "gunzip"] {
+        assert!(
+            r.stderr.contains(&format!("--with-http_{module}_module")),
+            "{module}: {}",
+            r.stderr
+        );
     }
 }
 

@@ -549,3 +549,40 @@ fn fifo_is_refused_without_waiting_for_a_writer() {
         assert_eq!(srv.get("/after.txt").0, 200, "aio {aio}");
     }
 }
+
+/// A directory listing (`autoindex`) is file work too: under `aio threads`
+/// the stalled directory is opened and read on the pool while the loop
+/// answers others; under `aio off` it is read on the loop, as nginx does,
+/// and the hot file waits behind it.
+#[test]
+fn a_cold_directory_listing_waits_in_the_pool_not_on_the_loop() {
+    for (main, body, hot_first) in [
+        (
+            "thread_pool disk threads=4;",
+            "aio threads=disk; autoindex on;",
+            true,
+        ),
+        ("", "aio off; autoindex on;", false),
+    ] {
+        let srv = start(main, body, if hot_first { "ai-threads" } else { "ai-off" });
+        let dir = srv.root().join("colddir");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("listed.txt"), "x").unwrap();
+        Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        let order = completion_order(
+            &srv,
+            &[("/colddir/", Then::Stalls), ("/hot.txt", Then::Settle)],
+        );
+        let first = if hot_first { "/hot.txt" } else { "/colddir/" };
+        assert_eq!(order[0], (first.to_string(), 200), "{body}: {order:?}");
+        if hot_first {
+            let (status, page) = srv.get("/colddir/");
+            assert_eq!(status, 200);
+            assert!(String::from_utf8_lossy(&page).contains("listed.txt"));
+        }
+    }
+}

@@ -13,9 +13,14 @@
 //! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
 //! - [`upgrade`]: what follows a `101` (the bytes of an upgraded connection).
 //! - [`range`]: one byte range of a streamed body.
+//! - [`gzip`], [`gunzip`]: a body compressed or decompressed as it streams.
+//! - [`recode`]: a body recoded between charsets as it streams.
 
 pub mod chunked;
+pub mod gunzip;
+pub mod gzip;
 pub mod range;
+pub mod recode;
 pub mod source;
 pub mod upgrade;
 

@@ -14,6 +14,10 @@ use super::cache_model::{
 };
 #[cfg(doc)]
 use super::cache_model::{DEFAULT_VALID_STATUSES, VALID_ANY};
+use super::filter_model::{
+    AutoindexFormat, CHARSET_DEFAULT_TYPES, CharsetSpec, DEFAULT_GZIP_BUFFERS, DEFAULT_MEM_LEVEL,
+    GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS, TypeSet,
+};
 pub use super::model::BodyInFile;
 use super::model::{
     AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect,
@@ -268,7 +272,76 @@ inherited! {
         /// `uninitialized_variable_warn`: warn when a variable only `set`
         /// assigns is read before it is set.
         uninitialized_variable_warn: bool = true,
+        /// `autoindex`: a URI ending in `/` with no index file is answered
+        /// with a listing of the directory.
+        autoindex: bool = false,
+        /// `autoindex_format`.
+        autoindex_format: AutoindexFormat = AutoindexFormat::Html,
+        /// `autoindex_localtime`: listing times in the server's time zone.
+        autoindex_localtime: bool = false,
+        /// `autoindex_exact_size`: sizes in bytes rather than K, M, G.
+        autoindex_exact_size: bool = true,
+        /// `gzip`: compress responses on the fly.
+        gzip: bool = false,
+        /// `gzip_buffers number size`: the size is the piece of compressed
+        /// output sent at a time.
+        gzip_buffers: (u32, u64) = DEFAULT_GZIP_BUFFERS,
+        /// `gzip_comp_level` 1..=9.
+        gzip_comp_level: u32 = 1,
+        /// `gzip_window` as zlib's window bits (9..=15).
+        gzip_window: u8 = MAX_WINDOW_BITS,
+        /// `gzip_hash` as zlib's memory level (1..=9).
+        gzip_hash: u8 = DEFAULT_MEM_LEVEL,
+        /// `gzip_min_length`: responses known to be shorter are not
+        /// compressed.
+        gzip_min_length: u64 = 20,
+        /// `gzip_types`.
+        gzip_types: TypeSet = TypeSet::of(&GZIP_DEFAULT_TYPES),
+        /// `gzip_vary`: `Vary: Accept-Encoding` on responses gzip looked at.
+        gzip_vary: bool = false,
+        /// `gzip_proxied`.
+        gzip_proxied: GzipProxied = GzipProxied::OFF,
+        /// `gzip_disable` regular expressions (tried on `User-Agent`); a
+        /// level's `gzip_disable` replaces its parent's list.
+        gzip_disable: Vec<RegexSource> = Vec::new(),
+        /// `gzip_disable msie6`, merged apart from the expressions as nginx
+        /// merges it.
+        gzip_disable_msie6: bool = false,
+        /// `gzip_http_version`.
+        gzip_http_version: GzipHttpVersion = GzipHttpVersion::V11,
+        /// `postpone_gzipping`: input gathered before compressing starts.
+        postpone_gzipping: u64 = 0,
+        /// `gzip_no_buffer`: compressed output goes out after each input
+        /// piece instead of in whole buffers.
+        gzip_no_buffer: bool = false,
+        /// `gzip_static`.
+        gzip_static: GzipStatic = GzipStatic::Off,
+        /// `gunzip`: decompress gzip responses for clients without gzip.
+        gunzip: bool = false,
+        /// `gunzip_buffers number size`.
+        gunzip_buffers: (u32, u64) = DEFAULT_GZIP_BUFFERS,
+        /// `charset`: the charset responses are sent in.
+        charset: CharsetSpec = CharsetSpec::Off,
+        /// `source_charset`: the charset the content is in.
+        source_charset: CharsetSpec = CharsetSpec::Off,
+        /// `override_charset`: recode responses whose type names a charset.
+        override_charset: bool = false,
+        /// `charset_types`.
+        charset_types: TypeSet = TypeSet::of(&CHARSET_DEFAULT_TYPES),
+        /// `max_ranges`: the most ranges a request may ask for before it is
+        /// answered whole; 0 turns ranges off. `None`: no limit.
+        max_ranges: Option<u64> = None,
     }
+}
+
+/// A `gzip_disable` expression and its source (nginx reports nothing per
+/// match, but `-T` and tests read the source).
+#[derive(Clone, Debug)]
+pub struct RegexSource {
+    /// The expression as written.
+    pub source: String,
+    /// Compiled, case-insensitive.
+    pub re: regex::Regex,
 }
 
 /// `proxy_cache_key`'s documented default as a template.

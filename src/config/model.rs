@@ -176,6 +176,8 @@ pub struct HttpConf {
     pub server_names_hash_max_size: Option<u64>,
     /// `server_names_hash_bucket_size` (accepted, as above).
     pub server_names_hash_bucket_size: Option<u64>,
+    /// The charsets the configuration names and its `charset_map` tables.
+    pub charsets: crate::http::charset::Charsets,
 }
 
 impl HttpConf {

@@ -8,8 +8,8 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_cache, set_cache_path, set_core, set_http, set_map, set_proxy, set_rewrite, set_server,
-    set_split_clients, set_upstream,
+    set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_gzip, set_http, set_map,
+    set_proxy, set_rewrite, set_server, set_split_clients, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -261,6 +261,36 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_cache_max_range_offset", HSL, Exactly(1), false, Ready, set_cache::proxy_cache_max_range_offset, "proxy_cache_max_range_offset number;", "—"),
     spec!("proxy_store", HSL, Exactly(1), false, NotYet, set_cache::proxy_store, "proxy_store on | off | string;", "off"),
     spec!("proxy_store_access", HSL, Between(1, 3), false, NotYet, set_cache::proxy_store_access, "proxy_store_access users:permissions ...;", "user:rw"),
+    // autoindex
+    spec!("autoindex", HSL, Exactly(1), false, Ready, set_autoindex::autoindex, "autoindex on | off;", "off"),
+    spec!("autoindex_format", HSL, Exactly(1), false, Ready, set_autoindex::autoindex_format, "autoindex_format html | xml | json | jsonp;", "html"),
+    spec!("autoindex_localtime", HSL, Exactly(1), false, Ready, set_autoindex::autoindex_localtime, "autoindex_localtime on | off;", "off"),
+    spec!("autoindex_exact_size", HSL, Exactly(1), false, Ready, set_autoindex::autoindex_exact_size, "autoindex_exact_size on | off;", "on"),
+    // gzip, gzip_static, gunzip
+    spec!("gzip", HSL | LIF, Exactly(1), false, Ready, set_gzip::gzip, "gzip on | off;", "off"),
+    spec!("gzip_buffers", HSL, Exactly(2), false, Ready, set_gzip::gzip_buffers, "gzip_buffers number size;", "32 4k"),
+    spec!("gzip_types", HSL, AtLeast(1), false, Ready, set_gzip::gzip_types, "gzip_types mime-type ...;", "text/html"),
+    spec!("gzip_comp_level", HSL, Exactly(1), false, Ready, set_gzip::gzip_comp_level, "gzip_comp_level level;", "1"),
+    spec!("gzip_window", HSL, Exactly(1), false, Ready, set_gzip::gzip_window, "gzip_window size;", "32k"),
+    spec!("gzip_hash", HSL, Exactly(1), false, Ready, set_gzip::gzip_hash, "gzip_hash size;", "64k"),
+    spec!("postpone_gzipping", HSL, Exactly(1), false, Ready, set_gzip::postpone_gzipping, "postpone_gzipping size;", "0"),
+    spec!("gzip_no_buffer", HSL, Exactly(1), false, Ready, set_gzip::gzip_no_buffer, "gzip_no_buffer on | off;", "off"),
+    spec!("gzip_min_length", HSL, Exactly(1), false, Ready, set_gzip::gzip_min_length, "gzip_min_length length;", "20"),
+    spec!("gzip_vary", HSL, Exactly(1), false, Ready, set_gzip::gzip_vary, "gzip_vary on | off;", "off"),
+    spec!("gzip_http_version", HSL, Exactly(1), false, Ready, set_gzip::gzip_http_version, "gzip_http_version 1.0 | 1.1;", "1.1"),
+    spec!("gzip_proxied", HSL, AtLeast(1), false, Ready, set_gzip::gzip_proxied, "gzip_proxied off | expired | no-cache | no-store | private | no_last_modified | no_etag | auth | any ...;", "off"),
+    spec!("gzip_disable", HSL, AtLeast(1), false, Ready, set_gzip::gzip_disable, "gzip_disable regex ...;", "—"),
+    spec!("gzip_static", HSL, Exactly(1), false, Ready, set_gzip::gzip_static, "gzip_static on | off | always;", "off"),
+    spec!("gunzip", HSL, Exactly(1), false, Ready, set_gzip::gunzip, "gunzip on | off;", "off"),
+    spec!("gunzip_buffers", HSL, Exactly(2), false, Ready, set_gzip::gunzip_buffers, "gunzip_buffers number size;", "32 4k"),
+    // charset
+    spec!("charset", HSL | LIF, Exactly(1), false, Ready, set_charset::charset, "charset charset | off;", "off"),
+    spec!("source_charset", HSL | LIF, Exactly(1), false, Ready, set_charset::source_charset, "source_charset charset;", "—"),
+    spec!("override_charset", HSL | LIF, Exactly(1), false, Ready, set_charset::override_charset, "override_charset on | off;", "off"),
+    spec!("charset_types", HSL, AtLeast(1), false, Ready, set_charset::charset_types, "charset_types mime-type ...;", "text/html text/xml text/plain text/vnd.wap.wml application/javascript application/rss+xml"),
+    spec!("charset_map", HTTP, Exactly(2), true, Ready, set_charset::charset_map, "charset_map charset1 charset2 { ... }", "—"),
+    // ranges
+    spec!("max_ranges", HSL, Exactly(1), false, Ready, set_autoindex::max_ranges, "max_ranges number;", "—"),
 ];
 
 /// The entries named `name`.

@@ -187,6 +187,44 @@ impl Cursor<'_> {
     }
 }
 
+/// A broken-down UTC time: what `ngx_gmtime` gives (a directory listing's
+/// dates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Civil {
+    /// The year, e.g. 2026.
+    pub year: i64,
+    /// 1..=12.
+    pub month: i64,
+    /// 1..=31.
+    pub day: i64,
+    /// 0..=23.
+    pub hour: i64,
+    /// 0..=59.
+    pub minute: i64,
+    /// 0..=59.
+    pub second: i64,
+}
+
+/// The month's three-letter English name, for `month` 1..=12.
+pub fn month_name(month: i64) -> &'static str {
+    MONTHS[((month - 1).clamp(0, 11)) as usize]
+}
+
+/// Unix seconds broken down in UTC.
+pub fn civil(secs: i64) -> Civil {
+    let days = secs.div_euclid(SECS_PER_DAY);
+    let rem = secs.rem_euclid(SECS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    Civil {
+        year,
+        month,
+        day,
+        hour: rem / 3600,
+        minute: rem % 3600 / 60,
+        second: rem % 60,
+    }
+}
+
 fn is_leap(year: i64) -> bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
 }
@@ -229,6 +267,18 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn breaks_down_times() {
+        let c = civil(1_795_312_054);
+        assert_eq!(
+            (c.year, c.month, c.day, c.hour, c.minute, c.second),
+            (2026, 11, 22, 1, 47, 34)
+        );
+        assert_eq!(month_name(c.month), "Nov");
+        let c = civil(-1);
+        assert_eq!((c.year, c.month, c.day, c.hour), (1969, 12, 31, 23));
+    }
 
     #[test]
     fn formats_like_httpdate() {

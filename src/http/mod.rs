@@ -16,13 +16,19 @@
 //! - [`response`]: response heads in nginx's header order.
 //! - [`chunked`]: incremental chunked request-body decoding.
 //! - [`mime`]: extension → MIME type lookup.
+//! - [`charset`]: charsets, `charset_map` tables and body recoding.
+//! - [`listing`]: the autoindex module's directory listings (HTML, JSON, XML).
+//! - [`gzip`]: when a response may be compressed (`Accept-Encoding`, `gzip_proxied`).
 
+pub mod charset;
 pub mod chunked;
 pub mod conditional;
 pub mod date;
 pub mod escape;
 pub mod etag;
+pub mod gzip;
 pub mod head_error;
+pub mod listing;
 pub mod mime;
 pub mod range;
 pub mod request;

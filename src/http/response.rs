@@ -47,6 +47,9 @@ pub struct ResponseHead<'a> {
     /// `Keep-Alive: timeout=N`, sent with keep-alive only when
     /// `keepalive_timeout` has its second (header) parameter.
     pub keep_alive_header: Option<u64>,
+    /// `Vary: Accept-Encoding` (`gzip_vary`), written after `Connection`
+    /// as nginx's header filter writes it.
+    pub vary_accept_encoding: bool,
     /// `ETag`, with quotes.
     pub etag: Option<&'a str>,
     /// `add_header` fields, in configuration order.
@@ -76,6 +79,7 @@ impl<'a> ResponseHead<'a> {
             keep_alive: false,
             upgrade: false,
             keep_alive_header: None,
+            vary_accept_encoding: false,
             etag: None,
             extra: &[],
             accept_ranges: false,
@@ -138,6 +142,9 @@ impl<'a> ResponseHead<'a> {
             }
         } else {
             trusted(out, b"Connection: ", b"close");
+        }
+        if self.vary_accept_encoding {
+            trusted(out, b"Vary: ", b"Accept-Encoding");
         }
         if let Some(etag) = self.etag {
             trusted(out, b"ETag: ", etag.as_bytes());

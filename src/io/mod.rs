@@ -7,16 +7,21 @@
 //!   posting tokio task on any runtime, or the overflow error.
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
+//! - [`dir`]: directory listings (`autoindex`) through the file layer.
+//! - [`stream`]: a file's bytes as a streamed body, read through the file
+//!   layer, for the filters that rewrite bodies (gzip, charset).
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
 //! [`crate::sys::file`]) or is handed to a [`Pool`].
 
 pub mod completion;
+pub mod dir;
 pub mod fault;
 pub mod file;
 pub mod pool;
 pub mod pools;
+pub mod stream;
 pub mod temp;
 
 pub use completion::{Completion, SubmitError, TaskError};

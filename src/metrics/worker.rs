@@ -26,11 +26,19 @@ pub enum FastOp {
     /// A slice of a response body copied from memory on the loop
     /// (`preadv2(RWF_NOWAIT)`) instead of a `sendfile()` that could wait.
     Body,
+    /// `openat2(O_DIRECTORY, RESOLVE_CACHED)` of a directory to list.
+    Dir,
 }
 
 impl FastOp {
     /// Every operation, in the order reported.
-    pub const ALL: [FastOp; 4] = [FastOp::Open, FastOp::Stat, FastOp::Read, FastOp::Body];
+    pub const ALL: [FastOp; 5] = [
+        FastOp::Open,
+        FastOp::Stat,
+        FastOp::Read,
+        FastOp::Body,
+        FastOp::Dir,
+    ];
 
     /// The label used in the status page.
     pub fn name(self) -> &'static str {
@@ -39,6 +47,7 @@ impl FastOp {
             FastOp::Stat => "stat",
             FastOp::Read => "read",
             FastOp::Body => "body",
+            FastOp::Dir => "opendir",
         }
     }
 }
@@ -108,7 +117,7 @@ pub struct WorkerMetrics {
     /// The histograms.
     hist: Mutex<Histograms>,
     /// Fast-path outcomes by operation and outcome.
-    fast: [[AtomicU64; 3]; 4],
+    fast: [[AtomicU64; 3]; FastOp::ALL.len()],
     /// Requests answered.
     pub requests: AtomicU64,
     /// Connections open now.

@@ -495,6 +495,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         h.etag = reply.etag.as_deref();
         h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;
+        h.vary_accept_encoding = reply.gzip_vary;
         h.content_range = reply.content_range.as_deref();
         h.status_line = reply.status_line.as_deref();
         h.to_bytes_with_room(send::appended_len(&reply.body))

@@ -14,7 +14,9 @@
 //! - [`client`]: the client as handlers see it, and request bodies.
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
-//! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
+//! - [`static_file`]: URI → file, index, redirects, conditionals,
+//!   `gzip_static`; [`autoindex`] directory listings.
+//! - [`filter`]: the output filters (gunzip, charset, gzip, range).
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`shared`]: what outlives a reload (pools, idle upstream connections,
@@ -22,8 +24,10 @@
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
 pub mod access_log;
+pub mod autoindex;
 pub mod client;
 pub mod conn;
+pub mod filter;
 pub mod listen;
 pub mod locate;
 pub mod named;

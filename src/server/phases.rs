@@ -519,6 +519,10 @@ impl<'a> Walk<'a> {
             pool,
         };
         decorate(&mut h, r);
+        if let Err(unsatisfiable) = super::filter::run(&mut h, r) {
+            // The range filter's 416 is answered as a handler's would be.
+            return self.after(r, *unsatisfiable, h.pool);
+        }
         Ok(h)
     }
 

@@ -106,6 +106,24 @@ pub struct Reply {
     pub http09: bool,
     /// Where a streamed body spills past `read_ahead`.
     pub spill: Option<super::stream::Spill>,
+    /// Ranges may be cut from this reply (nginx's `r->allow_ranges`): the
+    /// range filter answers `Range` on its whole 200 body, and says
+    /// `Accept-Ranges: bytes` otherwise.
+    pub allow_ranges: bool,
+    /// The charset the body is in (nginx's `headers_out.charset`): written
+    /// as `; charset=` after the type unless the type names one itself
+    /// (see `content_type_len`).
+    pub charset: Option<String>,
+    /// How much of `content_type` is the type when it names a charset
+    /// itself (nginx's `content_type_len`, an upstream's
+    /// `text/html; charset=koi8-r`); `None`: all of it.
+    pub content_type_len: Option<usize>,
+    /// The charset an upstream asked the response to be sent in
+    /// (`X-Accel-Charset`, nginx's `headers_out.override_charset`).
+    pub override_charset: Option<String>,
+    /// `Vary: Accept-Encoding` may apply (nginx's `r->gzip_vary`): sent
+    /// when the location's `gzip_vary` is on.
+    pub gzip_vary: bool,
 }
 
 /// Statuses `add_header` applies to without `always` (nginx's list).
@@ -136,7 +154,46 @@ impl Reply {
             status_line: None,
             http09: false,
             spill: None,
+            allow_ranges: false,
+            charset: None,
+            content_type_len: None,
+            override_charset: None,
+            gzip_vary: false,
         }
+    }
+
+    /// Takes an upstream's `Content-Type` as nginx's
+    /// `ngx_http_upstream_copy_content_type` does: the whole value, and
+    /// the charset of a `charset=` parameter apart (quotes removed).
+    pub fn set_upstream_content_type(&mut self, value: String) {
+        self.charset = None;
+        self.content_type_len = None;
+        let b = value.as_bytes();
+        let mut i = 0;
+        while let Some(semi) = b[i..].iter().position(|&c| c == b';').map(|p| p + i) {
+            let mut p = semi + 1;
+            while p < b.len() && b[p] == b' ' {
+                p += 1;
+            }
+            if p == b.len() {
+                break;
+            }
+            if b.len() - p >= 8 && b[p..p + 8].eq_ignore_ascii_case(b"charset=") {
+                let mut start = p + 8;
+                if b.get(start) == Some(&b'"') {
+                    start += 1;
+                }
+                let mut end = b.len();
+                if end > start && b[end - 1] == b'"' {
+                    end -= 1;
+                }
+                self.content_type_len = Some(semi);
+                self.charset = Some(value.get(start..end.max(start)).unwrap_or("").to_string());
+                break;
+            }
+            i = p;
+        }
+        self.content_type = Some(value);
     }
 
     /// The `Content-Length` the head announces, if any: none for a 304, and
@@ -190,5 +247,25 @@ impl Reply {
         let mut r = Reply::new(status, Body::Bytes(text.into_bytes()));
         r.content_type = Some(content_type.to_string());
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_content_types_keep_their_charset_apart() {
+        let mut r = Reply::new(Status::OK, Body::Empty);
+        r.set_upstream_content_type("text/html; charset=\"koi8-r\"".into());
+        assert_eq!(r.content_type_len, Some(9));
+        assert_eq!(r.charset.as_deref(), Some("koi8-r"));
+        r.set_upstream_content_type("text/html;  foo=bar;charset=B".into());
+        assert_eq!(r.content_type_len, Some(19));
+        assert_eq!(r.charset.as_deref(), Some("B"));
+        r.set_upstream_content_type("text/plain".into());
+        assert_eq!((r.content_type_len, r.charset.as_deref()), (None, None));
+        r.set_upstream_content_type("text/plain; ".into());
+        assert_eq!(r.content_type_len, None);
     }
 }

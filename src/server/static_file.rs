@@ -1,7 +1,9 @@
 //! Serving a URI from the file system, as nginx's static and index modules
 //! do: map the URI to a path under `root` or `alias`, try the `index` files
-//! for a URI ending in `/`, redirect a directory named without its slash,
-//! refuse what is not a regular file, and answer conditionals and ranges.
+//! for a URI ending in `/` (then `autoindex`), redirect a directory named
+//! without its slash, refuse what is not a regular file, send a `.gz`
+//! file beside the requested one (`gzip_static`), and answer conditionals.
+//! Ranges are cut later, by the range filter.
 //!
 //! Every file system call goes through [`FileLayer`], so `aio` decides where
 //! it runs; this module only decides what to call.
@@ -10,14 +12,16 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use crate::config::filter_model::GzipStatic;
 use crate::config::inherit::LocConf;
 use crate::config::model::{Location, LocationMatch, Root};
 use crate::http::conditional::{self, Conditions, IfModifiedSince, Outcome, Validators};
 use crate::http::etag::file_etag;
-use crate::http::range::{self, ByteRange, Multipart, RangeSpec};
+use crate::http::range::ByteRange;
 use crate::http::request::Method;
 use crate::http::status::Status;
 use crate::io::file::{FileError, FileLayer, OpenFile, Opened};
+use crate::log::Level;
 use crate::sys::file::FileKind;
 
 use super::reply::{Body, Reply};
@@ -108,7 +112,25 @@ pub async fn serve(
     }
     let path = map_path(r, conf, location, uri);
     if uri.ends_with('/') {
-        return index(r, conf, uri, path, files).await;
+        return index(r, conf, uri, path, files, method).await;
+    }
+    let mut vary = false;
+    if conf.gzip_static != GzipStatic::Off && matches!(method, Method::Get | Method::Head) {
+        match gzip_static(r, conf, &path, files).await {
+            Precompressed::File(file, v) => {
+                let mut reply = file_reply(r, conf, uri, file, error_page);
+                reply.allow_ranges = false;
+                reply.gzip_vary = v;
+                if reply.status.0 == 200 {
+                    reply
+                        .extra
+                        .push(("Content-Encoding".to_string(), "gzip".to_string()));
+                }
+                return Served::Reply(Box::new(reply));
+            }
+            Precompressed::Declined(v) => vary = v,
+            Precompressed::Failed(served) => return served,
+        }
     }
     let file = match files.open(&path).await {
         Ok(Opened::Regular(f)) => f,
@@ -126,7 +148,78 @@ pub async fn serve(
     if *method == Method::Post {
         return Served::Error(Status::NOT_ALLOWED, None);
     }
-    Served::Reply(Box::new(file_reply(r, conf, uri, file, error_page)))
+    let mut reply = file_reply(r, conf, uri, file, error_page);
+    reply.gzip_vary |= vary;
+    Served::Reply(Box::new(reply))
+}
+
+/// What `gzip_static` found beside a file.
+enum Precompressed {
+    /// The `.gz` file to send, and whether `Vary` applies.
+    File(OpenFile, bool),
+    /// None to send; whether `Vary` applies all the same.
+    Declined(bool),
+    /// The request fails.
+    Failed(Served),
+}
+
+/// `gzip_static` (`ngx_http_gzip_static_handler`): the file `path.gz`,
+/// opened through the file layer, for a client that accepts gzip (`on`)
+/// or any client (`always`).
+async fn gzip_static(
+    r: &Req<'_>,
+    conf: &LocConf,
+    path: &std::path::Path,
+    files: FileLayer<'_>,
+) -> Precompressed {
+    let ok = conf.gzip_static == GzipStatic::Always || super::filter::gzip::gzip_ok(r, conf, None);
+    if !conf.gzip_vary && !ok {
+        return Precompressed::Declined(false);
+    }
+    let mut gz = path.as_os_str().to_os_string();
+    gz.push(".gz");
+    let gz = PathBuf::from(gz);
+    let opened = match files.open(&gz).await {
+        Ok(o) => o,
+        Err(e) => {
+            let level = match e.errno() {
+                Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => None,
+                Some(libc::EACCES | libc::ELOOP) => Some(Level::Error),
+                _ => Some(Level::Crit),
+            };
+            if let FileError::Overflow(o) = &e {
+                return Precompressed::Failed(Served::Overflow(o.to_string()));
+            }
+            if let Some(level) = level {
+                r.site.error_log.log(
+                    level,
+                    Some(r.conn_no),
+                    format_args!("{e}{}", r.log_context()),
+                );
+            }
+            return Precompressed::Declined(false);
+        }
+    };
+    let vary = conf.gzip_static == GzipStatic::On;
+    if !ok {
+        return Precompressed::Declined(vary);
+    }
+    match opened {
+        Opened::Regular(f) => Precompressed::File(f, vary),
+        Opened::Other(meta) if meta.kind == FileKind::Directory => Precompressed::Declined(vary),
+        Opened::Other(_) => {
+            r.site.error_log.log(
+                Level::Crit,
+                Some(r.conn_no),
+                format_args!(
+                    "\"{}\" is not a regular file{}",
+                    gz.display(),
+                    r.log_context()
+                ),
+            );
+            Precompressed::Failed(Served::Error(Status::NOT_FOUND, None))
+        }
+    }
 }
 
 /// The outcome of a failed file operation.
@@ -138,13 +231,15 @@ fn failed(e: FileError) -> Served {
     Served::Error(status, msg)
 }
 
-/// `index`: the first index file that exists is served by an internal redirect.
+/// `index`: the first index file that exists is served by an internal
+/// redirect; without one, `autoindex` lists a GET or HEAD's directory.
 async fn index(
     r: &Req<'_>,
     conf: &LocConf,
     uri: &str,
     dir: PathBuf,
     files: FileLayer<'_>,
+    method: &Method,
 ) -> Served {
     for name in &conf.index {
         let name = r.expand_lossy(name);
@@ -162,6 +257,13 @@ async fn index(
         }
     }
     match files.stat(&dir).await {
+        Ok(m)
+            if m.kind == FileKind::Directory
+                && conf.autoindex
+                && matches!(method, Method::Get | Method::Head) =>
+        {
+            super::autoindex::serve(r, conf, uri, &dir, files).await
+        }
         Ok(m) if m.kind == FileKind::Directory => Served::Error(
             Status::FORBIDDEN,
             Some(format!(
@@ -270,58 +372,19 @@ fn file_reply_inner(
             return reply;
         }
     }
-    let mut spec = match &h.range {
-        Some(range_header) if size > 0 => range::parse_range(range_header, size),
-        _ => RangeSpec::Full,
-    };
-    if let (Some(if_range), RangeSpec::Satisfiable(_) | RangeSpec::Unsatisfiable) =
-        (&h.if_range, &spec)
-    {
-        if !range::if_range_matches(if_range, Some(&etag), Some(mtime)) {
-            spec = RangeSpec::Full;
-        }
-    }
-    let mut reply = match spec {
-        RangeSpec::Full => {
-            let mut reply = Reply::new(
-                Status::OK,
-                Body::File {
-                    file,
-                    range: ByteRange {
-                        start: 0,
-                        end: size,
-                    },
-                },
-            );
-            reply.accept_ranges = true;
-            reply
-        }
-        RangeSpec::Unsatisfiable => {
-            // nginx sends no validators with a 416.
-            let mut reply = Reply::special(Status::RANGE_NOT_SATISFIABLE);
-            reply.content_range = Some(range::unsatisfiable_content_range(size));
-            return reply;
-        }
-        RangeSpec::Satisfiable(ranges) if ranges.len() == 1 => {
-            let mut reply = Reply::new(
-                Status::PARTIAL_CONTENT,
-                Body::File {
-                    file,
-                    range: ranges[0],
-                },
-            );
-            reply.content_range = Some(ranges[0].content_range(size));
-            reply
-        }
-        RangeSpec::Satisfiable(ranges) => {
-            let boundary = next_boundary();
-            let parts = Multipart::new(&ranges, Some(&content_type), size, boundary);
-            let ct = parts.content_type().to_string();
-            let mut reply = Reply::new(Status::PARTIAL_CONTENT, Body::Multipart { file, parts });
-            reply.content_type = Some(ct);
-            return with_validators(reply, mtime, etag);
-        }
-    };
+    // Ranges are the range filter's (`super::filter::range`): it runs
+    // after gzip and charset, which may change the body.
+    let mut reply = Reply::new(
+        Status::OK,
+        Body::File {
+            file,
+            range: ByteRange {
+                start: 0,
+                end: size,
+            },
+        },
+    );
+    reply.allow_ranges = true;
     reply.content_type = Some(content_type);
     with_validators(reply, mtime, etag)
 }
@@ -346,11 +409,4 @@ pub fn content_type(conf: &LocConf, uri: &str) -> String {
         }
         _ => conf.default_type.clone(),
     }
-}
-
-/// nginx numbers multipart boundaries with a per-process counter.
-fn next_boundary() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }

@@ -91,7 +91,7 @@ pub fn openat2(dir: Option<BorrowedFd<'_>>, path: &Path, resolve: Resolve) -> io
 }
 
 /// [`openat2`] with explicit open flags.
-fn openat2_flags(
+pub(super) fn openat2_flags(
     dir: Option<BorrowedFd<'_>>,
     path: &Path,
     flags: libc::c_int,
@@ -217,7 +217,7 @@ pub struct FileMeta {
 }
 
 impl FileMeta {
-    fn from_stat(st: &libc::stat) -> Self {
+    pub(super) fn from_stat(st: &libc::stat) -> Self {
         let kind = match st.st_mode & libc::S_IFMT {
             libc::S_IFREG => FileKind::Regular,
             libc::S_IFDIR => FileKind::Directory,

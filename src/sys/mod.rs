@@ -15,6 +15,8 @@
 //! - [`error`]: [`SysError`] and [`SysResultExt`], the nginx-style message.
 //! - [`file`](mod@file): `openat2(RESOLVE_CACHED)`, `open`, `fstat`/`stat`/`lstat`,
 //!   `pread`, `preadv2(RWF_NOWAIT)`, `cachestat`, `sendfile`, `posix_fadvise`.
+//! - [`dir`]: opening a directory (`openat2(O_DIRECTORY, RESOLVE_CACHED)`),
+//!   reading its names (`fdopendir`/`readdir`) and `fstatat` of each.
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
 //!   `tcp_nodelay`), through socket2 where it has them.
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
@@ -27,6 +29,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod dir;
 pub mod epoll;
 pub mod error;
 pub mod file;

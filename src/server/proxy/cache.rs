@@ -20,7 +20,7 @@ use crate::config::inherit::LocConf;
 use crate::config::model::NextUpstream;
 use crate::config::template::Template;
 use crate::http::conditional;
-use crate::http::range::{self, ByteRange, Multipart, RangeSpec};
+use crate::http::range::ByteRange;
 use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
@@ -440,51 +440,10 @@ pub fn serve(r: &mut Req<'_>, entry: &Hit, status: CacheStatus) -> Reply {
             return rep;
         }
     }
-    let mut spec = match &h.range {
-        Some(rh) if len > 0 => range::parse_range(rh, len),
-        _ => RangeSpec::Full,
-    };
-    if let (Some(ir), RangeSpec::Satisfiable(_) | RangeSpec::Unsatisfiable) = (&h.if_range, &spec) {
-        if !range::if_range_matches(ir, etag.as_deref(), last_modified) {
-            spec = RangeSpec::Full;
-        }
-    }
-    match spec {
-        RangeSpec::Full => {
-            reply.accept_ranges = !reply
-                .extra
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case("Accept-Ranges"));
-            reply.body = Body::File { file, range: whole };
-        }
-        RangeSpec::Unsatisfiable => {
-            let mut rep = Reply::special(Status::RANGE_NOT_SATISFIABLE);
-            rep.content_range = Some(range::unsatisfiable_content_range(len));
-            return rep;
-        }
-        RangeSpec::Satisfiable(ranges) if ranges.len() == 1 => {
-            let b = ranges[0];
-            reply.status = Status::PARTIAL_CONTENT;
-            reply.status_line = None;
-            reply.content_range = Some(b.content_range(len));
-            reply.body = Body::File {
-                file,
-                range: ByteRange {
-                    start: entry.body_start + b.start,
-                    end: entry.body_start + b.end,
-                },
-            };
-        }
-        RangeSpec::Satisfiable(ranges) => {
-            let parts =
-                Multipart::new(&ranges, reply.content_type.as_deref(), len, next_boundary())
-                    .shifted(entry.body_start);
-            reply.status = Status::PARTIAL_CONTENT;
-            reply.status_line = None;
-            reply.content_type = Some(parts.content_type().to_string());
-            reply.body = Body::Multipart { file, parts };
-        }
-    }
+    // The range filter (`server::filter::range`) answers `Range` on it,
+    // after gzip and charset have had their say.
+    reply.allow_ranges = true;
+    reply.body = Body::File { file, range: whole };
     reply
 }
 
@@ -494,13 +453,6 @@ fn header_of(reply: &Reply, name: &str) -> Option<String> {
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.clone())
-}
-
-/// nginx numbers multipart boundaries with a per-process counter.
-fn next_boundary() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The settings `policy` reads, from the location.

@@ -14,8 +14,8 @@
 //! - every other field is copied in the upstream's order.
 //!
 //! The `X-Accel-*` fields the upstream sends steer this response
-//! (`X-Accel-Redirect`, `X-Accel-Buffering`, `X-Accel-Limit-Rate`) unless
-//! `proxy_ignore_headers` names them.
+//! (`X-Accel-Redirect`, `X-Accel-Buffering`, `X-Accel-Limit-Rate`,
+//! `X-Accel-Charset`) unless `proxy_ignore_headers` names them.
 
 use crate::config::inherit::LocConf;
 use crate::config::model::{ProxyRedirect, RedirectFrom};
@@ -102,12 +102,17 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
             && !ignored(conf, "X-Accel-Limit-Rate")
         {
             accel.limit_rate = text.trim().parse().ok();
+        } else if name.eq_ignore_ascii_case("X-Accel-Charset") && !ignored(conf, "X-Accel-Charset")
+        {
+            // The charset filter sends the response in it
+            // (`ngx_http_upstream_process_charset`).
+            reply.override_charset = Some(text.clone());
         }
         if HOP.iter().any(|h| h.eq_ignore_ascii_case(&name)) || hidden(conf, &name) {
             continue;
         }
         if name.eq_ignore_ascii_case("Content-Type") {
-            reply.content_type = Some(text);
+            reply.set_upstream_content_type(text);
         } else if name.eq_ignore_ascii_case("Server") {
             reply.server = Some(text);
         } else if name.eq_ignore_ascii_case("Date") {

@@ -1,0 +1,167 @@
+//! The autoindex module's content handler (`ngx_http_autoindex_handler`):
+//! a GET or HEAD of a URI ending in `/` whose directory has no index file
+//! is answered, under `autoindex on`, with a listing of the directory in
+//! `autoindex_format`.
+//!
+//! The directory is read through the file layer ([`FileLayer::read_dir`]):
+//! its open tried on the loop with `RESOLVE_CACHED`, its entries read and
+//! `stat`ed where `aio` says, never blocking a loop under `aio threads`.
+//! The page itself is made by [`crate::http::listing`]. As nginx sends it,
+//! the listing has no `Content-Length` (chunked to HTTP/1.1 clients).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::body::source::Pieces;
+use crate::config::filter_model::AutoindexFormat;
+use crate::config::inherit::LocConf;
+use crate::config::vars::{Family, Var};
+use crate::http::listing::{self, Entry, HtmlOptions, MAX_CALLBACK_LEN};
+use crate::http::status::Status;
+use crate::io::file::{FileError, FileLayer};
+use crate::log::Level;
+use crate::sys::file::FileKind;
+
+use super::filter::charset;
+use super::reply::{Body, Reply};
+use super::request::Req;
+use super::static_file::Served;
+
+/// Lists the directory `dir` (the path of `uri`, which ends in `/`).
+pub async fn serve(
+    r: &Req<'_>,
+    conf: &LocConf,
+    uri: &str,
+    dir: &Path,
+    files: FileLayer<'_>,
+) -> Served {
+    let mut format = conf.autoindex_format;
+    let mut callback = None;
+    if format == AutoindexFormat::Jsonp {
+        let name = Var::Family(Family::Arg, Arc::from("callback"));
+        if let Some(cb) = r.var(&name, None).filter(|cb| !cb.is_empty()) {
+            if !listing::valid_callback(&cb) {
+                let why = if cb.len() > MAX_CALLBACK_LEN {
+                    "too long"
+                } else {
+                    "invalid"
+                };
+                r.site.error_log.log(
+                    Level::Info,
+                    Some(r.conn_no),
+                    format_args!(
+                        "client sent {why} callback name: \"{}\"{}",
+                        String::from_utf8_lossy(&cb),
+                        r.log_context()
+                    ),
+                );
+                return Served::Error(Status::BAD_REQUEST, None);
+            }
+            callback = Some(cb.into_owned());
+        }
+        if callback.is_none() {
+            format = AutoindexFormat::Json;
+        }
+    }
+    // nginx names the directory without its final slash.
+    let shown = match dir.to_str() {
+        Some(s) if s.len() > 1 && s.ends_with('/') => Path::new(&s[..s.len() - 1]),
+        _ => dir,
+    };
+    let found = match files.read_dir(shown, true).await {
+        Ok(l) => l,
+        Err(e) => return failed(r, e),
+    };
+    for skipped in &found.skipped {
+        r.site.error_log.log(
+            Level::Crit,
+            Some(r.conn_no),
+            format_args!("{skipped}{}", r.log_context()),
+        );
+    }
+    let mut entries: Vec<Entry> = found
+        .entries
+        .into_iter()
+        .map(|e| Entry {
+            name: e.name,
+            dir: e.meta.kind == FileKind::Directory,
+            file: e.meta.kind == FileKind::Regular,
+            mtime: e.meta.mtime_sec,
+            size: e.meta.size,
+        })
+        .collect();
+    listing::sort(&mut entries);
+    let (content_type, charset, body) = match format {
+        AutoindexFormat::Json | AutoindexFormat::Jsonp => {
+            let ct = if callback.is_some() {
+                "application/javascript"
+            } else {
+                "application/json"
+            };
+            (ct, None, listing::json(&entries, callback.as_deref()))
+        }
+        AutoindexFormat::Xml => ("text/xml", Some("utf-8"), listing::xml(&entries)),
+        AutoindexFormat::Html => {
+            let o = HtmlOptions {
+                utf8: sent_in_utf8(r, conf),
+                offset: if conf.autoindex_localtime {
+                    local_offset()
+                } else {
+                    0
+                },
+                exact_size: conf.autoindex_exact_size,
+            };
+            (
+                "text/html",
+                None,
+                listing::html(uri.as_bytes(), &entries, o),
+            )
+        }
+    };
+    let mut reply = Reply::new(
+        Status::OK,
+        Body::Stream(Box::new(Pieces::new(vec![Ok(Bytes::from(body))], None))),
+    );
+    reply.content_type = Some(content_type.to_string());
+    reply.charset = charset.map(String::from);
+    reply.content = true;
+    Served::Reply(Box::new(reply))
+}
+
+/// Whether the charset filter will send a `text/html` 200 in UTF-8: the
+/// HTML listing then counts names in characters (nginx's handler asks the
+/// charset its header already carries).
+fn sent_in_utf8(r: &Req<'_>, conf: &LocConf) -> bool {
+    let mut probe = Reply::new(Status::OK, Body::Empty);
+    probe.content_type = Some("text/html".to_string());
+    charset::destination_name(r, conf, &probe).is_some_and(|c| c.eq_ignore_ascii_case("utf-8"))
+}
+
+/// The server's offset from UTC now, in seconds (nginx adds its cached
+/// `gmtoff` to every time in the listing).
+fn local_offset() -> i64 {
+    crate::sys::time::LocalTime::now().map_or(0, |t| i64::from(t.gmtoff))
+}
+
+/// How a failed listing is answered, as nginx maps `opendir()` errors.
+fn failed(r: &Req<'_>, e: FileError) -> Served {
+    if let FileError::Overflow(o) = &e {
+        return Served::Overflow(o.to_string());
+    }
+    match e.errno() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => {
+            Served::Error(Status::NOT_FOUND, Some(e.to_string()))
+        }
+        Some(libc::EACCES) => Served::Error(Status::FORBIDDEN, Some(e.to_string())),
+        _ => {
+            r.site.error_log.log(
+                Level::Crit,
+                Some(r.conn_no),
+                format_args!("{e}{}", r.log_context()),
+            );
+            Served::Error(Status::INTERNAL_SERVER_ERROR, None)
+        }
+    }
+}
