@@ -13,8 +13,10 @@
 //! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
 //! - [`upgrade`]: what follows a `101` (the bytes of an upgraded connection).
 //! - [`range`]: one byte range of a streamed body.
+//! - [`file`]: a range of a file read piece by piece (for body filters).
 
 pub mod chunked;
+pub mod file;
 pub mod range;
 pub mod source;
 pub mod upgrade;

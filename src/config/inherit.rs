@@ -20,6 +20,7 @@ use super::model::{
     ProxyStore, Root, TempPath, Types,
 };
 use super::template::Template;
+use super::type_list::TypeList;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
 /// defaults, and the merge between them.
@@ -268,6 +269,32 @@ inherited! {
         /// `uninitialized_variable_warn`: warn when a variable only `set`
         /// assigns is read before it is set.
         uninitialized_variable_warn: bool = true,
+        /// `output_buffers`: (count, size) of the buffers a body filter
+        /// reads a file into (the size is what one read takes).
+        output_buffers: (u32, u64) = (2, 32 * KB),
+        /// `postpone_output`: a streamed body is written once this much
+        /// is ready (or nothing more is ready now); 0 writes every piece.
+        postpone_output: u64 = 1460,
+        /// `subrequest_output_buffer_size`: the most a subrequest whose
+        /// output is kept in memory may produce (one page).
+        subrequest_output_buffer_size: u64 = PAGE_SIZE,
+        /// `ssi`: the SSI filter processes responses of `ssi_types`.
+        ssi: bool = false,
+        /// `ssi_silent_errors`: a failed SSI command outputs nothing
+        /// instead of the error message.
+        ssi_silent_errors: bool = false,
+        /// `ssi_ignore_recycled_buffers` (nginx's buffer bookkeeping;
+        /// nowait has no recycled buffers, so it changes nothing).
+        ssi_ignore_recycled_buffers: bool = false,
+        /// `ssi_last_modified`: keep `Last-Modified` (and a weak `ETag`).
+        ssi_last_modified: bool = false,
+        /// `ssi_min_file_chunk`: kept for nginx's file buffers (nowait
+        /// reads files for the filter in `output_buffers` pieces).
+        ssi_min_file_chunk: u64 = KB,
+        /// `ssi_value_length`: the longest value of an SSI parameter.
+        ssi_value_length: u64 = 255,
+        /// `ssi_types`: the MIME types the SSI filter processes.
+        ssi_types: TypeList = TypeList::html(),
     }
 }
 

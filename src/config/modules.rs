@@ -46,7 +46,7 @@ macro_rules! module {
 pub static HTTP_MODULES: &[Module] = &[
     module!("http_charset_module", Default, ["charset", "source_charset", "override_charset", "charset_types", "charset_map"]),
     module!("http_gzip_module", Default, ["gzip", "gzip_buffers", "gzip_comp_level", "gzip_disable", "gzip_http_version", "gzip_min_length", "gzip_proxied", "gzip_types", "gzip_vary"]),
-    module!("http_ssi_module", Default, ["ssi", "ssi_last_modified", "ssi_min_file_chunk", "ssi_silent_errors", "ssi_types", "ssi_value_length"]),
+    module!("http_ssi_module", Default, ["ssi", "ssi_silent_errors", "ssi_ignore_recycled_buffers", "ssi_min_file_chunk", "ssi_value_length", "ssi_types", "ssi_last_modified"]),
     module!("http_userid_module", Default, ["userid", "userid_domain", "userid_expires", "userid_flags", "userid_mark", "userid_name", "userid_p3p", "userid_path", "userid_service"]),
     module!("http_access_module", Default, ["allow", "deny"]),
     module!("http_auth_basic_module", Default, ["auth_basic", "auth_basic_user_file"]),

@@ -16,6 +16,8 @@
 //! - [`response`]: response heads in nginx's header order.
 //! - [`chunked`]: incremental chunked request-body decoding.
 //! - [`mime`]: extension → MIME type lookup.
+//! - [`unsafe_uri`]: URIs the server writes itself (SSI `include`): split,
+//!   decoded, checked.
 
 pub mod chunked;
 pub mod conditional;
@@ -28,4 +30,5 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod unsafe_uri;
 pub mod uri;

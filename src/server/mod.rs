@@ -15,6 +15,10 @@
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
+//! - [`filter`]: the output filters between a reply and its destination;
+//!   [`ssi`] the SSI filter.
+//! - [`subrequest`]: running the phases for another URI on a request's
+//!   behalf (SSI `include`), output streamed in order or kept in memory.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`shared`]: what outlives a reload (pools, idle upstream connections,
@@ -24,6 +28,7 @@
 pub mod access_log;
 pub mod client;
 pub mod conn;
+pub mod filter;
 pub mod listen;
 pub mod locate;
 pub mod named;
@@ -37,8 +42,10 @@ pub mod script_if;
 pub mod send;
 pub mod shared;
 pub mod site;
+pub mod ssi;
 pub mod static_file;
 pub mod stream;
+pub mod subrequest;
 pub mod vars;
 pub mod vhost;
 pub mod worker;

@@ -106,6 +106,8 @@ pub struct Reply {
     pub http09: bool,
     /// Where a streamed body spills past `read_ahead`.
     pub spill: Option<super::stream::Spill>,
+    /// The body filters the header filters chose (see [`super::filter`]).
+    pub filters: super::filter::Filters,
 }
 
 /// Statuses `add_header` applies to without `always` (nginx's list).
@@ -136,12 +138,17 @@ impl Reply {
             status_line: None,
             http09: false,
             spill: None,
+            filters: super::filter::Filters::default(),
         }
     }
 
     /// The `Content-Length` the head announces, if any: none for a 304, and
     /// none for a body whose length is not known in advance.
     pub fn announced_length(&self) -> Option<u64> {
+        if self.filters.any() {
+            // A body filter changes the body: its length is not known.
+            return None;
+        }
         if let Some(n) = self.length_override {
             return Some(n);
         }

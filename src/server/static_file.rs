@@ -271,6 +271,9 @@ fn file_reply_inner(
         }
     }
     let mut spec = match &h.range {
+        // A body filter (SSI) changes the body: nginx's range filter then
+        // sees no length and sends it whole.
+        Some(_) if super::filter::changes_file(r, &content_type) => RangeSpec::Full,
         Some(range_header) if size > 0 => range::parse_range(range_header, size),
         _ => RangeSpec::Full,
     };
