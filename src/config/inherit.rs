@@ -295,6 +295,23 @@ inherited! {
         ssi_value_length: u64 = 255,
         /// `ssi_types`: the MIME types the SSI filter processes.
         ssi_types: TypeList = TypeList::html(),
+        /// `sub_filter string replacement`: the pairs in the order written
+        /// (the string lowercased when it has no variables); a level's
+        /// pairs replace its parent's.
+        sub_filter: Vec<(Template, Template)> = Vec::new(),
+        /// `sub_filter_once`: each string is replaced once.
+        sub_filter_once: bool = true,
+        /// `sub_filter_last_modified`: keep `Last-Modified` (weak `ETag`).
+        sub_filter_last_modified: bool = false,
+        /// `sub_filter_types`: the MIME types `sub_filter` processes.
+        sub_filter_types: TypeList = TypeList::html(),
+        /// `add_before_body uri`: a subrequest's output before the body
+        /// (`None`: none, as an empty URI says).
+        add_before_body: Option<String> = None,
+        /// `add_after_body uri`: a subrequest's output after the body.
+        add_after_body: Option<String> = None,
+        /// `addition_types`: the MIME types the addition filter applies to.
+        addition_types: TypeList = TypeList::html(),
     }
 }
 

@@ -35,6 +35,7 @@ pub mod set_rewrite;
 pub mod set_server;
 pub mod set_split_clients;
 pub mod set_ssi;
+pub mod set_sub;
 pub mod set_upstream;
 pub mod slot;
 pub mod source;

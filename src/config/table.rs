@@ -9,7 +9,7 @@ use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
     set_cache, set_cache_path, set_core, set_http, set_map, set_output, set_proxy, set_rewrite,
-    set_server, set_split_clients, set_ssi, set_upstream,
+    set_server, set_split_clients, set_ssi, set_sub, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -272,6 +272,15 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("ssi_min_file_chunk", HSL, Exactly(1), false, Ready, set_ssi::ssi_min_file_chunk, "ssi_min_file_chunk size;", "1k"),
     spec!("ssi_value_length", HSL, Exactly(1), false, Ready, set_ssi::ssi_value_length, "ssi_value_length length;", "255"),
     spec!("ssi_types", HSL, AtLeast(1), false, Ready, set_ssi::ssi_types, "ssi_types mime-type ...;", "text/html"),
+    // sub
+    spec!("sub_filter", HSL, Exactly(2), false, Ready, set_sub::sub_filter, "sub_filter string replacement;", "—"),
+    spec!("sub_filter_last_modified", HSL, Exactly(1), false, Ready, set_sub::sub_filter_last_modified, "sub_filter_last_modified on | off;", "off"),
+    spec!("sub_filter_once", HSL, Exactly(1), false, Ready, set_sub::sub_filter_once, "sub_filter_once on | off;", "on"),
+    spec!("sub_filter_types", HSL, AtLeast(1), false, Ready, set_sub::sub_filter_types, "sub_filter_types mime-type ...;", "text/html"),
+    // addition
+    spec!("add_before_body", HSL, Exactly(1), false, Ready, set_sub::add_before_body, "add_before_body uri;", "—"),
+    spec!("add_after_body", HSL, Exactly(1), false, Ready, set_sub::add_after_body, "add_after_body uri;", "—"),
+    spec!("addition_types", HSL, AtLeast(1), false, Ready, set_sub::addition_types, "addition_types mime-type ...;", "text/html"),
 ];
 
 /// The entries named `name`.

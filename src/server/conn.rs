@@ -488,8 +488,8 @@ fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
             Level::Alert,
             "file was truncated while sending response to client".to_string(),
         ),
-        // An empty message: already logged where it happened (a subrequest).
-        send::SendError::Source(e) if e.message.is_empty() => return,
+        // Already logged where it happened (a subrequest).
+        send::SendError::Source(e) if e.terminate => return,
         send::SendError::Source(e) => (Level::Error, e.message),
         send::SendError::Io(_) => return,
     };

@@ -32,12 +32,16 @@ use crate::io::Pool;
 
 use super::reply::{Body, Reply};
 use super::request::Req;
-use super::ssi;
-use super::subrequest::Env;
+use super::subrequest::{self, Env};
+use super::{addition, ssi, sub_filter};
 
 /// The body filters a reply goes through, as its header filters decided.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Filters {
+    /// `add_before_body` / `add_after_body` wrap the body.
+    pub addition: bool,
+    /// `sub_filter` replaces these strings.
+    pub sub: Option<sub_filter::Patterns>,
     /// The SSI filter processes the body.
     pub ssi: bool,
 }
@@ -45,23 +49,82 @@ pub struct Filters {
 impl Filters {
     /// Whether any filter changes the body (its length is then unknown).
     pub fn any(&self) -> bool {
-        self.ssi
+        self.addition || self.sub.is_some() || self.ssi
     }
 }
 
-/// The header filters of a final reply of `r`.
+/// The header filters of a final reply of `r`, in nginx's order.
 pub fn headers(reply: &mut Reply, r: &Req<'_>) {
     if reply.abort || matches!(reply.body, Body::Upgrade(_)) {
         return;
     }
+    addition::header_filter(reply, r);
+    sub_filter::header_filter(reply, r);
     ssi::header_filter(reply, r);
+}
+
+/// The response's length as a header filter sees it (nginx's
+/// `content_length_n`): unknown once an earlier filter changed the main
+/// request's body.
+pub fn content_length(reply: &Reply, r: &Req<'_>) -> Option<u64> {
+    if r.is_main() && reply.filters.any() {
+        return None;
+    }
+    reply.length_override.or_else(|| reply.body.len())
+}
+
+/// What a filter that changes the body does to the validators: drops
+/// `Last-Modified` and `ETag`, or with `keep` (`ssi_last_modified`,
+/// `sub_filter_last_modified`) makes the `ETag` weak.
+pub fn validators(reply: &mut Reply, keep: bool) {
+    if keep {
+        weak_etag(reply);
+        return;
+    }
+    reply.last_modified = None;
+    reply.etag = None;
+    reply.extra.retain(|(n, _)| {
+        !n.eq_ignore_ascii_case("Last-Modified") && !n.eq_ignore_ascii_case("ETag")
+    });
+}
+
+/// nginx's `ngx_http_weak_etag`: a strong `"…"` becomes `W/"…"`, a weak one
+/// stays, anything else is dropped.
+pub fn weak_etag(reply: &mut Reply) {
+    fn weak(e: &str) -> Option<String> {
+        if e.len() > 2 && e.starts_with("W/") {
+            return Some(e.to_string());
+        }
+        e.starts_with('"').then(|| format!("W/{e}"))
+    }
+    if let Some(e) = reply.etag.take() {
+        reply.etag = weak(&e);
+    }
+    reply.extra.retain_mut(|(n, v)| {
+        if !n.eq_ignore_ascii_case("ETag") {
+            return true;
+        }
+        match weak(v) {
+            Some(w) => {
+                *v = w;
+                true
+            }
+            None => false,
+        }
+    });
 }
 
 /// Whether a file of `content_type` served to `r` will be changed by a
 /// body filter: the static handler then serves it whole, ignoring `Range`
 /// (nginx's range filter sees no length after such a filter).
 pub fn changes_file(r: &Req<'_>, content_type: &str) -> bool {
-    ssi::applies(r.conf, Some(content_type))
+    let conf = r.conf;
+    let ct = Some(content_type);
+    ssi::applies(conf, ct)
+        || (!conf.sub_filter.is_empty() && conf.sub_filter_types.matches(ct))
+        || (r.is_main()
+            && (conf.add_before_body.is_some() || conf.add_after_body.is_some())
+            && conf.addition_types.matches(ct))
 }
 
 /// Runs the body filters `reply.filters` names over its body, for `r`;
@@ -81,8 +144,18 @@ pub fn body<'r>(
     }
     let content_type = reply.content_type.clone();
     let mut src = source(std::mem::replace(&mut reply.body, Body::Empty), r, pool)?;
+    // The SSI state is the tree's: included pages and additions share it.
+    let shared = subrequest::shared_ssi(r);
+    // Innermost first: the body flows addition → sub → SSI in nginx, and
+    // an addition's subrequests join the output around the others'.
+    if let Some(patterns) = &reply.filters.sub {
+        src = Box::new(sub_filter::SubFilter::new(r, src, patterns.clone()));
+    }
     if reply.filters.ssi {
-        src = Box::new(ssi::Filter::new(env, r, src, content_type));
+        src = Box::new(ssi::Filter::new(env, r, src, content_type, shared.clone()));
+    }
+    if reply.filters.addition {
+        src = Box::new(addition::Addition::new(env, r, src, shared));
     }
     Some(src)
 }

@@ -15,8 +15,8 @@
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
-//! - [`filter`]: the output filters between a reply and its destination;
-//!   [`ssi`] the SSI filter.
+//! - [`filter`]: the output filters between a reply and its destination:
+//!   [`ssi`], [`sub_filter`], [`addition`].
 //! - [`subrequest`]: running the phases for another URI on a request's
 //!   behalf (SSI `include`), output streamed in order or kept in memory.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
@@ -26,6 +26,7 @@
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
 pub mod access_log;
+pub mod addition;
 pub mod client;
 pub mod conn;
 pub mod filter;
@@ -45,6 +46,7 @@ pub mod site;
 pub mod ssi;
 pub mod static_file;
 pub mod stream;
+pub mod sub_filter;
 pub mod subrequest;
 pub mod vars;
 pub mod vhost;

@@ -176,12 +176,16 @@ pub async fn send_stream_after(
     let mut first_write = head_left > 0;
     q.push(Bytes::from(head));
     loop {
-        if failure.is_some() && p.postpone > 0 {
-            // nginx's write filter still held it: the request is
-            // terminated with none of it sent.
+        if failure
+            .as_ref()
+            .is_some_and(|e: &crate::body::SourceError| e.terminate)
+        {
+            // The request is terminated: what waits is dropped, as nginx
+            // closes the connection without flushing.
             break;
         }
         let gathering = p.postpone > 0
+            && !source.flushes()
             && !ended
             && failure.is_none()
             && q.bytes < p.postpone

@@ -315,7 +315,7 @@ async fn output(
 ) -> Result<(), SourceError> {
     if reply.abort {
         // `return 444` and the like: nginx terminates the whole request.
-        return Err(SourceError::new(String::new()));
+        return Err(SourceError::terminated());
     }
     if matches!(reply.body, Body::Upgrade(_)) {
         sr.site.error_log.log(
@@ -323,7 +323,7 @@ async fn output(
             Some(sr.conn_no),
             format_args!("connection upgrade in subrequest{}", sr.log_context()),
         );
-        return Err(SourceError::new(String::new()));
+        return Err(SourceError::terminated());
     }
     if reply.special {
         if let Some(fb) = &opts.fallback {
@@ -334,7 +334,7 @@ async fn output(
         }
     }
     pipe.borrow_mut().status = Some((reply.status.0, reply.special));
-    let filters = reply.filters;
+    let filters = reply.filters.clone();
     let produced = send_reply(env, sr, reply, conf, pool.clone(), opts, pipe).await?;
     if !produced {
         if let Some(fb) = &opts.fallback {
@@ -397,7 +397,7 @@ async fn send_reply(
                     Some(sr.conn_no),
                     format_args!("too big subrequest response: {n}{}", sr.log_context()),
                 );
-                return Err(SourceError::new(String::new()));
+                return Err(SourceError::terminated());
             }
         }
     }
@@ -431,7 +431,7 @@ async fn send_reply(
                     Some(sr.conn_no),
                     format_args!("too big subrequest response{}", sr.log_context()),
                 );
-                return Err(SourceError::new(String::new()));
+                return Err(SourceError::terminated());
             }
             p.memory.extend_from_slice(&piece);
             continue;

@@ -1411,7 +1411,7 @@ fn respond(
         rep.length_override
     };
     let limit_rate = accel.limit_rate.unwrap_or(conf.proxy_limit_rate);
-    let source = UpstreamBody::new(
+    let mut source = UpstreamBody::new(
         got.conn,
         got.leftover,
         decoder,
@@ -1438,6 +1438,7 @@ fn respond(
         return reply(Reply::special(rep.status));
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
+    source.set_flush(!buffering);
     rep.read_ahead = if buffering {
         let (n, size) = conf.proxy_buffers;
         (n as u64 * size).max(conf.proxy_buffer_size) as usize

@@ -123,7 +123,7 @@ pub fn applies(conf: &LocConf, content_type: Option<&str>) -> bool {
 /// The header part of the filter (`ngx_http_ssi_header_filter`).
 pub fn header_filter(reply: &mut Reply, r: &Req<'_>) {
     let conf = r.conf;
-    let length = reply.length_override.or_else(|| reply.body.len());
+    let length = super::filter::content_length(reply, r);
     if length == Some(0) || !applies(conf, reply.content_type.as_deref()) {
         return;
     }
@@ -136,44 +136,7 @@ pub fn header_filter(reply: &mut Reply, r: &Req<'_>) {
     reply
         .extra
         .retain(|(n, _)| !n.eq_ignore_ascii_case("Accept-Ranges"));
-    if !conf.ssi_last_modified {
-        reply.last_modified = None;
-        reply.etag = None;
-        reply.extra.retain(|(n, _)| {
-            !n.eq_ignore_ascii_case("Last-Modified") && !n.eq_ignore_ascii_case("ETag")
-        });
-        return;
-    }
-    // `ngx_http_weak_etag`.
-    if let Some(e) = reply.etag.take() {
-        reply.etag = weak_etag(&e);
-    }
-    let mut extra = std::mem::take(&mut reply.extra);
-    extra.retain_mut(|(n, v)| {
-        if !n.eq_ignore_ascii_case("ETag") {
-            return true;
-        }
-        match weak_etag(v) {
-            Some(w) => {
-                *v = w;
-                true
-            }
-            None => false,
-        }
-    });
-    reply.extra = extra;
-}
-
-/// nginx's `ngx_http_weak_etag`: a strong `"…"` becomes `W/"…"`; a weak
-/// one stays; anything else is dropped.
-fn weak_etag(e: &str) -> Option<String> {
-    if e.len() > 2 && e.starts_with("W/") {
-        return Some(e.to_string());
-    }
-    if !e.starts_with('"') {
-        return None;
-    }
-    Some(format!("W/{e}"))
+    super::filter::validators(reply, conf.ssi_last_modified);
 }
 
 /// `$date_local` (`gmt` false) or `$date_gmt` now, formatted with
@@ -264,16 +227,20 @@ pub struct Filter<'r, 'a> {
     wait: Option<Wait<'r>>,
     /// The error that ended the body, kept for later polls.
     failed: Option<SourceError>,
+    /// The body could not be read to its end: what was made of it so far
+    /// goes out, then this error.
+    input_error: Option<SourceError>,
 }
 
 impl<'r, 'a: 'r> Filter<'r, 'a> {
     /// The filter over `input`, the body of `r`'s response of
-    /// `content_type`.
+    /// `content_type`; `shared` is the tree's SSI state.
     pub fn new(
         env: Env<'r>,
         r: &'r Req<'a>,
         input: Box<dyn Source + 'r>,
         content_type: Option<String>,
+        shared: Rc<RefCell<Shared>>,
     ) -> Filter<'r, 'a> {
         Filter {
             env,
@@ -283,7 +250,7 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
             piece: Bytes::new(),
             pos: 0,
             parser: Parser::new(r.conf.ssi_value_length as usize),
-            shared: super::subrequest::shared_ssi(r),
+            shared,
             content_type,
             output: true,
             output_chosen: false,
@@ -297,6 +264,7 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
             next_sub: 0,
             wait: None,
             failed: None,
+            input_error: None,
         }
     }
 
@@ -349,7 +317,15 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
                 return Poll::Ready(Ok(false));
             }
             match std::task::ready!(self.input.poll_chunk(cx)) {
-                Err(e) => return Poll::Ready(Err(e)),
+                Err(e) if e.terminate => return Poll::Ready(Err(e)),
+                Err(e) => {
+                    // What was parsed goes out first, as nginx flushes it.
+                    self.input_error = Some(e);
+                    self.input_done = true;
+                    self.piece = Bytes::new();
+                    self.pos = 0;
+                    return Poll::Ready(Ok(true));
+                }
                 Ok(None) => {
                     // A command cut by the end of the body is dropped, as
                     // is the start of one held back.
@@ -382,7 +358,7 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
         Poll::Ready(Ok(true))
     }
 
-    /// Ends the body with `e`.
+    /// Ends the body with `e` (what waits is dropped).
     fn fail(&mut self, e: SourceError) -> Poll<Result<Option<Bytes>, SourceError>> {
         self.failed = Some(e.clone());
         self.queue.clear();
@@ -436,10 +412,16 @@ impl<'r, 'a: 'r> Source for Filter<'r, 'a> {
             // The output in order: text, or the included page whose turn it is.
             match self.queue.front_mut() {
                 Some(Out::Data(_)) => {
-                    if let Some(Out::Data(b)) = self.queue.pop_front() {
-                        self.queued -= b.len();
-                        return Poll::Ready(Ok(Some(b)));
+                    // Text in a row goes on as one piece (nginx passes it
+                    // on as one chain: one chunk to the client).
+                    let mut run = VecDeque::new();
+                    while let Some(Out::Data(_)) = self.queue.front() {
+                        if let Some(Out::Data(b)) = self.queue.pop_front() {
+                            self.queued -= b.len();
+                            run.push_back(b);
+                        }
                     }
+                    return Poll::Ready(Ok(Some(super::sub_filter::join(&mut run))));
                 }
                 Some(Out::Sub(_, s)) => match s.poll_chunk(cx) {
                     Poll::Ready(Ok(Some(b))) => return Poll::Ready(Ok(Some(b))),
@@ -477,6 +459,9 @@ impl<'r, 'a: 'r> Source for Filter<'r, 'a> {
                 continue;
             }
             if self.queue.is_empty() && self.wait.is_none() && self.finished() {
+                if let Some(e) = self.input_error.take() {
+                    return self.fail(e);
+                }
                 return Poll::Ready(Ok(None));
             }
             return Poll::Pending;
@@ -489,5 +474,9 @@ impl<'r, 'a: 'r> Source for Filter<'r, 'a> {
 
     fn received(&self) -> u64 {
         self.input.received()
+    }
+
+    fn flushes(&self) -> bool {
+        self.input.flushes()
     }
 }
