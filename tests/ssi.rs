@@ -438,3 +438,29 @@ fn error_pages_and_return_texts_are_filtered() {
     assert!(body(&r).contains("404 Not Found"));
     assert_eq!(s.body("/r.html?x=1"), "a1b");
 }
+
+#[test]
+fn small_output_buffers_and_an_empty_proxied_include() {
+    // nginx's ssi_include_big.t without gzip: files read 512 bytes at a
+    // time, after an include whose answer is an empty 204.
+    let x = "X".repeat(1025);
+    let s = Ssi::start(
+        &[
+            ("c.html", &x),
+            (
+                "t1.html",
+                "<!--#include virtual=\"/proxy/blah\" --><!--#include virtual=\"/c.html\" -->",
+            ),
+            (
+                "t2.html",
+                &format!("<!--#include virtual=\"/proxy/blah\" -->{x}"),
+            ),
+        ],
+        "output_buffers 2 512;\n\
+         location / { ssi on; }\n\
+         location /proxy/ { proxy_pass http://127.0.0.1:{port}/local/; }\n\
+         location = /local/blah { return 204; }",
+    );
+    assert_eq!(s.body("/t1.html"), x);
+    assert_eq!(s.body("/t2.html"), x);
+}

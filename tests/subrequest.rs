@@ -272,3 +272,64 @@ fn an_upgrade_in_a_subrequest_ends_the_response() {
     assert!(!String::from_utf8_lossy(c.pending()).contains("after"));
     assert!(s.logged("connection upgrade in subrequest").is_some());
 }
+
+#[test]
+fn a_locked_cache_entry_wakes_an_include_that_is_not_being_sent() {
+    // nginx's proxy_cache_lock_ssi.t without limit_req: `/locked` is being
+    // fetched by another client (the upstream holds it), so the page's
+    // second include waits on the cache lock while the first is the one
+    // being sent; the lock's timeout must still wake it.
+    // Each `/locked` answer is numbered: the include must not wait for the
+    // first client's (which the cache would then give it), but go to the
+    // upstream itself once the lock times out.
+    let lockeds = Arc::new(AtomicUsize::new(0));
+    let up = Upstream::start(move |c| {
+        let Some(req) = c.read_request() else { return };
+        let t = req.target();
+        let mut text = format!("{t};");
+        if t == "/locked" {
+            let n = lockeds.fetch_add(1, Ordering::SeqCst) + 1;
+            text = format!("{t}#{n};");
+            if req.header("X-First").is_some() {
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        }
+        if t == "/active" {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        c.write(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            )
+            .as_bytes(),
+        );
+    });
+    let cache = TempDir::new("lockcache");
+    let conf = Conf::http(&format!(
+        "proxy_cache_path {} levels=1:2 keys_zone=NAME:1m;\n\
+         server {{\n listen 127.0.0.1:{{port}};\n server_name localhost;\n\
+         location / {{ proxy_pass http://{}; proxy_cache NAME; proxy_cache_valid 1m;\n\
+         proxy_cache_lock on; proxy_cache_lock_timeout 100ms; }}\n\
+         location = /ssi.html {{ ssi on; root {}; }}\n}}\n",
+        cache.path().display(),
+        up.addr(),
+        cache.path().display(),
+    ))
+    .render();
+    std::fs::write(
+        cache.path().join("ssi.html"),
+        "<!--#include virtual=\"/active\" --><!--#include virtual=\"/locked\" -->end",
+    )
+    .unwrap();
+    let server = Server::tested(&conf);
+    let mut first = Conn::open(server.port());
+    first.send(
+        b"GET /locked HTTP/1.1\r\nHost: localhost\r\nX-First: 1\r\nConnection: close\r\n\r\n",
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let r = get(server.port(), "/ssi.html");
+    assert_eq!(body(&r), "/active;/locked#2;end");
+    let r = first.response().expect("the first client's answer");
+    assert_eq!(body(&r), "/locked#1;");
+}

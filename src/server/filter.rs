@@ -186,3 +186,33 @@ pub fn source<'r>(
         Body::Multipart { .. } | Body::Upgrade(_) => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::status::Status;
+
+    #[test]
+    fn validators_are_dropped_or_weakened() {
+        let mut r = Reply::new(Status::OK, Body::Empty);
+        r.etag = Some("\"abc\"".into());
+        r.last_modified = Some(1);
+        r.extra.push(("ETag".into(), "W/\"up\"".into()));
+        r.extra.push(("Last-Modified".into(), "x".into()));
+        let mut weak = Reply::new(Status::OK, Body::Empty);
+        weak.etag = r.etag.clone();
+        weak.extra = r.extra.clone();
+        weak.extra.push(("ETag".into(), "unquoted".into()));
+        validators(&mut r, false);
+        assert_eq!((r.etag, r.last_modified, r.extra.len()), (None, None, 0));
+        validators(&mut weak, true);
+        assert_eq!(weak.etag.as_deref(), Some("W/\"abc\""));
+        let etags: Vec<&str> = weak
+            .extra
+            .iter()
+            .filter(|(n, _)| n == "ETag")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(etags, vec!["W/\"up\""]);
+    }
+}

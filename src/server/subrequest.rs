@@ -19,8 +19,8 @@
 //! waits (nginx would keep it all in memory). Everything runs on the
 //! connection's task: whoever polls the parent's body drives them.
 //!
-//! Limits are nginx's: 50 levels of nesting (`NGX_HTTP_MAX_SUBREQUESTS`,
-//! "subrequests cycle"), no subrequest from one whose output goes to
+//! Limits are nginx's: 51 levels of nesting ([`MAX_SUBREQUESTS`] + 1,
+//! then "subrequests cycle"), no subrequest from one whose output goes to
 //! memory, `subrequest_output_buffer_size` for that output. A subrequest
 //! that fails after its output began, or that nginx would terminate
 //! (`return 444`, an upgrade), ends its parent's body with an error: the
@@ -49,7 +49,9 @@ use super::request::Req;
 use super::ssi;
 
 /// How deep subrequests nest (`NGX_HTTP_MAX_SUBREQUESTS`): the main request
-/// may start subrequests 50 levels deep, the 51st fails.
+/// starts with one more than this (`r->subrequests = 51`), each level one
+/// less, so subrequests nest 51 levels deep and the 52nd is refused
+/// ("subrequests cycle").
 pub const MAX_SUBREQUESTS: u32 = 50;
 
 /// Output a subrequest may hold that its parent has not taken yet, before

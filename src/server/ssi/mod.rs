@@ -480,3 +480,35 @@ impl<'r, 'a: 'r> Source for Filter<'r, 'a> {
         self.input.flushes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_come_before_variables_while_the_match_has_them() {
+        let mut sh = Shared::default();
+        sh.set(b"1", b"var".to_vec());
+        sh.set(b"x", b"y".to_vec());
+        assert_eq!(sh.get(b"1"), Some(b"var".to_vec()));
+        sh.captures = Some(Captures {
+            subject: b"abc".to_vec(),
+            groups: vec![Some((0, 3)), None],
+        });
+        // $0 and $1 belong to the match ($1 took no part: empty); $2 is
+        // past it, so a variable of that name would be found instead.
+        assert_eq!(sh.get(b"0"), Some(b"abc".to_vec()));
+        assert_eq!(sh.get(b"1"), Some(Vec::new()));
+        assert_eq!(sh.get(b"2"), None);
+        sh.set(b"x", b"z".to_vec());
+        assert_eq!(sh.get(b"x"), Some(b"z".to_vec()));
+    }
+
+    #[test]
+    fn dates_in_the_configured_format() {
+        let secs = date_variable(b"%s", true).expect("seconds");
+        assert!(secs.iter().all(u8::is_ascii_digit) && secs.len() >= 10);
+        assert_eq!(date_variable(b"const", true), Some(b"const".to_vec()));
+        assert_eq!(date_variable(b"", false), None);
+    }
+}
