@@ -36,11 +36,17 @@ type Pending = Pin<Box<dyn Future<Output = Result<Vec<u8>, FileError>>>>;
 
 /// The bytes `start..end` of a file, read `chunk` bytes at a time.
 pub struct FileBody {
+    /// The file.
     file: OpenFile,
+    /// The next offset to read.
     next: u64,
+    /// Where the range ends (exclusive).
     end: u64,
+    /// How much one read takes.
     chunk: usize,
+    /// Where reads run.
     reads: Reads,
+    /// The read in flight.
     reading: Option<Pending>,
 }
 

@@ -54,10 +54,15 @@ enum Stage<'r> {
 
 /// The body part: the additions around a body.
 pub struct Addition<'r, 'a> {
+    /// The connection, for the subrequests.
     env: Env<'r>,
+    /// The request whose body this is.
     r: &'r Req<'a>,
+    /// The body (through the other filters).
     inner: Box<dyn Source + 'r>,
+    /// The tree's SSI state, for the subrequests.
     ssi: Rc<RefCell<ssi::Shared>>,
+    /// Where the filter stands.
     stage: Stage<'r>,
 }
 

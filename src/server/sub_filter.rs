@@ -73,6 +73,7 @@ pub enum Piece {
 /// nginx's matching, fed piece by piece.
 #[derive(Debug)]
 pub struct Matcher {
+    /// The strings, lowercased, in the order written.
     patterns: Patterns,
     /// The shortest string's length.
     min: usize,
@@ -219,12 +220,17 @@ impl Matcher {
 
 /// The body part: a [`Source`] over a request's body.
 pub struct SubFilter<'r, 'a> {
+    /// The request (its replacements' variables).
     r: &'r Req<'a>,
+    /// The body being filtered.
     input: Box<dyn Source + 'r>,
+    /// The matching state.
     matcher: Matcher,
     /// Replacements evaluated so far, by pair index.
     values: Vec<Option<Bytes>>,
+    /// What was decided and not yet taken.
     out: VecDeque<Bytes>,
+    /// The body has ended.
     ended: bool,
 }
 

@@ -141,7 +141,9 @@ struct Pipe {
 pub struct Subrequest<'r> {
     /// Runs the subrequest's walk and pumps its body into `pipe`.
     task: Option<Pin<Box<dyn Future<Output = ()> + 'r>>>,
+    /// Output the runner made and the parent has not taken.
     pipe: Rc<RefCell<Pipe>>,
+    /// Where the output goes.
     output: Output,
 }
 

@@ -18,13 +18,17 @@ const NONE: &[u8] = b"(none)";
 
 /// One parameter a command takes.
 struct ParamSpec {
+    /// Its name.
     name: &'static [u8],
+    /// The command fails without it.
     mandatory: bool,
 }
 
 /// One command (nginx's `ngx_http_ssi_command_t`).
 struct CommandSpec {
+    /// Its name (matched exactly).
     name: &'static [u8],
+    /// The parameters it takes.
     params: &'static [ParamSpec],
     /// [`COND_IF`]: only after `if`/`elif`; [`COND_ELSE`]: after `else` too.
     conditional: u8,

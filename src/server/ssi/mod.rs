@@ -191,14 +191,19 @@ enum Wait<'r> {
 
 /// The body part of the filter: a [`Source`] over a request's body.
 pub struct Filter<'r, 'a> {
+    /// The connection, for subrequests.
     env: Env<'r>,
     /// The request whose body this is (its variables, its URI).
     r: &'r Req<'a>,
+    /// The body being filtered.
     input: Box<dyn Source + 'r>,
+    /// The body has ended (or failed).
     input_done: bool,
-    /// The piece being parsed and how far.
+    /// The piece being parsed.
     piece: Bytes,
+    /// How far it was parsed.
     pos: usize,
+    /// The parser's state between pieces.
     parser: Parser,
     /// The tree's shared state.
     shared: Rc<RefCell<Shared>>,
@@ -224,6 +229,7 @@ pub struct Filter<'r, 'a> {
     queued: usize,
     /// The next included page's number.
     next_sub: u64,
+    /// What the filter waits for before it parses on.
     wait: Option<Wait<'r>>,
     /// The error that ended the body, kept for later polls.
     failed: Option<SourceError>,

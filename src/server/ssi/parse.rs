@@ -26,25 +26,45 @@ const OPEN: &[u8; 4] = b"<!--";
 /// nginx's parser states (`ngx_http_ssi_state_e`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
+    /// Text.
     Start,
+    /// After `<`.
     Tag,
+    /// After `<!`.
     Comment0,
+    /// After `<!-`.
     Comment1,
+    /// After `<!--`.
     Sharp,
+    /// After `<!--#`, before the command's name.
     Precommand,
+    /// In the command's name.
     Command,
+    /// Before a parameter.
     Preparam,
+    /// In a parameter's name.
     Param,
+    /// After a parameter's name, before `=`.
     Preequal,
+    /// After `=`, before the value's quote.
     Prevalue,
+    /// In a `"…"` value.
     DoubleQuotedValue,
+    /// In a `'…'` value.
     QuotedValue,
+    /// After a backslash in a value.
     QuotedSymbol,
+    /// After a value's closing quote.
     Postparam,
+    /// After the `-` of `-->`.
     CommentEnd0,
+    /// After the `--` of `-->`.
     CommentEnd1,
+    /// In a malformed command, until `-->`.
     Error,
+    /// After a `-` in a malformed command.
     ErrorEnd0,
+    /// After `--` in a malformed command.
     ErrorEnd1,
 }
 
@@ -75,6 +95,7 @@ pub enum Step {
 /// The parser's state between pieces.
 #[derive(Debug)]
 pub struct Parser {
+    /// Where the parser stands.
     state: State,
     /// The state a backslash in a value returns to.
     saved_state: State,
