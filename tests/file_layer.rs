@@ -573,15 +573,41 @@ fn a_cold_directory_listing_waits_in_the_pool_not_on_the_loop() {
             .arg(&dir)
             .status()
             .unwrap();
-        let order = completion_order(
-            &srv,
-            &[("/colddir/", Then::Stalls), ("/hot.txt", Then::Settle)],
-        );
-        let first = if hot_first { "/hot.txt" } else { "/colddir/" };
-        assert_eq!(order[0], (first.to_string(), 200), "{body}: {order:?}");
         if hot_first {
+            let order = completion_order(
+                &srv,
+                &[("/colddir/", Then::Stalls), ("/hot.txt", Then::Settle)],
+            );
+            assert_eq!(order[0], ("/hot.txt".to_string(), 200), "{body}: {order:?}");
             let (status, page) = srv.get("/colddir/");
             assert_eq!(status, 200);
+            assert!(String::from_utf8_lossy(&page).contains("listed.txt"));
+        } else {
+            // The loop itself waits on the stalled directory: a hot request
+            // sent meanwhile is answered only when the stall is over (the
+            // two answers then leave the same loop turn, in either order).
+            let before = srv.stalls();
+            let cold = std::thread::spawn({
+                let port = srv.port;
+                move || {
+                    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                    s.write_all(b"GET /colddir/ HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                        .unwrap();
+                    let mut out = Vec::new();
+                    s.read_to_end(&mut out).unwrap();
+                    out
+                }
+            });
+            srv.wait_stalls(before + 1);
+            let t = Instant::now();
+            assert_eq!(srv.get("/hot.txt").0, 200);
+            assert!(
+                t.elapsed() >= Duration::from_millis(STALL_MS / 2),
+                "{body}: the hot file did not wait behind the loop's stall ({:?})",
+                t.elapsed()
+            );
+            let page = cold.join().unwrap();
             assert!(String::from_utf8_lossy(&page).contains("listed.txt"));
         }
     }

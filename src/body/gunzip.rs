@@ -15,8 +15,8 @@ use super::source::{Source, SourceError};
 const FEED: usize = 512;
 
 /// A gzip source, decompressed.
-pub struct Gunzipped {
-    inner: Box<dyn Source>,
+pub struct Gunzipped<'a> {
+    inner: Box<dyn Source + 'a>,
     decoder: MultiGzDecoder<Vec<u8>>,
     /// Compressed bytes not fed yet.
     input: Bytes,
@@ -26,9 +26,9 @@ pub struct Gunzipped {
     done: bool,
 }
 
-impl Gunzipped {
+impl<'a> Gunzipped<'a> {
     /// `inner` decompressed, handed on in pieces of about `piece` bytes.
-    pub fn new(inner: Box<dyn Source>, piece: usize) -> Gunzipped {
+    pub fn new(inner: Box<dyn Source + 'a>, piece: usize) -> Gunzipped<'a> {
         Gunzipped {
             inner,
             decoder: MultiGzDecoder::new(Vec::new()),
@@ -48,7 +48,7 @@ fn failed(e: std::io::Error) -> SourceError {
     SourceError::new(format!("inflate() failed: {e}"))
 }
 
-impl Source for Gunzipped {
+impl Source for Gunzipped<'_> {
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
         loop {
             while !self.input.is_empty() && self.decoder.get_ref().len() < self.piece {
@@ -80,6 +80,11 @@ impl Source for Gunzipped {
 
     fn length(&self) -> Option<u64> {
         None
+    }
+
+    fn flushes(&self) -> bool {
+        // An unbuffered upstream's pieces go on as they come.
+        self.inner.flushes()
     }
 
     fn received(&self) -> u64 {

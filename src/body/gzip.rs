@@ -50,8 +50,8 @@ fn extra_flags(level: u32) -> u8 {
 }
 
 /// A source compressed with gzip.
-pub struct Gzipped {
-    inner: Box<dyn Source>,
+pub struct Gzipped<'a> {
+    inner: Box<dyn Source + 'a>,
     z: Compress,
     crc: crc32fast::Hasher,
     /// Compressed bytes not handed on yet.
@@ -65,9 +65,9 @@ pub struct Gzipped {
     finished: bool,
 }
 
-impl Gzipped {
+impl<'a> Gzipped<'a> {
     /// `inner` compressed as `o` says.
-    pub fn new(inner: Box<dyn Source>, o: GzipOptions) -> Gzipped {
+    pub fn new(inner: Box<dyn Source + 'a>, o: GzipOptions) -> Gzipped<'a> {
         let mut out = Vec::with_capacity(HEADER_START.len() + 2);
         out.extend_from_slice(&HEADER_START);
         out.push(extra_flags(o.level));
@@ -113,7 +113,7 @@ impl Gzipped {
     }
 }
 
-impl Source for Gzipped {
+impl Source for Gzipped<'_> {
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
         loop {
             if self.finished {
@@ -160,6 +160,11 @@ impl Source for Gzipped {
 
     fn length(&self) -> Option<u64> {
         None
+    }
+
+    fn flushes(&self) -> bool {
+        // An unbuffered upstream's pieces go on as they come.
+        self.inner.flushes()
     }
 
     fn received(&self) -> u64 {

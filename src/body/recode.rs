@@ -10,19 +10,19 @@ use super::source::{Source, SourceError};
 use crate::http::charset::Recoder;
 
 /// A source in another charset.
-pub struct Recoded {
-    inner: Box<dyn Source>,
+pub struct Recoded<'a> {
+    inner: Box<dyn Source + 'a>,
     recoder: Recoder,
 }
 
-impl Recoded {
+impl<'a> Recoded<'a> {
     /// `inner` recoded by `recoder`.
-    pub fn new(inner: Box<dyn Source>, recoder: Recoder) -> Recoded {
+    pub fn new(inner: Box<dyn Source + 'a>, recoder: Recoder) -> Recoded<'a> {
         Recoded { inner, recoder }
     }
 }
 
-impl Source for Recoded {
+impl Source for Recoded<'_> {
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
         loop {
             let Some(chunk) = std::task::ready!(self.inner.poll_chunk(cx))? else {
@@ -37,6 +37,10 @@ impl Source for Recoded {
     }
 
     /// The same length for 8-bit to 8-bit recoding; unknown otherwise.
+    fn flushes(&self) -> bool {
+        self.inner.flushes()
+    }
+
     fn length(&self) -> Option<u64> {
         if self.recoder.keeps_length() {
             self.inner.length()

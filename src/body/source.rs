@@ -19,6 +19,10 @@ pub struct SourceError {
     pub message: String,
     /// Whether it was a timeout (nginx logs those at a different level).
     pub timed_out: bool,
+    /// The request is terminated (nginx's `ngx_http_terminate_request`: a
+    /// subrequest nginx gives up on): what waits to be sent is dropped,
+    /// not flushed. Its cause was logged where it happened.
+    pub terminate: bool,
 }
 
 impl SourceError {
@@ -27,6 +31,7 @@ impl SourceError {
         SourceError {
             message: message.into(),
             timed_out: false,
+            terminate: false,
         }
     }
 
@@ -35,6 +40,16 @@ impl SourceError {
         SourceError {
             message: message.into(),
             timed_out: true,
+            terminate: false,
+        }
+    }
+
+    /// The request is terminated; the cause was logged already.
+    pub fn terminated() -> SourceError {
+        SourceError {
+            message: String::new(),
+            timed_out: false,
+            terminate: true,
         }
     }
 }
@@ -64,6 +79,13 @@ pub trait Source {
     fn received(&self) -> u64 {
         0
     }
+
+    /// Whether each piece should reach the client as soon as it comes
+    /// (nginx's flush buffers: an unbuffered upstream), rather than be
+    /// gathered up to `postpone_output` first.
+    fn flushes(&self) -> bool {
+        false
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -77,6 +99,10 @@ impl<S: Source + ?Sized> Source for Box<S> {
 
     fn received(&self) -> u64 {
         (**self).received()
+    }
+
+    fn flushes(&self) -> bool {
+        (**self).flushes()
     }
 }
 
@@ -134,6 +160,10 @@ impl<S: Source, T: Tee> Source for Teed<S, T> {
 
     fn received(&self) -> u64 {
         self.source.received()
+    }
+
+    fn flushes(&self) -> bool {
+        self.source.flushes()
     }
 }
 

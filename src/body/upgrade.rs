@@ -37,10 +37,13 @@ impl fmt::Display for UpgradeError {
 /// The other end of an upgraded connection.
 pub trait Upgrade {
     /// Runs the connection until either side closes. `client_leftover`:
-    /// bytes the client sent after its request head, to pass on first.
+    /// bytes the client sent after its request head, to pass on first;
+    /// `sent` counts the bytes written to the client (nginx counts them as
+    /// the response's body: `$body_bytes_sent`).
     fn run<'a>(
         self: Box<Self>,
         client: &'a TcpStream,
         client_leftover: Vec<u8>,
+        sent: &'a std::cell::Cell<u64>,
     ) -> Pin<Box<dyn Future<Output = Result<(), UpgradeError>> + 'a>>;
 }

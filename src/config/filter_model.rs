@@ -1,12 +1,11 @@
 //! Typed values of the static-serving modules' directives: `autoindex_format`,
-//! the MIME type lists of `gzip_types` and `charset_types`, `gzip_proxied`,
+//! the default MIME types of `gzip_types` and `charset_types` (the lists
+//! are `type_list::TypeList`s), `gzip_proxied`,
 //! `gzip_http_version`, `gzip_static`, and `charset`'s value.
 //!
 //! Owns: what each value means and its default, as nginx 1.22.1 declares
 //! them. Must not: parse directives (the `set_*` files do) or look at
 //! requests (the filters in `server/filter/` do).
-
-use std::collections::BTreeSet;
 
 use super::template::Template;
 
@@ -21,33 +20,6 @@ pub enum AutoindexFormat {
     Jsonp,
     /// An XML `<list>`.
     Xml,
-}
-
-/// A list of MIME types a filter applies to (`gzip_types`,
-/// `charset_types`), compared with the response's type in lower case and
-/// without its parameters, as `ngx_http_test_content_type` does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TypeSet {
-    /// `*`: every response, even one without a type.
-    Any,
-    /// These types, lower case.
-    Only(BTreeSet<String>),
-}
-
-impl TypeSet {
-    /// A set of `types` (lowercased).
-    pub fn of(types: &[&str]) -> TypeSet {
-        TypeSet::Only(types.iter().map(|t| t.to_ascii_lowercase()).collect())
-    }
-
-    /// Whether a response of type `mime` (the part before any `;`
-    /// parameters, any case) is in the set; `None` (no type) only for `*`.
-    pub fn matches(&self, mime: Option<&str>) -> bool {
-        match self {
-            TypeSet::Any => true,
-            TypeSet::Only(set) => mime.is_some_and(|m| set.contains(&m.to_ascii_lowercase())),
-        }
-    }
 }
 
 /// `gzip_types`' default: `text/html` (nginx's `ngx_http_html_default_types`),
@@ -153,16 +125,6 @@ pub enum CharsetSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn type_sets_compare_types_case_insensitively() {
-        let s = TypeSet::of(&["text/html", "Text/Foo"]);
-        assert!(s.matches(Some("TEXT/html")));
-        assert!(s.matches(Some("text/foo")));
-        assert!(!s.matches(Some("text/plain")));
-        assert!(!s.matches(None));
-        assert!(TypeSet::Any.matches(None));
-    }
 
     #[test]
     fn proxied_bits() {

@@ -16,7 +16,7 @@ use super::cache_model::{
 use super::cache_model::{DEFAULT_VALID_STATUSES, VALID_ANY};
 use super::filter_model::{
     AutoindexFormat, CHARSET_DEFAULT_TYPES, CharsetSpec, DEFAULT_GZIP_BUFFERS, DEFAULT_MEM_LEVEL,
-    GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS, TypeSet,
+    GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS,
 };
 pub use super::model::BodyInFile;
 use super::model::{
@@ -24,6 +24,7 @@ use super::model::{
     ProxyStore, Root, TempPath, Types,
 };
 use super::template::Template;
+use super::type_list::TypeList;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
 /// defaults, and the merge between them.
@@ -296,7 +297,7 @@ inherited! {
         /// compressed.
         gzip_min_length: u64 = 20,
         /// `gzip_types`.
-        gzip_types: TypeSet = TypeSet::of(&GZIP_DEFAULT_TYPES),
+        gzip_types: TypeList = TypeList::of(&GZIP_DEFAULT_TYPES),
         /// `gzip_vary`: `Vary: Accept-Encoding` on responses gzip looked at.
         gzip_vary: bool = false,
         /// `gzip_proxied`.
@@ -327,10 +328,53 @@ inherited! {
         /// `override_charset`: recode responses whose type names a charset.
         override_charset: bool = false,
         /// `charset_types`.
-        charset_types: TypeSet = TypeSet::of(&CHARSET_DEFAULT_TYPES),
+        charset_types: TypeList = TypeList::of(&CHARSET_DEFAULT_TYPES),
         /// `max_ranges`: the most ranges a request may ask for before it is
         /// answered whole; 0 turns ranges off. `None`: no limit.
         max_ranges: Option<u64> = None,
+        /// `output_buffers`: (count, size) of the buffers a body filter
+        /// reads a file into (the size is what one read takes).
+        output_buffers: (u32, u64) = (2, 32 * KB),
+        /// `postpone_output`: a streamed body is written once this much
+        /// is ready (or nothing more is ready now); 0 writes every piece.
+        postpone_output: u64 = 1460,
+        /// `subrequest_output_buffer_size`: the most a subrequest whose
+        /// output is kept in memory may produce (one page).
+        subrequest_output_buffer_size: u64 = PAGE_SIZE,
+        /// `ssi`: the SSI filter processes responses of `ssi_types`.
+        ssi: bool = false,
+        /// `ssi_silent_errors`: a failed SSI command outputs nothing
+        /// instead of the error message.
+        ssi_silent_errors: bool = false,
+        /// `ssi_ignore_recycled_buffers` (nginx's buffer bookkeeping;
+        /// nowait has no recycled buffers, so it changes nothing).
+        ssi_ignore_recycled_buffers: bool = false,
+        /// `ssi_last_modified`: keep `Last-Modified` (and a weak `ETag`).
+        ssi_last_modified: bool = false,
+        /// `ssi_min_file_chunk`: kept for nginx's file buffers (nowait
+        /// reads files for the filter in `output_buffers` pieces).
+        ssi_min_file_chunk: u64 = KB,
+        /// `ssi_value_length`: the longest value of an SSI parameter.
+        ssi_value_length: u64 = 255,
+        /// `ssi_types`: the MIME types the SSI filter processes.
+        ssi_types: TypeList = TypeList::html(),
+        /// `sub_filter string replacement`: the pairs in the order written
+        /// (the string lowercased when it has no variables); a level's
+        /// pairs replace its parent's.
+        sub_filter: Vec<(Template, Template)> = Vec::new(),
+        /// `sub_filter_once`: each string is replaced once.
+        sub_filter_once: bool = true,
+        /// `sub_filter_last_modified`: keep `Last-Modified` (weak `ETag`).
+        sub_filter_last_modified: bool = false,
+        /// `sub_filter_types`: the MIME types `sub_filter` processes.
+        sub_filter_types: TypeList = TypeList::html(),
+        /// `add_before_body uri`: a subrequest's output before the body
+        /// (`None`: none, as an empty URI says).
+        add_before_body: Option<String> = None,
+        /// `add_after_body uri`: a subrequest's output after the body.
+        add_after_body: Option<String> = None,
+        /// `addition_types`: the MIME types the addition filter applies to.
+        addition_types: TypeList = TypeList::html(),
     }
 }
 

@@ -48,7 +48,7 @@ pub static HTTP_MODULES: &[Module] = &[
     // `gzip_vary`, `gzip_http_version`, `gzip_proxied` and `gzip_disable`
     // live in nginx's core module but are the gzip module's in its documentation.
     module!("http_gzip_module", Default, ["gzip", "gzip_buffers", "gzip_comp_level", "gzip_disable", "gzip_hash", "gzip_http_version", "gzip_min_length", "gzip_no_buffer", "gzip_proxied", "gzip_types", "gzip_vary", "gzip_window", "postpone_gzipping"]),
-    module!("http_ssi_module", Default, ["ssi", "ssi_last_modified", "ssi_min_file_chunk", "ssi_silent_errors", "ssi_types", "ssi_value_length"]),
+    module!("http_ssi_module", Default, ["ssi", "ssi_silent_errors", "ssi_ignore_recycled_buffers", "ssi_min_file_chunk", "ssi_value_length", "ssi_types", "ssi_last_modified"]),
     module!("http_userid_module", Default, ["userid", "userid_domain", "userid_expires", "userid_flags", "userid_mark", "userid_name", "userid_p3p", "userid_path", "userid_service"]),
     module!("http_access_module", Default, ["allow", "deny"]),
     module!("http_auth_basic_module", Default, ["auth_basic", "auth_basic_user_file"]),

@@ -30,6 +30,19 @@ pub fn compile(pattern: &str, caseless: bool) -> Result<Regex, String> {
     })
 }
 
+/// [`compile`] for subjects that are bytes (an SSI `if` matches a value
+/// that need not be UTF-8), case-sensitive. The error is the reason alone.
+pub fn compile_bytes(pattern: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::Regex::new(&unquote(pattern)).map_err(|e| {
+        e.to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
 /// Rewrites PCRE's `\Q…\E` (everything between taken literally; `\E` may
 /// be missing at the end) into escaped text.
 fn unquote(pattern: &str) -> String {

@@ -10,9 +10,9 @@ use super::build::{Builder, Scope, set_flag};
 use super::filter_model::{CHARSET_DEFAULT_TYPES, CharsetSpec};
 use super::inherit::LocConf;
 use super::model::HttpConf;
-use super::set_gzip::types_slot;
 use super::set_proxy::{ls, not_set};
 use super::syntax::Directive;
+use super::type_list;
 use crate::http::charset::{Map, MapBuilder, MapError};
 
 /// `charset charset | off;`
@@ -55,8 +55,7 @@ pub fn override_charset(
 
 /// `charset_types mime-type ...;`
 pub fn charset_types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    types_slot(b, &mut ls(scope).charset_types, d, CHARSET_DEFAULT_TYPES[0]);
-    Ok(())
+    type_list::add(b, &mut ls(scope).charset_types, d, CHARSET_DEFAULT_TYPES[0])
 }
 
 /// `charset_map charset1 charset2 { byte byte; ... }`: an 8-bit table, or

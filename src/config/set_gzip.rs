@@ -1,17 +1,15 @@
 //! Setters of the gzip family: the gzip filter's directives
 //! (`ngx_http_gzip_filter_commands`), the four nginx keeps in its core
 //! module (`gzip_vary`, `gzip_http_version`, `gzip_proxied`,
-//! `gzip_disable`), `gzip_static` and `gunzip`. Also nginx's types slot
-//! (`ngx_http_types_slot`), which `charset_types` shares.
-
-use std::collections::BTreeSet;
+//! `gzip_disable`), `gzip_static` and `gunzip`.
 
 use super::build::{Builder, Scope, set_flag};
-use super::filter_model::{GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, TypeSet};
+use super::filter_model::{GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic};
 use super::inherit::RegexSource;
 use super::set_proxy::{ls, not_set};
 use super::slot;
 use super::syntax::Directive;
+use super::type_list;
 
 /// The comp levels zlib has (`ngx_http_gzip_comp_level_bounds`).
 pub const COMP_LEVELS: std::ops::RangeInclusive<u64> = 1..=9;
@@ -31,46 +29,7 @@ pub fn gzip_buffers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
 
 /// `gzip_types mime-type ...;`
 pub fn gzip_types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    types_slot(b, &mut ls(scope).gzip_types, d, GZIP_DEFAULT_TYPES[0]);
-    Ok(())
-}
-
-/// nginx's types slot: the first list a level writes starts with
-/// `default` (`text/html`); `*` makes it every type and ends the list;
-/// later lists of the same level add to it; a type given twice is warned
-/// about (`duplicate MIME type "x"`).
-pub(super) fn types_slot(
-    b: &mut Builder,
-    slot: &mut Option<TypeSet>,
-    d: &Directive,
-    default: &str,
-) {
-    let set = match slot {
-        Some(TypeSet::Any) => return,
-        Some(TypeSet::Only(set)) => set,
-        None => slot
-            .insert(TypeSet::Only(BTreeSet::from([default.to_string()])))
-            .only_mut(),
-    };
-    for w in &d.args {
-        if w.value == "*" {
-            *slot = Some(TypeSet::Any);
-            return;
-        }
-        if !set.insert(w.value.to_ascii_lowercase()) {
-            b.warn(format!("duplicate MIME type \"{}\"", w.value), &d.loc);
-        }
-    }
-}
-
-impl TypeSet {
-    /// The list of an `Only` set (a types slot just made one).
-    fn only_mut(&mut self) -> &mut BTreeSet<String> {
-        match self {
-            TypeSet::Only(s) => s,
-            TypeSet::Any => unreachable!("the slot was just set to a list"),
-        }
-    }
+    type_list::add(b, &mut ls(scope).gzip_types, d, GZIP_DEFAULT_TYPES[0])
 }
 
 /// `gzip_comp_level level;` (1..=9).

@@ -9,7 +9,8 @@ use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
     set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_gzip, set_http, set_map,
-    set_proxy, set_rewrite, set_server, set_split_clients, set_upstream,
+    set_output, set_proxy, set_rewrite, set_server, set_split_clients, set_ssi, set_sub,
+    set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -172,6 +173,9 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("index", HSL, AtLeast(1), false, Ready, set_http::index, "index file ...;", "index.html"),
     spec!("error_page", HSL | LIF, AtLeast(2), false, Ready, set_http::error_page, "error_page code ... [=[response]] uri;", "—"),
     spec!("add_header", HSL | LIF, Between(2, 3), false, Ready, set_http::add_header, "add_header name value [always];", "—"),
+    spec!("output_buffers", HSL, Exactly(2), false, Ready, set_output::output_buffers, "output_buffers number size;", "2 32k"),
+    spec!("postpone_output", HSL, Exactly(1), false, Ready, set_output::postpone_output, "postpone_output size;", "1460"),
+    spec!("subrequest_output_buffer_size", HSL, Exactly(1), false, Ready, set_output::subrequest_output_buffer_size, "subrequest_output_buffer_size size;", "4k"),
     // server
     spec!("listen", SERVER, AtLeast(1), false, Ready, set_server::listen, "listen address[:port] | port [default_server] [reuseport] [backlog=number] [rcvbuf=size] [sndbuf=size] [bind];", "*:80 | *:8000"),
     spec!("server_name", SERVER, AtLeast(1), false, Ready, set_server::server_name, "server_name name ...;", "\"\""),
@@ -291,6 +295,23 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("charset_map", HTTP, Exactly(2), true, Ready, set_charset::charset_map, "charset_map charset1 charset2 { ... }", "—"),
     // ranges
     spec!("max_ranges", HSL, Exactly(1), false, Ready, set_autoindex::max_ranges, "max_ranges number;", "—"),
+    // ssi
+    spec!("ssi", HSL | LIF, Exactly(1), false, Ready, set_ssi::ssi, "ssi on | off;", "off"),
+    spec!("ssi_silent_errors", HSL, Exactly(1), false, Ready, set_ssi::ssi_silent_errors, "ssi_silent_errors on | off;", "off"),
+    spec!("ssi_ignore_recycled_buffers", HSL, Exactly(1), false, Ready, set_ssi::ssi_ignore_recycled_buffers, "ssi_ignore_recycled_buffers on | off;", "off"),
+    spec!("ssi_last_modified", HSL, Exactly(1), false, Ready, set_ssi::ssi_last_modified, "ssi_last_modified on | off;", "off"),
+    spec!("ssi_min_file_chunk", HSL, Exactly(1), false, Ready, set_ssi::ssi_min_file_chunk, "ssi_min_file_chunk size;", "1k"),
+    spec!("ssi_value_length", HSL, Exactly(1), false, Ready, set_ssi::ssi_value_length, "ssi_value_length length;", "255"),
+    spec!("ssi_types", HSL, AtLeast(1), false, Ready, set_ssi::ssi_types, "ssi_types mime-type ...;", "text/html"),
+    // sub
+    spec!("sub_filter", HSL, Exactly(2), false, Ready, set_sub::sub_filter, "sub_filter string replacement;", "—"),
+    spec!("sub_filter_last_modified", HSL, Exactly(1), false, Ready, set_sub::sub_filter_last_modified, "sub_filter_last_modified on | off;", "off"),
+    spec!("sub_filter_once", HSL, Exactly(1), false, Ready, set_sub::sub_filter_once, "sub_filter_once on | off;", "on"),
+    spec!("sub_filter_types", HSL, AtLeast(1), false, Ready, set_sub::sub_filter_types, "sub_filter_types mime-type ...;", "text/html"),
+    // addition
+    spec!("add_before_body", HSL, Exactly(1), false, Ready, set_sub::add_before_body, "add_before_body uri;", "—"),
+    spec!("add_after_body", HSL, Exactly(1), false, Ready, set_sub::add_after_body, "add_after_body uri;", "—"),
+    spec!("addition_types", HSL, AtLeast(1), false, Ready, set_sub::addition_types, "addition_types mime-type ...;", "text/html"),
 ];
 
 /// The entries named `name`.

@@ -224,6 +224,10 @@ builtins! {
     /// `chunked` when the body goes upstream chunked (the internal variable
     /// behind the default `Transfer-Encoding`).
     ProxyInternalChunked = "proxy_internal_chunked",
+    /// The local time, as the SSI module formats it (its `timefmt`).
+    DateLocal = "date_local",
+    /// The time in GMT, as the SSI module formats it (its `timefmt`).
+    DateGmt = "date_gmt",
 }
 
 impl Var {

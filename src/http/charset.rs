@@ -278,10 +278,17 @@ impl Charsets {
 /// Recodes a body piece by piece with one [`Table`]. A UTF-8 sequence cut
 /// between two pieces is kept until the next one; one still incomplete at
 /// the end is dropped, as nginx drops it.
+#[derive(Clone)]
 pub struct Recoder {
     table: Arc<Table>,
     /// The start of a UTF-8 sequence the last piece ended in.
     saved: Vec<u8>,
+}
+
+impl std::fmt::Debug for Recoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recoder").finish_non_exhaustive()
+    }
 }
 
 impl Recoder {

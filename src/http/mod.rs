@@ -19,6 +19,8 @@
 //! - [`charset`]: charsets, `charset_map` tables and body recoding.
 //! - [`listing`]: the autoindex module's directory listings (HTML, JSON, XML).
 //! - [`gzip`]: when a response may be compressed (`Accept-Encoding`, `gzip_proxied`).
+//! - [`unsafe_uri`]: URIs the server writes itself (SSI `include`): split,
+//!   decoded, checked.
 
 pub mod charset;
 pub mod chunked;
@@ -34,4 +36,5 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod unsafe_uri;
 pub mod uri;

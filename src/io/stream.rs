@@ -48,6 +48,8 @@ pub struct Reader {
     pub pool: Option<Arc<Pool>>,
     /// `aio_fast_path`.
     pub fast: bool,
+    /// How much one read takes (`output_buffers`' size); 0: [`PIECE`].
+    pub piece: usize,
 }
 
 impl Reader {
@@ -137,7 +139,11 @@ impl Source for FileSource {
                         self.segments.pop_front();
                         continue;
                     }
-                    (start, (end - start).min(PIECE as u64) as usize)
+                    let piece = match self.reader.piece {
+                        0 => PIECE,
+                        n => n,
+                    };
+                    (start, (end - start).min(piece as u64) as usize)
                 }
             };
             if self.reader.pool.is_some() && self.reader.fast {
@@ -202,6 +208,32 @@ mod tests {
     }
 
     #[test]
+    fn a_piece_is_at_most_what_the_reader_says() {
+        let data = vec![7u8; 10_000];
+        let (p, f) = open("pieces", &data);
+        let reader = Reader {
+            piece: 3000,
+            ..Reader::default()
+        };
+        let mut s = FileSource::range(f, 0, 10_000, reader);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let sizes = rt.block_on(std::future::poll_fn(move |cx| {
+            let mut sizes = Vec::new();
+            loop {
+                match std::task::ready!(s.poll_chunk(cx)) {
+                    Ok(Some(b)) => sizes.push(b.len()),
+                    Ok(None) => return Poll::Ready(sizes),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }));
+        assert_eq!(sizes, vec![3000, 3000, 3000, 1000]);
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
     fn reads_segments_in_order_on_the_loop_and_the_pool() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let (p, f) = open("segments", &data);
@@ -211,10 +243,12 @@ mod tests {
             Reader {
                 pool: Some(pool.clone()),
                 fast: true,
+                piece: 0,
             },
             Reader {
                 pool: Some(pool.clone()),
                 fast: false,
+                piece: 7000,
             },
         ] {
             let s = FileSource::new(

@@ -281,7 +281,23 @@ async fn respond(
         BodyProgress::Failed => (None, false),
     };
     let http09 = head.version == Version::Http09;
-    let head_only = head.method == Method::Head && !http09;
+    // A 101 that is no upgrade (the client asked for none) has no body:
+    // nginx sends its head and nothing of what follows.
+    let head_only = (head.method == Method::Head
+        || (reply.status.0 == 101 && !matches!(reply.body, Body::Upgrade(_))))
+        && !http09;
+    // The body filters (SSI …) run as the body is sent, with the request
+    // at hand; a body none of them changes is sent as it is.
+    let mut filtered = if bodiless(&reply, head_only) {
+        None
+    } else {
+        super::filter::body(
+            super::subrequest::Env { stream },
+            r,
+            &mut reply,
+            pool.as_ref(),
+        )
+    };
     // A body of unknown length: chunked to an HTTP/1.1 client, else the
     // end of the connection marks its end.
     let mut close_delimited = reply.http09;
@@ -301,6 +317,7 @@ async fn respond(
         && !conf.keepalive_timeout.is_zero()
         && requests < conf.keepalive_requests
         && body_ok
+        && reply.status.0 != 101
         && !*quit.borrow();
     let head_bytes = if http09 || reply.http09 {
         Vec::new()
@@ -317,12 +334,19 @@ async fn respond(
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
         spill: reply.spill.clone(),
+        postpone: if filtered.is_some() {
+            conf.postpone_output as usize
+        } else {
+            0
+        },
     };
     if matches!(reply.body, Body::Upgrade(_)) {
         return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;
     }
     let mut written = send::Written::default();
-    let result = if send::from_memory(&reply.body, head_only) {
+    let result = if let Some(source) = filtered.as_mut() {
+        send::send_source(stream, head_bytes, source.as_mut(), &params, &mut written).await
+    } else if send::from_memory(&reply.body, head_only) {
         send::send_from_memory(
             stream,
             head_bytes,
@@ -411,7 +435,8 @@ async fn upgrade(
     if ok {
         crate::metrics::worker::ttfb(r.start.elapsed());
         let leftover = std::mem::take(buf);
-        match tunnel.run(stream, leftover).await {
+        let through = std::cell::Cell::new(0);
+        match tunnel.run(stream, leftover, &through).await {
             Ok(()) => sent.complete = true,
             Err(e) => site.error_log.log(
                 Level::Error,
@@ -419,6 +444,10 @@ async fn upgrade(
                 format_args!("{e}{}", r.log_context()),
             ),
         }
+        // What went to the client through the tunnel is the body, as
+        // nginx counts it.
+        sent.body_bytes = through.get();
+        sent.bytes += through.get();
     }
     log_request(site, r, conf, &reply, &sent, false);
     Next::Close { linger: false }
@@ -459,6 +488,8 @@ fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
             Level::Alert,
             "file was truncated while sending response to client".to_string(),
         ),
+        // Already logged where it happened (a subrequest).
+        send::SendError::Source(e) if e.terminate => return,
         send::SendError::Source(e) => (Level::Error, e.message),
         send::SendError::Io(_) => return,
     };
@@ -491,7 +522,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;
         h.chunked = reply.chunked;
-        h.upgrade = matches!(reply.body, Body::Upgrade(_));
+        h.upgrade = reply.status.0 == 101;
         h.etag = reply.etag.as_deref();
         h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;

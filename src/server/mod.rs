@@ -16,7 +16,10 @@
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals,
 //!   `gzip_static`; [`autoindex`] directory listings.
-//! - [`filter`]: the output filters (gunzip, charset, gzip, range).
+//! - [`filter`]: the output filters between a reply and its destination
+//!   (gunzip, charset, gzip, range, [`ssi`], [`sub_filter`], [`addition`]).
+//! - [`subrequest`]: running the phases for another URI on a request's
+//!   behalf (SSI `include`), output streamed in order or kept in memory.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`shared`]: what outlives a reload (pools, idle upstream connections,
@@ -24,6 +27,7 @@
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
 pub mod access_log;
+pub mod addition;
 pub mod autoindex;
 pub mod client;
 pub mod conn;
@@ -41,8 +45,11 @@ pub mod script_if;
 pub mod send;
 pub mod shared;
 pub mod site;
+pub mod ssi;
 pub mod static_file;
 pub mod stream;
+pub mod sub_filter;
+pub mod subrequest;
 pub mod vars;
 pub mod vhost;
 pub mod worker;

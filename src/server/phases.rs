@@ -399,7 +399,10 @@ impl<'a> Walk<'a> {
             },
             Handler::Static | Handler::Status => {
                 let uri = r.uri.clone();
-                let fetch = if self.error.is_some() {
+                let fetch = if self.error.is_some() || !r.is_main() {
+                    // A subrequest, too, is fetched as GET without ranges
+                    // or conditionals (nginx's range and not-modified
+                    // filters see only the main request).
                     Fetch::ErrorPage
                 } else if self.as_get {
                     Fetch::AsGet
@@ -519,7 +522,7 @@ impl<'a> Walk<'a> {
             pool,
         };
         decorate(&mut h, r);
-        if let Err(unsatisfiable) = super::filter::run(&mut h, r) {
+        if let Err(unsatisfiable) = super::filter::headers(&mut h.reply, r) {
             // The range filter's 416 is answered as a handler's would be.
             return self.after(r, *unsatisfiable, h.pool);
         }
@@ -606,7 +609,8 @@ async fn realpath(r: &Req<'_>, files: FileLayer<'_>) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// The page body of special replies, `Allow` on a 405, and `add_header`.
+/// The page body of special replies, `Allow` on a 405, `add_header` (the
+/// output filters' header part follows: `super::filter::headers`).
 fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
     let signature = crate::signature(h.conf.server_tokens);
     h.reply.fill_special_page(signature);

@@ -124,6 +124,8 @@ pub struct Reply {
     /// `Vary: Accept-Encoding` may apply (nginx's `r->gzip_vary`): sent
     /// when the location's `gzip_vary` is on.
     pub gzip_vary: bool,
+    /// The body filters the header filters chose (see [`super::filter`]).
+    pub filters: super::filter::Filters,
 }
 
 /// Statuses `add_header` applies to without `always` (nginx's list).
@@ -159,6 +161,7 @@ impl Reply {
             content_type_len: None,
             override_charset: None,
             gzip_vary: false,
+            filters: super::filter::Filters::default(),
         }
     }
 
@@ -199,6 +202,10 @@ impl Reply {
     /// The `Content-Length` the head announces, if any: none for a 304, and
     /// none for a body whose length is not known in advance.
     pub fn announced_length(&self) -> Option<u64> {
+        if self.filters.length_cleared {
+            // A body filter changes the body's length: it is not known.
+            return None;
+        }
         if let Some(n) = self.length_override {
             return Some(n);
         }

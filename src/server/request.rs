@@ -12,14 +12,15 @@
 //! held while another variable is evaluated.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::inherit::LocConf;
 use crate::config::model::{Location, Server};
-use crate::http::request::{RequestHead, Version};
+use crate::http::request::{Method, RequestHead, Version};
 
 use super::site::Site;
 
@@ -69,8 +70,10 @@ pub struct Req<'a> {
     /// The captures of the last regular expression that matched (nginx's
     /// `r->captures`); a failed `rewrite` or `if` match clears them.
     pub captures: RefCell<Option<Captures>>,
-    /// Values of configuration-defined variables computed or set so far.
-    pub user_vars: RefCell<UserVars>,
+    /// Values of configuration-defined variables computed or set so far;
+    /// a subrequest shares its parent's (nginx's `sr->variables =
+    /// r->variables`).
+    pub user_vars: Rc<RefCell<UserVars>>,
     /// How deep variable evaluation is nested (a `map` whose value reads
     /// another `map` …), against cycles.
     pub var_depth: Cell<u32>,
@@ -80,8 +83,9 @@ pub struct Req<'a> {
     pub valid_location: bool,
     /// `$limit_rate` as `set` it, in bytes per second.
     pub limit_rate: Option<u64>,
-    /// `$request_id`, made on first use.
-    pub request_id: std::cell::OnceCell<String>,
+    /// `$request_id`, made on first use; shared with subrequests, as
+    /// nginx's cached variable value is.
+    pub request_id: Rc<OnceCell<String>>,
     /// `$realpath_root`, resolved (through the file layer) when a location
     /// is entered and the configuration uses it.
     pub realpath_root: Option<String>,
@@ -90,6 +94,9 @@ pub struct Req<'a> {
     pub body: BodyVars,
     /// What the upstream exchanges of this request were (`$upstream_*`).
     pub upstream: UpstreamVars,
+    /// `Some` for a subrequest: what it inherits from the request that
+    /// made it (see [`super::subrequest`]); `None` for the main request.
+    pub sub: Option<super::subrequest::SubState>,
 }
 
 /// The captures of a regular expression match: the subject and the spans,
@@ -229,14 +236,72 @@ impl<'a> Req<'a> {
             internal: false,
             site,
             captures: RefCell::new(None),
-            user_vars: RefCell::new(Vec::new()),
+            user_vars: Rc::new(RefCell::new(Vec::new())),
             var_depth: Cell::new(0),
             valid_location: true,
             limit_rate: None,
-            request_id: std::cell::OnceCell::new(),
+            request_id: Rc::new(OnceCell::new()),
             realpath_root: None,
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
+            sub: None,
+        }
+    }
+
+    /// A subrequest of this request for `uri` with `args` (nginx's
+    /// `ngx_http_subrequest`): the same connection, server, head (so
+    /// `$request`, `$request_uri`, `$http_*` are the main request's),
+    /// request body and variables; its own URI, arguments, captures,
+    /// location and upstream state; internal, so `internal` locations
+    /// answer it.
+    pub fn subrequest(
+        &self,
+        uri: String,
+        args: Option<String>,
+        sub: super::subrequest::SubState,
+    ) -> Req<'a> {
+        Req {
+            head: self.head,
+            uri: Cow::Owned(uri),
+            args: Some(args),
+            peer: self.peer,
+            local: self.local,
+            server: self.server,
+            location: None,
+            conf: &self.server.conf,
+            conn_no: self.conn_no,
+            conn_requests: self.conn_requests,
+            conn_start: self.conn_start,
+            start: crate::metrics::timed::now(),
+            head_len: self.head_len,
+            pipelined: self.pipelined,
+            internal: true,
+            site: self.site,
+            captures: RefCell::new(None),
+            user_vars: self.user_vars.clone(),
+            var_depth: Cell::new(0),
+            valid_location: true,
+            limit_rate: None,
+            request_id: self.request_id.clone(),
+            realpath_root: None,
+            body: self.body.clone(),
+            upstream: UpstreamVars::default(),
+            sub: Some(sub),
+        }
+    }
+
+    /// Whether this is the main request (the client's), not a subrequest.
+    pub fn is_main(&self) -> bool {
+        self.sub.is_none()
+    }
+
+    /// The method the request is served with: the client's, or `GET` for
+    /// a subrequest (nginx's `sr->method`; `$request_method` stays the
+    /// main request's).
+    pub fn method(&self) -> &Method {
+        match self.sub {
+            Some(_) => &Method::Get,
+            None => &self.head.method,
         }
     }
 
@@ -294,6 +359,9 @@ impl<'a> Req<'a> {
             self.server.name(),
             self.request_line()
         );
+        if self.sub.is_some() {
+            s.push_str(&format!(", subrequest: \"{}\"", self.uri));
+        }
         if let Some(h) = self.head.header("host") {
             s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
         }

@@ -70,6 +70,11 @@ pub struct SendParams<'a> {
     pub read_ahead: usize,
     /// Where a streamed body spills past `read_ahead` (buffered proxying).
     pub spill: Option<super::stream::Spill>,
+    /// `postpone_output` for a body a filter produced (0 otherwise): the
+    /// head and the body are gathered until this many bytes wait or the
+    /// body ends, as nginx's write filter holds them; a body that fails
+    /// meanwhile ends the connection with none of it sent.
+    pub postpone: usize,
 }
 
 /// Bytes written.
@@ -240,6 +245,19 @@ pub async fn send(
         }
     }
     Ok(())
+}
+
+/// Sends `head`, then a body that comes as a [`crate::body::Source`] (a
+/// filtered one), counting into `w`: the head waits in the same queue as
+/// the body (see [`SendParams::postpone`]).
+pub async fn send_source(
+    stream: &TcpStream,
+    head: Vec<u8>,
+    source: &mut dyn crate::body::Source,
+    p: &SendParams<'_>,
+    w: &mut Written,
+) -> Result<(), SendError> {
+    super::stream::send_stream_after(stream, head, source, p, w).await
 }
 
 fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {

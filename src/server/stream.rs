@@ -140,6 +140,19 @@ pub async fn send_stream(
     p: &SendParams<'_>,
     w: &mut Written,
 ) -> Result<(), SendError> {
+    send_stream_after(stream, Vec::new(), source, p, w).await
+}
+
+/// Sends `head`, then `source`, counting into `w` (the head in `total`
+/// only). With [`SendParams::postpone`] set, nothing is written until that
+/// much waits or the body has ended.
+pub async fn send_stream_after(
+    stream: &TcpStream,
+    head: Vec<u8>,
+    source: &mut dyn Source,
+    p: &SendParams<'_>,
+    w: &mut Written,
+) -> Result<(), SendError> {
     let limit = if p.read_ahead == 0 {
         DEFAULT_READ_AHEAD
     } else {
@@ -158,14 +171,39 @@ pub async fn send_stream(
     let mut framing_closed = false;
     let mut failure = None;
     let mut deadline = pin!(tokio::time::sleep(p.timeout));
+    // Head bytes still in the queue (counted in `total` only).
+    let mut head_left = head.len();
+    let mut first_write = head_left > 0;
+    q.push(Bytes::from(head));
     loop {
+        if failure
+            .as_ref()
+            .is_some_and(|e: &crate::body::SourceError| e.terminate)
+        {
+            // The request is terminated: what waits is dropped, as nginx
+            // closes the connection without flushing.
+            break;
+        }
+        let gathering = p.postpone > 0
+            && !source.flushes()
+            && !ended
+            && failure.is_none()
+            && q.bytes < p.postpone
+            && q.bytes < limit
+            && !spill.active();
         // Write what the socket takes without waiting.
-        while q.bytes > 0 {
+        while q.bytes > 0 && !gathering {
             match q.try_write(stream).map_err(SendError::Io)? {
                 0 => break,
                 n => {
                     q.consume(n);
-                    w.count(n);
+                    let head_part = n.min(head_left);
+                    head_left -= head_part;
+                    w.total += head_part as u64;
+                    w.count(n - head_part);
+                    if std::mem::take(&mut first_write) {
+                        crate::metrics::worker::ttfb(p.start.elapsed());
+                    }
                     deadline
                         .as_mut()
                         .reset(tokio::time::Instant::now() + p.timeout);
@@ -233,7 +271,7 @@ pub async fn send_stream(
             held < sp.max && spill.pending.len() < sp.write_size
         });
         let can_read = !ended && failure.is_none() && (room_in_queue || room_in_spill);
-        let must_write = q.bytes > 0;
+        let must_write = q.bytes > 0 && !gathering;
         if !can_read && !must_write {
             // Nothing to read (ended or full) and nothing to write: the
             // spill is all that is left, handled above.

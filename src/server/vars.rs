@@ -218,6 +218,12 @@ impl<'a> Req<'a> {
             Builtin::UpstreamBytesSent => self.upstream_list(|t| Some(t.bytes_sent.to_string())),
             Builtin::UpstreamCacheStatus => borrowed(self.upstream.cache_status?),
             Builtin::ProxyInternalBodyLength => owned(self.upstream.body_length?.to_string()),
+            Builtin::DateLocal => {
+                super::ssi::date_variable(super::ssi::DEFAULT_TIMEFMT, false).map(Cow::Owned)
+            }
+            Builtin::DateGmt => {
+                super::ssi::date_variable(super::ssi::DEFAULT_TIMEFMT, true).map(Cow::Owned)
+            }
             Builtin::ProxyInternalChunked => borrowed(if self.upstream.body_chunked {
                 "chunked"
             } else {
@@ -443,7 +449,9 @@ fn sent_header<'r>(resp: Response<'r>, name: &str) -> Option<Cow<'r, [u8]>> {
         "content-range" => return reply.content_range.as_deref().and_then(text),
         "accept-ranges" if reply.accept_ranges => return text("bytes"),
         "connection" => {
-            return text(if resp.keep_alive {
+            return text(if reply.status.0 == 101 {
+                "upgrade"
+            } else if resp.keep_alive {
                 "keep-alive"
             } else {
                 "close"

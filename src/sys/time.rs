@@ -119,6 +119,53 @@ impl LocalTime {
     }
 }
 
+/// The largest result [`strftime`] produces (nginx's `NGX_HTTP_SSI_DATE_LEN`).
+pub const STRFTIME_MAX: usize = 2048;
+
+/// `strftime(fmt)` of `epoch` in UTC (`gmt`) or local time, as the SSI
+/// module's `$date_gmt` and `$date_local` format it (the C locale: nowait
+/// never calls `setlocale`). `fmt` ends at its first NUL byte, as nginx
+/// copies it; an empty result (an empty format, or one longer than
+/// [`STRFTIME_MAX`]) is `None`, as nginx's variable then fails.
+pub fn strftime(fmt: &[u8], epoch: i64, gmt: bool) -> Option<Vec<u8>> {
+    let end = fmt.iter().position(|&c| c == 0).unwrap_or(fmt.len());
+    let fmt = std::ffi::CString::new(&fmt[..end]).ok()?;
+    let t = epoch as libc::time_t;
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::uninit();
+    // SAFETY: `t` and `tm` are live for the call; gmtime_r/localtime_r fill
+    // `tm` and return a pointer to it, or null on failure.
+    let ret = unsafe {
+        if gmt {
+            libc::gmtime_r(&t, tm.as_mut_ptr())
+        } else {
+            libc::localtime_r(&t, tm.as_mut_ptr())
+        }
+    };
+    if ret.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null return means `tm` was filled.
+    let tm = unsafe { tm.assume_init() };
+    let mut buf = vec![0u8; STRFTIME_MAX];
+    // SAFETY: `buf` has `STRFTIME_MAX` writable bytes, `fmt` is a
+    // NUL-terminated string and `tm` a filled broken-down time; strftime
+    // writes at most `STRFTIME_MAX` bytes and returns how many (0 when the
+    // result did not fit or is empty).
+    let n = unsafe {
+        libc::strftime(
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            STRFTIME_MAX,
+            fmt.as_ptr(),
+            &tm,
+        )
+    };
+    if n == 0 {
+        return None;
+    }
+    buf.truncate(n);
+    Some(buf)
+}
+
 /// `$time_local` of `t`: `22/Nov/2026:01:47:34 +0000`.
 pub fn format_time_local(t: SystemTime) -> io::Result<String> {
     Ok(LocalTime::from_system_time(t)?.time_local())
@@ -132,6 +179,17 @@ pub fn format_time_iso8601(t: SystemTime) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strftime_formats_in_utc_and_stops_at_nul() {
+        let fmt = b"%A, %d-%b-%Y %H:%M:%S %Z";
+        assert_eq!(
+            strftime(fmt, 0, true).as_deref(),
+            Some(&b"Thursday, 01-Jan-1970 00:00:00 GMT"[..])
+        );
+        assert_eq!(strftime(b"%Y\0%m", 0, true).as_deref(), Some(&b"1970"[..]));
+        assert_eq!(strftime(b"", 0, true), None);
+    }
 
     fn sample(gmtoff: i32) -> LocalTime {
         LocalTime {

@@ -60,6 +60,10 @@ pub fn header(
 /// `Last-Modified` and `ETag` matter to `gzip_proxied`); `None` before a
 /// response exists (`gzip_static`).
 pub fn gzip_ok(r: &Req<'_>, conf: &LocConf, reply: Option<&Reply>) -> bool {
+    if !r.is_main() {
+        // A subrequest's output joins its parent's, which gzip compresses.
+        return false;
+    }
     let h = r.head;
     let Some(ae) = h.header("Accept-Encoding") else {
         return false;

@@ -167,7 +167,7 @@ pub async fn prepare(
         post: conf.proxy_cache_methods.iter().any(|m| m == "POST"),
     };
     let Some(send) = policy::cache_method(
-        r.head.method.as_str().as_bytes(),
+        r.method().as_str().as_bytes(),
         methods,
         conf.proxy_cache_convert_head,
     ) else {

@@ -150,15 +150,22 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
     }
 }
 
-/// The `, client: …, upstream: "…", host: "…"` suffix nginx logs.
+/// The `, client: …, server: …, request: "…"[, subrequest: "…"],
+/// upstream: "…", host: "…"` suffix nginx logs.
 fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> String {
     let mut s = format!(
-        ", client: {}, server: {}, request: \"{}\", upstream: \"http://{peer}{}\"",
+        ", client: {}, server: {}, request: \"{}\"",
         r.peer.ip(),
         r.server.names.first().map_or("", String::as_str),
         r.request_line(),
-        String::from_utf8_lossy(uri)
     );
+    if !r.is_main() {
+        s.push_str(&format!(", subrequest: \"{}\"", r.uri));
+    }
+    s.push_str(&format!(
+        ", upstream: \"http://{peer}{}\"",
+        String::from_utf8_lossy(uri)
+    ));
     if let Some(h) = r.head.header("host") {
         s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
     }
@@ -218,7 +225,7 @@ pub async fn handle<'a>(
         cache_headers.as_ref().map(|h| &h[..]),
     );
     let head_request = method.eq_ignore_ascii_case(b"HEAD");
-    let client_head = r.head.method == Method::Head;
+    let client_head = *r.method() == Method::Head;
     let mut out = exchange(
         site,
         r,
@@ -419,6 +426,17 @@ async fn prepare_body(
     let conf = r.conf;
     if let Some(t) = &conf.proxy_set_body {
         return Ok(BodyPlan::Memory(Bytes::from(r.expand(t))));
+    }
+    if !r.is_main() {
+        // A subrequest sends the body its parent read, if any (nginx's
+        // `sr->request_body = r->request_body`); it never reads one.
+        return Ok(match &r.body.in_memory {
+            Some(b) if conf.proxy_pass_request_body => {
+                r.upstream.body_length = Some(b.len() as u64);
+                BodyPlan::Memory(Bytes::from(b.to_vec()))
+            }
+            _ => BodyPlan::None,
+        });
     }
     if !r.head.has_body() {
         return Ok(BodyPlan::None);
@@ -803,8 +821,8 @@ fn may_retry(
     if let BodyPlan::Stream { started: true, .. } = body {
         return false;
     }
-    let idempotent = !matches!(r.head.method, Method::Post | Method::Patch)
-        && !matches!(&r.head.method, Method::Other(m) if m == "LOCK");
+    let idempotent = !matches!(r.method(), Method::Post | Method::Patch)
+        && !matches!(r.method(), Method::Other(m) if m == "LOCK");
     idempotent || !request_sent || next.contains(NextUpstream::NON_IDEMPOTENT)
 }
 
@@ -1057,7 +1075,7 @@ async fn read_head(
     let limit = conf.proxy_buffer_size as usize;
     let mut buf: Vec<u8> = Vec::with_capacity(limit.max(1024));
     let mut received = 0u64;
-    let watch_client = !conf.proxy_ignore_client_abort && !r.upstream.background;
+    let watch_client = !conf.proxy_ignore_client_abort && !r.upstream.background && r.is_main();
     loop {
         if !buf.is_empty() {
             match uhead::parse_head(&buf) {
@@ -1393,7 +1411,7 @@ fn respond(
         rep.length_override
     };
     let limit_rate = accel.limit_rate.unwrap_or(conf.proxy_limit_rate);
-    let source = UpstreamBody::new(
+    let mut source = UpstreamBody::new(
         got.conn,
         got.leftover,
         decoder,
@@ -1420,6 +1438,7 @@ fn respond(
         return reply(Reply::special(rep.status));
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
+    source.set_flush(!buffering);
     rep.read_ahead = if buffering {
         let (n, size) = conf.proxy_buffers;
         (n as u64 * size).max(conf.proxy_buffer_size) as usize

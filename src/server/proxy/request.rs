@@ -183,6 +183,6 @@ fn push(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 pub fn method(r: &Req<'_>, proxy_method: Option<&Template>) -> Vec<u8> {
     match proxy_method {
         Some(t) => r.expand(t),
-        None => r.head.method.as_str().as_bytes().to_vec(),
+        None => r.method().as_str().as_bytes().to_vec(),
     }
 }

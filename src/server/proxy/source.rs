@@ -97,6 +97,8 @@ pub struct UpstreamBody {
     log: LogCtx,
     /// The length announced, for the sender's framing.
     length: Option<u64>,
+    /// Unbuffered proxying: each piece goes out as it comes.
+    flush: bool,
 }
 
 impl UpstreamBody {
@@ -125,7 +127,14 @@ impl UpstreamBody {
             settle: Some(settle),
             log,
             length,
+            flush: false,
         }
+    }
+
+    /// Marks the body as unbuffered (`proxy_buffering off`): its pieces
+    /// reach the client as they come, even through a body filter.
+    pub fn set_flush(&mut self, flush: bool) {
+        self.flush = flush;
     }
 
     /// The body ended: release the peer, cache the connection if it is
@@ -289,6 +298,10 @@ impl Source for UpstreamBody {
         self.settle
             .as_ref()
             .map_or(0, |s| s.live.bytes_received.get())
+    }
+
+    fn flushes(&self) -> bool {
+        self.flush
     }
 }
 

@@ -52,12 +52,18 @@ impl Upgrade for Tunnel {
         self: Box<Self>,
         client: &'a TcpStream,
         client_leftover: Vec<u8>,
+        sent: &'a std::cell::Cell<u64>,
     ) -> Pin<Box<dyn Future<Output = Result<(), UpgradeError>> + 'a>> {
-        Box::pin(async move { run(*self, client, client_leftover).await })
+        Box::pin(async move { run(*self, client, client_leftover, sent).await })
     }
 }
 
-async fn run(t: Tunnel, client: &TcpStream, client_leftover: Vec<u8>) -> Result<(), UpgradeError> {
+async fn run(
+    t: Tunnel,
+    client: &TcpStream,
+    client_leftover: Vec<u8>,
+    sent: &std::cell::Cell<u64>,
+) -> Result<(), UpgradeError> {
     let size = t.buffer.max(1024);
     let mut down = Half {
         buf: t.leftover,
@@ -75,7 +81,10 @@ async fn run(t: Tunnel, client: &TcpStream, client_leftover: Vec<u8>) -> Result<
         // Write what each side takes now.
         while down.pending() {
             match client.try_write(&down.buf[down.pos..]) {
-                Ok(n) => down.pos += n,
+                Ok(n) => {
+                    down.pos += n;
+                    sent.set(sent.get() + n as u64);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(_) => return Ok(()),
             }
