@@ -176,6 +176,10 @@ pub struct HttpConf {
     pub server_names_hash_max_size: Option<u64>,
     /// `server_names_hash_bucket_size` (accepted, as above).
     pub server_names_hash_bucket_size: Option<u64>,
+    /// `limit_req_zone` declarations.
+    pub limit_req_zones: Vec<super::access_model::LimitZone>,
+    /// `limit_conn_zone` declarations.
+    pub limit_conn_zones: Vec<super::access_model::LimitZone>,
 }
 
 impl HttpConf {
@@ -217,6 +221,9 @@ pub struct Server {
     pub locations: Vec<Location>,
     /// Where the block starts.
     pub loc: Option<Loc>,
+    /// The content handler of requests no location matches (`stub_status`
+    /// at server level).
+    pub handler: Handler,
 }
 
 impl Server {
@@ -500,6 +507,10 @@ pub enum Handler {
     Status,
     /// `proxy_pass`.
     Proxy,
+    /// `stub_status`: nginx's connection counters as text.
+    StubStatus,
+    /// `empty_gif`: a 1×1 transparent GIF.
+    EmptyGif,
 }
 
 /// What defines a configuration-defined variable (nginx's get handler of

@@ -8,8 +8,8 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_cache, set_cache_path, set_core, set_http, set_map, set_proxy, set_rewrite, set_server,
-    set_split_clients, set_upstream,
+    set_access, set_cache, set_cache_path, set_core, set_http, set_limit, set_map, set_proxy,
+    set_realip, set_rewrite, set_server, set_split_clients, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -261,6 +261,30 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_cache_max_range_offset", HSL, Exactly(1), false, Ready, set_cache::proxy_cache_max_range_offset, "proxy_cache_max_range_offset number;", "—"),
     spec!("proxy_store", HSL, Exactly(1), false, NotYet, set_cache::proxy_store, "proxy_store on | off | string;", "off"),
     spec!("proxy_store_access", HSL, Between(1, 3), false, NotYet, set_cache::proxy_store_access, "proxy_store_access users:permissions ...;", "user:rw"),
+    // access control: allow/deny, basic authentication, satisfy
+    spec!("allow", HSL, Exactly(1), false, Ready, set_access::allow_deny, "allow address | CIDR | unix: | all;", "—"),
+    spec!("deny", HSL, Exactly(1), false, Ready, set_access::allow_deny, "deny address | CIDR | unix: | all;", "—"),
+    spec!("satisfy", HSL, Exactly(1), false, Ready, set_access::satisfy, "satisfy all | any;", "all"),
+    spec!("auth_basic", HSL, Exactly(1), false, Ready, set_access::auth_basic, "auth_basic string | off;", "off"),
+    spec!("auth_basic_user_file", HSL, Exactly(1), false, Ready, set_access::auth_basic_user_file, "auth_basic_user_file file;", "—"),
+    // request and connection rate limits
+    spec!("limit_req_zone", HTTP, Exactly(3), false, Ready, set_limit::limit_req_zone, "limit_req_zone key zone=name:size rate=rate;", "—"),
+    spec!("limit_req", HSL, Between(1, 3), false, Ready, set_limit::limit_req, "limit_req zone=name [burst=number] [nodelay | delay=number];", "—"),
+    spec!("limit_req_status", HSL, Exactly(1), false, Ready, set_limit::limit_req_status, "limit_req_status code;", "503"),
+    spec!("limit_req_log_level", HSL, Exactly(1), false, Ready, set_limit::limit_req_log_level, "limit_req_log_level info | notice | warn | error;", "error"),
+    spec!("limit_req_dry_run", HSL, Exactly(1), false, Ready, set_limit::limit_req_dry_run, "limit_req_dry_run on | off;", "off"),
+    spec!("limit_conn_zone", HTTP, Exactly(2), false, Ready, set_limit::limit_conn_zone, "limit_conn_zone key zone=name:size;", "—"),
+    spec!("limit_conn", HSL, Exactly(2), false, Ready, set_limit::limit_conn, "limit_conn zone number;", "—"),
+    spec!("limit_conn_status", HSL, Exactly(1), false, Ready, set_limit::limit_conn_status, "limit_conn_status code;", "503"),
+    spec!("limit_conn_log_level", HSL, Exactly(1), false, Ready, set_limit::limit_conn_log_level, "limit_conn_log_level info | notice | warn | error;", "error"),
+    spec!("limit_conn_dry_run", HSL, Exactly(1), false, Ready, set_limit::limit_conn_dry_run, "limit_conn_dry_run on | off;", "off"),
+    // the client's address from a trusted proxy's header
+    spec!("set_real_ip_from", HSL, Exactly(1), false, Ready, set_realip::set_real_ip_from, "set_real_ip_from address | CIDR | unix:;", "—"),
+    spec!("real_ip_header", HSL, Exactly(1), false, Ready, set_realip::real_ip_header, "real_ip_header field | X-Real-IP | X-Forwarded-For;", "X-Real-IP"),
+    spec!("real_ip_recursive", HSL, Exactly(1), false, Ready, set_realip::real_ip_recursive, "real_ip_recursive on | off;", "off"),
+    // small content handlers
+    spec!("stub_status", SERVER | LOCATION, Between(0, 1), false, Ready, set_realip::stub_status, "stub_status;", "—"),
+    spec!("empty_gif", LOCATION, Exactly(0), false, Ready, set_realip::empty_gif, "empty_gif;", "—"),
 ];
 
 /// The entries named `name`.

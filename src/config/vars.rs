@@ -224,6 +224,22 @@ builtins! {
     /// `chunked` when the body goes upstream chunked (the internal variable
     /// behind the default `Transfer-Encoding`).
     ProxyInternalChunked = "proxy_internal_chunked",
+    /// The connection's own address when `realip` replaced `$remote_addr`.
+    RealipRemoteAddr = "realip_remote_addr",
+    /// The connection's own port when `realip` replaced `$remote_port`.
+    RealipRemotePort = "realip_remote_port",
+    /// What `limit_req` decided: `PASSED`, `DELAYED`, `REJECTED` …
+    LimitReqStatus = "limit_req_status",
+    /// What `limit_conn` decided: `PASSED`, `REJECTED` …
+    LimitConnStatus = "limit_conn_status",
+    /// Open client connections (`stub_status`'s "Active connections").
+    ConnectionsActive = "connections_active",
+    /// Connections reading a request head.
+    ConnectionsReading = "connections_reading",
+    /// Connections whose request is being answered.
+    ConnectionsWriting = "connections_writing",
+    /// Idle connections waiting for a request.
+    ConnectionsWaiting = "connections_waiting",
 }
 
 impl Var {

@@ -1,6 +1,7 @@
-//! The request phases, as nginx's phase engine runs them: server rewrite →
-//! find location → location rewrite → access checks → content → (the log
-//! phase is the connection's, after sending). An internal redirect (an
+//! The request phases, as nginx's phase engine runs them: (post-read:
+//! `realip`) → server rewrite → find location → location rewrite →
+//! pre-access and access checks ([`access`]: limits, rules, passwords) →
+//! content → (the log phase is the connection's, after sending). An internal redirect (an
 //! `index` file, an `error_page`, later `rewrite … last` and `try_files`)
 //! starts the walk again at the server rewrite phase with the new URI; a
 //! named location (`@x`) is entered directly.
@@ -33,6 +34,7 @@ use crate::io::Pool;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
+use super::access;
 use super::client::Client;
 use super::locate;
 use super::proxy::{self, Proxied};
@@ -41,6 +43,7 @@ use super::request::Req;
 use super::rewrite::{self, Flow, Paused};
 use super::site::Site;
 use super::static_file::{self, Fetch, Served};
+use super::stub_status;
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -135,6 +138,12 @@ pub struct Walk<'a> {
     /// The `Location` of the reply an `error_page` replaced: nginx keeps
     /// the header it had set, and the page's reply carries it.
     error_location: Option<String>,
+    /// The access checks wait on a timer or a password file: `content`
+    /// finishes them.
+    access_wait: Option<access::Wait>,
+    /// The access checks of the location the request stands in are done
+    /// (a wait finished them).
+    access_done: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -148,6 +157,8 @@ impl<'a> Walk<'a> {
             as_get: false,
             paused: None,
             error_location: None,
+            access_wait: None,
+            access_done: false,
         }
     }
 
@@ -155,6 +166,8 @@ impl<'a> Walk<'a> {
     /// final. `None`: `r` stands in a location whose content handler must
     /// run, or a script waits on a file test; call [`Walk::content`].
     pub fn route(&mut self, r: &mut Req<'a>) -> Option<Handled<'a>> {
+        // nginx's post-read phase, once per request.
+        access::post_read(r);
         let located = self.locate(r);
         match self.proceed(r, located) {
             Next::Done(h) => Some(h),
@@ -167,6 +180,26 @@ impl<'a> Walk<'a> {
     /// until a final reply.
     pub async fn content(&mut self, r: &mut Req<'a>, client: &mut Client<'_>) -> Handled<'a> {
         loop {
+            if let Some(w) = self.access_wait.take() {
+                let pool = pool_for(self.site, r).unwrap_or(None);
+                let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+                let located = match access::wait(self.site, r, w, files).await {
+                    access::Verdict::Pass => {
+                        self.access_done = true;
+                        Located::Content
+                    }
+                    access::Verdict::Deny(reply) => Located::Reply(*reply),
+                    access::Verdict::Wait(w) => {
+                        self.access_wait = Some(w);
+                        continue;
+                    }
+                };
+                match self.proceed(r, located) {
+                    Next::Done(h) => return h,
+                    Next::Wait => continue,
+                    Next::Content => {}
+                }
+            }
             if let Some((phase, paused)) = self.paused.take() {
                 let flow = self.finish_script(r, paused).await;
                 let located = match self.script_ended(r, phase, flow) {
@@ -200,10 +233,27 @@ impl<'a> Walk<'a> {
         loop {
             let reply = match located {
                 Located::Reply(reply) => reply,
-                Located::Content => match self.immediate(r) {
-                    Some(reply) => reply,
-                    None => return Next::Content,
-                },
+                Located::Content => {
+                    // The pre-access and access phases, once per location
+                    // the request stands in.
+                    if !std::mem::take(&mut self.access_done) {
+                        match access::check(self.site, r) {
+                            access::Verdict::Pass => {}
+                            access::Verdict::Deny(reply) => {
+                                located = Located::Reply(*reply);
+                                continue;
+                            }
+                            access::Verdict::Wait(w) => {
+                                self.access_wait = Some(w);
+                                return Next::Wait;
+                            }
+                        }
+                    }
+                    match self.immediate(r) {
+                        Some(reply) => reply,
+                        None => return Next::Content,
+                    }
+                }
                 Located::Wait => return Next::Wait,
             };
             match self.after(r, reply, None) {
@@ -337,7 +387,9 @@ impl<'a> Walk<'a> {
     /// without I/O. `None`: a content handler must run.
     fn immediate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
         let site = self.site;
-        match r.location.map_or(Handler::Static, |l| l.handler) {
+        match r.location.map_or(r.server.handler, |l| l.handler) {
+            Handler::StubStatus => Some(stub_status::stub_status(r)),
+            Handler::EmptyGif => Some(stub_status::empty_gif(r)),
             Handler::Status => {
                 let text = crate::metrics::prometheus::render(
                     &site.worker_metrics(),
@@ -369,7 +421,7 @@ impl<'a> Walk<'a> {
         if site.config.uses_realpath_root && r.realpath_root.is_none() {
             r.realpath_root = realpath(r, files).await;
         }
-        match r.location.map_or(Handler::Static, |l| l.handler) {
+        match r.location.map_or(r.server.handler, |l| l.handler) {
             Handler::Proxy => match proxy::handle(site, r, client, files).await {
                 Proxied::Reply(reply) => (Outcome::Reply(reply), pool),
                 Proxied::Redirect(uri) => {
@@ -397,7 +449,7 @@ impl<'a> Walk<'a> {
                     )
                 }
             },
-            Handler::Static | Handler::Status => {
+            Handler::Static | Handler::Status | Handler::StubStatus | Handler::EmptyGif => {
                 let uri = r.uri.clone();
                 let fetch = if self.error.is_some() {
                     Fetch::ErrorPage

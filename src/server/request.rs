@@ -90,6 +90,9 @@ pub struct Req<'a> {
     pub body: BodyVars,
     /// What the upstream exchanges of this request were (`$upstream_*`).
     pub upstream: UpstreamVars,
+    /// What the access and limit modules decided, and the `limit_conn`
+    /// counts the request holds until it is dropped.
+    pub access: super::access::ReqAccess,
 }
 
 /// The captures of a regular expression match: the subject and the spans,
@@ -237,6 +240,7 @@ impl<'a> Req<'a> {
             realpath_root: None,
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
+            access: super::access::ReqAccess::default(),
         }
     }
 

@@ -95,7 +95,12 @@ impl<'a> Req<'a> {
             },
             Builtin::Hostname => borrowed(hostname()),
             Builtin::RemoteAddr => owned(self.peer.ip().to_string()),
-            Builtin::RemotePort => owned(self.peer.port().to_string()),
+            Builtin::RemotePort => match self.peer.port() {
+                // nginx prints nothing for port 0 (an address `realip`
+                // took from a header without a port).
+                0 => borrowed(""),
+                port => owned(port.to_string()),
+            },
             Builtin::BinaryRemoteAddr => Some(Cow::Owned(match self.peer.ip() {
                 std::net::IpAddr::V4(a) => a.octets().to_vec(),
                 std::net::IpAddr::V6(a) => a.octets().to_vec(),
@@ -162,6 +167,14 @@ impl<'a> Req<'a> {
                     .as_encoded_bytes()
                     .to_vec(),
             )),
+            Builtin::RealipRemoteAddr
+            | Builtin::RealipRemotePort
+            | Builtin::LimitReqStatus
+            | Builtin::LimitConnStatus
+            | Builtin::ConnectionsActive
+            | Builtin::ConnectionsReading
+            | Builtin::ConnectionsWriting
+            | Builtin::ConnectionsWaiting => super::access::var(self, b),
             Builtin::LimitRate => owned(self.limit_rate.unwrap_or(0).to_string()),
             Builtin::Pipe => borrowed(if self.pipelined { "p" } else { "." }),
             Builtin::ProxyHost => match self.shadowed(|| b.name().to_string()) {
