@@ -281,6 +281,8 @@ inherited! {
         /// `auth_basic_user_file`, resolved against the configuration's
         /// folder when it evaluates to a relative path.
         auth_basic_user_file: Option<Template> = None,
+        /// `auth_delay`: how long a 401 from the access phase waits.
+        auth_delay: Duration = Duration::ZERO,
         /// `limit_req`: a level's entries replace its parent's.
         limit_req: Vec<LimitReq> = Vec::new(),
         /// `limit_req_status`.

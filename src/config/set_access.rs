@@ -1,4 +1,5 @@
-//! Setters of the access module (`allow`, `deny`), `satisfy`, and the
+//! Setters of the access module (`allow`, `deny`), `satisfy` and
+//! `auth_delay`, and the
 //! basic-authentication module (`auth_basic`, `auth_basic_user_file`), as
 //! nginx's `ngx_http_access_rule` and `ngx_http_auth_basic_commands` read
 //! them.
@@ -62,6 +63,16 @@ pub fn auth_basic_user_file(
 ) -> Result<(), String> {
     let t = b.template(d.arg(0), &d.loc)?;
     set_once(&mut ls(scope).auth_basic_user_file, Some(t), &d.name)
+}
+
+/// `auth_delay time;`
+pub fn auth_delay(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let set = ls(scope);
+    if set.auth_delay.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
+    set.auth_delay = Some(slot::msec(d, 0)?);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -294,26 +294,26 @@ mod tests {
     #[test]
     fn errors_are_nginx_s() {
         assert_eq!(
-            errors("limit_req_zone $a zone=one:1k rate=1r/s;"),
+            errors("limit_req_zone $uri zone=one:1k rate=1r/s;"),
             vec!["zone \"zone=one:1k\" is too small"]
         );
         assert_eq!(
-            errors("limit_req_zone $a zone=one rate=1r/s;"),
+            errors("limit_req_zone $uri zone=one rate=1r/s;"),
             vec!["invalid zone size \"zone=one\""]
         );
         assert_eq!(
-            errors("limit_req_zone $a zone=one:1m rate=0r/s;"),
+            errors("limit_req_zone $uri zone=one:1m rate=0r/s;"),
             vec!["invalid rate \"rate=0r/s\""]
         );
         assert_eq!(
-            errors("limit_req_zone $a rate=1r/s x;"),
+            errors("limit_req_zone $uri rate=1r/s x;"),
             vec!["invalid parameter \"x\""]
         );
         assert_eq!(
             errors(
-                "limit_req_zone $a zone=one:1m rate=1r/s; limit_req_zone $b zone=one:1m rate=1r/s;"
+                "limit_req_zone $uri zone=one:1m rate=1r/s; limit_req_zone $host zone=one:1m rate=1r/s;"
             ),
-            vec!["limit_req_zone \"one\" is already bound to key \"$a\""]
+            vec!["limit_req_zone \"one\" is already bound to key \"$uri\""]
         );
         assert_eq!(
             errors("limit_req burst=1;"),
@@ -324,19 +324,19 @@ mod tests {
             vec!["zero size shared memory zone \"z\""]
         );
         assert_eq!(
-            errors("limit_req_zone $a zone=z:1m rate=1r/s; limit_req zone=z; limit_req zone=z;"),
+            errors("limit_req_zone $uri zone=z:1m rate=1r/s; limit_req zone=z; limit_req zone=z;"),
             vec!["\"limit_req\" directive is duplicate"]
         );
         assert_eq!(
-            errors("limit_conn_zone $a zone=z:1m; limit_req zone=z;"),
+            errors("limit_conn_zone $uri zone=z:1m; limit_req zone=z;"),
             vec!["the shared memory zone \"z\" is already declared for a different use"]
         );
         assert_eq!(
-            errors("limit_conn_zone $a zone=z:1m; limit_conn z 65536;"),
+            errors("limit_conn_zone $uri zone=z:1m; limit_conn z 65536;"),
             vec!["connection limit must be less 65536"]
         );
         assert_eq!(
-            errors("limit_conn_zone $a zone=z:1m; limit_conn z x;"),
+            errors("limit_conn_zone $uri zone=z:1m; limit_conn z x;"),
             vec!["invalid number of connections \"x\""]
         );
         assert_eq!(

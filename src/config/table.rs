@@ -265,6 +265,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("allow", HSL, Exactly(1), false, Ready, set_access::allow_deny, "allow address | CIDR | unix: | all;", "—"),
     spec!("deny", HSL, Exactly(1), false, Ready, set_access::allow_deny, "deny address | CIDR | unix: | all;", "—"),
     spec!("satisfy", HSL, Exactly(1), false, Ready, set_access::satisfy, "satisfy all | any;", "all"),
+    spec!("auth_delay", HSL, Exactly(1), false, Ready, set_access::auth_delay, "auth_delay time;", "0s"),
     spec!("auth_basic", HSL, Exactly(1), false, Ready, set_access::auth_basic, "auth_basic string | off;", "off"),
     spec!("auth_basic_user_file", HSL, Exactly(1), false, Ready, set_access::auth_basic_user_file, "auth_basic_user_file file;", "—"),
     // request and connection rate limits

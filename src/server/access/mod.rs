@@ -129,6 +129,8 @@ pub enum Wait {
     Delay(Duration),
     /// `auth_basic` must read the password file.
     Auth(Box<AuthWait>),
+    /// A 401 waits `auth_delay` before it is sent.
+    Unauthorized(Duration, Box<Reply>),
 }
 
 /// An `auth_basic` check waiting on its password file.
@@ -166,6 +168,10 @@ pub async fn wait(site: &Site, r: &mut Req<'_>, w: Wait, files: FileLayer<'_>) -
             tokio::time::sleep(d).await;
             check(site, r)
         }
+        Wait::Unauthorized(d, reply) => {
+            tokio::time::sleep(d).await;
+            Verdict::Deny(reply)
+        }
         Wait::Auth(a) => {
             let AuthWait {
                 creds,
@@ -180,7 +186,7 @@ pub async fn wait(site: &Site, r: &mut Req<'_>, w: Wait, files: FileLayer<'_>) -
                     }
                 }
                 auth_basic::Checked::Reply(reply) => {
-                    if let Some(v) = refused(r.conf, &mut code, reply) {
+                    if let Some(v) = refused(site, r, &mut code, reply) {
                         return v;
                     }
                 }
@@ -480,16 +486,37 @@ fn rules_allow(conf: &LocConf, peer: SocketAddr) -> Option<bool> {
 
 /// A 401 or 403 from an access module: under `satisfy all` it is the
 /// answer; under `any` it is kept (a 401 over a 403) and the next module
-/// asked. Anything else (500) is the answer either way.
-fn refused(conf: &LocConf, code: &mut Option<Reply>, reply: Reply) -> Option<Verdict> {
+/// asked. Anything else (500) is the answer either way. `Some`: the answer.
+fn settle(satisfy: Satisfy, code: &mut Option<Reply>, reply: Reply) -> Option<Reply> {
     let status = reply.status;
-    if conf.satisfy == Satisfy::All || (status != UNAUTHORIZED && status != Status::FORBIDDEN) {
-        return Some(Verdict::Deny(Box::new(reply)));
+    if satisfy == Satisfy::All || (status != UNAUTHORIZED && status != Status::FORBIDDEN) {
+        return Some(reply);
     }
     if code.as_ref().map(|c| c.status) != Some(UNAUTHORIZED) {
         *code = Some(reply);
     }
     None
+}
+
+/// [`settle`], with the answer made final by [`deny`].
+fn refused(site: &Site, r: &Req<'_>, code: &mut Option<Reply>, reply: Reply) -> Option<Verdict> {
+    settle(r.conf.satisfy, code, reply).map(|reply| deny(site, r, reply))
+}
+
+/// The final refusal of the access phase: a 401 waits `auth_delay` first
+/// (`ngx_http_core_auth_delay`), so that guessing passwords is slow.
+fn deny(site: &Site, r: &Req<'_>, reply: Reply) -> Verdict {
+    let delay = r.conf.auth_delay;
+    if reply.status != UNAUTHORIZED || delay.is_zero() {
+        return Verdict::Deny(Box::new(reply));
+    }
+    log(
+        site,
+        r,
+        Level::Info,
+        format_args!("delaying unauthorized request"),
+    );
+    Verdict::Wait(Wait::Unauthorized(delay, Box::new(reply)))
 }
 
 /// The access phase: `allow`/`deny`, then `auth_basic`.
@@ -512,7 +539,7 @@ fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
                     format_args!("access forbidden by rule"),
                 );
             }
-            if let Some(v) = refused(conf, &mut code, Reply::special(Status::FORBIDDEN)) {
+            if let Some(v) = refused(site, r, &mut code, Reply::special(Status::FORBIDDEN)) {
                 return v;
             }
         }
@@ -528,7 +555,7 @@ fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
                         Level::Info,
                         format_args!("no user/password was provided for basic authentication"),
                     );
-                    if let Some(v) = refused(conf, &mut code, auth_basic::challenge(&realm)) {
+                    if let Some(v) = refused(site, r, &mut code, auth_basic::challenge(&realm)) {
                         return v;
                     }
                 }
@@ -608,20 +635,16 @@ mod tests {
 
     #[test]
     fn satisfy_any_keeps_a_401_over_a_403() {
-        let any = LocConf {
-            satisfy: Satisfy::Any,
-            ..LocConf::default()
-        };
         let mut code = None;
-        assert!(refused(&any, &mut code, Reply::special(Status::FORBIDDEN)).is_none());
-        assert!(refused(&any, &mut code, auth_basic::challenge(b"x")).is_none());
-        assert!(refused(&any, &mut code, Reply::special(Status::FORBIDDEN)).is_none());
+        let any = Satisfy::Any;
+        assert!(settle(any, &mut code, Reply::special(Status::FORBIDDEN)).is_none());
+        assert!(settle(any, &mut code, auth_basic::challenge(b"x")).is_none());
+        assert!(settle(any, &mut code, Reply::special(Status::FORBIDDEN)).is_none());
         assert_eq!(code.map(|c| c.status), Some(UNAUTHORIZED));
-        let all = LocConf::default();
-        assert!(matches!(
-            refused(&all, &mut None, Reply::special(Status::FORBIDDEN)),
-            Some(Verdict::Deny(_))
-        ));
+        let error = Reply::special(Status::INTERNAL_SERVER_ERROR);
+        assert!(settle(any, &mut None, error).is_some());
+        let all = Satisfy::All;
+        assert!(settle(all, &mut None, Reply::special(Status::FORBIDDEN)).is_some());
     }
 
     #[test]
