@@ -7,6 +7,7 @@
 use super::access_model::{AccessMatch, AccessRule, CidrParse, Satisfy, parse_cidr};
 use super::build::{Builder, Scope, set_once};
 use super::inherit::LocSet;
+use super::model::{LimitExcept, Location};
 use super::slot;
 use super::syntax::Directive;
 
@@ -63,6 +64,58 @@ pub fn auth_basic_user_file(
 ) -> Result<(), String> {
     let t = b.template(d.arg(0), &d.loc)?;
     set_once(&mut ls(scope).auth_basic_user_file, Some(t), &d.name)
+}
+
+/// The methods `limit_except` knows (nginx's `ngx_methods_names`).
+const METHODS: [&str; 14] = [
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "OPTIONS",
+    "PROPFIND",
+    "PROPPATCH",
+    "LOCK",
+    "UNLOCK",
+    "PATCH",
+];
+
+/// `limit_except method ... { ... }`: the block's settings (access rules,
+/// `auth_basic`, `proxy_pass`, `access_log`) serve every other method.
+pub fn limit_except(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let Scope::Location(l) = scope else {
+        unreachable!("the table allows limit_except in location only")
+    };
+    if l.limit_except.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
+    let mut methods = Vec::new();
+    for w in &d.args {
+        let Some(m) = METHODS.iter().find(|m| m.eq_ignore_ascii_case(&w.value)) else {
+            return Err(format!("invalid method \"{}\"", w.value));
+        };
+        methods.push(m.to_string());
+    }
+    if methods.iter().any(|m| m == "GET") && !methods.iter().any(|m| m == "HEAD") {
+        methods.push("HEAD".into());
+    }
+    // nginx's noname location: it shares the enclosing location's name.
+    let mut inner = Location::new(l.matcher.clone(), d.loc.clone());
+    inner.noname = true;
+    inner.lmt = true;
+    b.walk(
+        &mut Scope::Location(&mut inner),
+        d.block.as_deref().unwrap_or_default(),
+    );
+    l.limit_except = Some(Box::new(LimitExcept {
+        methods,
+        location: inner,
+    }));
+    Ok(())
 }
 
 /// `auth_delay time;`
@@ -128,6 +181,28 @@ mod tests {
         assert_eq!(
             errors("auth_basic a; auth_basic b;"),
             vec!["\"auth_basic\" directive is duplicate"]
+        );
+    }
+
+    #[test]
+    fn limit_except_serves_the_other_methods() {
+        let h = http("server { location /x { allow 10.0.0.1; limit_except get { deny all; } } }");
+        let l = &h.servers[0].locations[0];
+        let e = l.limit_except.as_deref().unwrap();
+        assert_eq!(e.methods, ["GET", "HEAD"]);
+        assert!(std::ptr::eq(l.for_method("HEAD"), l));
+        let other = l.for_method("POST");
+        assert!(other.lmt && other.noname);
+        // The block inherits from its location, then sets its own rules.
+        assert_eq!(other.conf.access_rules.len(), 1);
+        assert!(other.conf.access_rules[0].deny);
+        assert_eq!(
+            errors("server { location / { limit_except FOO { } } }"),
+            vec!["invalid method \"FOO\""]
+        );
+        assert_eq!(
+            errors("server { location / { limit_except GET { root /x; } } }"),
+            vec!["\"root\" directive is not allowed here"]
         );
     }
 

@@ -306,6 +306,9 @@ impl<'a> Req<'a> {
 
     /// Moves the request into `location` (or the server's own settings).
     pub fn enter(&mut self, location: Option<&'a Location>) {
+        // A `limit_except` block's settings serve the methods it does not
+        // let through.
+        let location = location.map(|l| l.for_method(self.head.method.as_str()));
         self.location = location;
         self.conf = location.map_or(&self.server.conf, |l| &l.conf);
     }
