@@ -295,12 +295,12 @@ impl<'a> Walk<'a> {
                     }
                     match self.enter(r, l) {
                         Some(reply) => return Located::Reply(reply),
-                        None => (Phase::Location, rewrite::run(r, &l.rewrite)),
+                        None => (Phase::Location, rewrite::run(r, entered(r, l))),
                     }
                 }
                 Target::Named(l) => match self.enter(r, l) {
                     Some(reply) => return Located::Reply(reply),
-                    None => (Phase::Location, rewrite::run(r, &l.rewrite)),
+                    None => (Phase::Location, rewrite::run(r, entered(r, l))),
                 },
             };
             if let Some(located) = self.script_ended(r, phase, flow) {
@@ -621,6 +621,13 @@ impl<'a> Walk<'a> {
     pub fn serving_error_page(&self) -> bool {
         self.error.is_some()
     }
+}
+
+/// The script of the location the request entered for `l`: a
+/// `limit_except` block's (empty: nginx does not inherit rewrites into it)
+/// when the block serves the method.
+fn entered<'a>(r: &Req<'a>, l: &'a Location) -> &'a [crate::config::model::RewriteOp] {
+    &r.location.unwrap_or(l).rewrite
 }
 
 /// The pool `aio` names for this request, or the error to answer.
