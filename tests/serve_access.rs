@@ -142,6 +142,24 @@ fn a_denied_request_gets_its_error_page() {
 }
 
 #[test]
+fn the_challenge_stays_on_an_error_page() {
+    let f = fixture();
+    let s = serve(
+        &f,
+        "error_page 401 /404.html;
+         location / { auth_basic closed; auth_basic_user_file {root}/htpasswd; }
+         location = /404.html { }",
+    );
+    let r = get(s.port(), "/dir/file.txt");
+    assert_eq!(r.status, 401);
+    assert_eq!(body(&r), "<p>custom not found</p>\n");
+    assert_eq!(
+        r.header("WWW-Authenticate").as_deref(),
+        Some("Basic realm=\"closed\"")
+    );
+}
+
+#[test]
 fn every_password_scheme() {
     let f = fixture();
     let s = serve(

@@ -138,6 +138,9 @@ pub struct Walk<'a> {
     /// The `Location` of the reply an `error_page` replaced: nginx keeps
     /// the header it had set, and the page's reply carries it.
     error_location: Option<String>,
+    /// The header fields the replaced reply had set (`WWW-Authenticate`
+    /// of a 401): nginx keeps them for the page too.
+    error_fields: Vec<(String, String)>,
     /// The access checks wait on a timer or a password file: `content`
     /// finishes them.
     access_wait: Option<access::Wait>,
@@ -157,6 +160,7 @@ impl<'a> Walk<'a> {
             as_get: false,
             paused: None,
             error_location: None,
+            error_fields: Vec::new(),
             access_wait: None,
             access_done: false,
         }
@@ -550,6 +554,10 @@ impl<'a> Walk<'a> {
             if reply.location.is_none() {
                 reply.location = self.error_location.take();
             }
+            if !self.error_fields.is_empty() {
+                let kept = std::mem::take(&mut self.error_fields);
+                reply.extra.splice(0..0, kept);
+            }
         } else if reply.special {
             let status = reply.status;
             if let Some(page) = r
@@ -559,9 +567,14 @@ impl<'a> Walk<'a> {
                 .find(|p| p.codes.contains(&status.0))
             {
                 self.error_location = reply.location.take();
+                self.error_fields = std::mem::take(&mut reply.extra);
                 match self.error_page(r, page, status) {
                     None => return Err(()),
-                    Some(other) => reply = other,
+                    Some(other) => {
+                        reply = other;
+                        let kept = std::mem::take(&mut self.error_fields);
+                        reply.extra.splice(0..0, kept);
+                    }
                 }
             }
         }

@@ -45,6 +45,7 @@ pub enum HeadRead {
 /// reset rather than recreated) armed: the idle timeout until the first
 /// byte, then `client_header_timeout` from that byte. `stats` counts the
 /// connection as reading from that byte on.
+#[allow(clippy::too_many_arguments)]
 pub async fn read_head(
     stream: &TcpStream,
     buf: &mut Vec<u8>,

@@ -10,8 +10,6 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use base64::Engine;
-
 use crate::config::model::Root;
 use crate::config::template::{Part, Template};
 use crate::config::vars::{Builtin, Family, Var};
@@ -420,18 +418,10 @@ fn cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
 }
 
 /// `$remote_user`: the user of a `Basic` `Authorization` header.
+/// `$remote_user`: the user of `Authorization: Basic`, decoded as the
+/// basic-authentication module decodes it (`ngx_http_auth_basic_user`).
 fn remote_user(auth: &[u8]) -> Option<Vec<u8>> {
-    let rest = auth.strip_prefix(b"Basic ").or_else(|| {
-        (auth.len() > 6 && auth[..6].eq_ignore_ascii_case(b"basic ")).then(|| &auth[6..])
-    })?;
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(rest.trim_ascii())
-        .ok()?;
-    let user = match decoded.iter().position(|&b| b == b':') {
-        Some(i) => &decoded[..i],
-        None => return None,
-    };
-    Some(user.to_vec())
+    super::access::auth_basic::credentials_of(auth).map(|c| c.user)
 }
 
 /// `$sent_http_NAME` from the reply as sent.

@@ -36,7 +36,11 @@ pub struct Credentials {
 /// `ngx_http_auth_basic_user`: the credentials, or `None` when the field
 /// is missing, not Basic, not base64, or without `user:`.
 pub fn credentials(head: &RequestHead) -> Option<Credentials> {
-    let v = head.header("authorization")?;
+    credentials_of(head.header("authorization")?)
+}
+
+/// [`credentials`] from an `Authorization` value.
+pub fn credentials_of(v: &[u8]) -> Option<Credentials> {
     const BASIC: &[u8] = b"Basic ";
     if v.len() < BASIC.len() || !v[..BASIC.len()].eq_ignore_ascii_case(BASIC) {
         return None;
@@ -175,7 +179,7 @@ pub enum Checked {
     /// The password matches.
     Ok,
     /// Answer this (401 with the realm, 403, 500).
-    Reply(Reply),
+    Reply(Box<Reply>),
 }
 
 /// Reads `path` through `files` for the user of `creds` and compares the
@@ -197,7 +201,7 @@ pub async fn check(
     };
     let fail = |e: &FileError, level: Level, status: Status| {
         log(level, format_args!("{e}"));
-        Checked::Reply(Reply::special(status))
+        Checked::Reply(Box::new(Reply::special(status)))
     };
     let file = match files.open(path).await {
         Ok(Opened::Regular(f)) => f,
@@ -207,7 +211,7 @@ pub async fn check(
                 Level::Crit,
                 format_args!("pread() \"{}\" failed (21: Is a directory)", path.display()),
             );
-            return Checked::Reply(Reply::special(Status::INTERNAL_SERVER_ERROR));
+            return Checked::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR)));
         }
         Err(e) if e.errno() == Some(libc::ENOENT) => {
             return fail(&e, Level::Error, Status::FORBIDDEN);
@@ -235,7 +239,7 @@ pub async fn check(
             Level::Error,
             format_args!("user \"{user}\" was not found in \"{}\"", path.display()),
         );
-        return Checked::Reply(challenge(realm));
+        return Checked::Reply(Box::new(challenge(realm)));
     };
     match super::crypt::crypt(&creds.passwd, &stored) {
         Ok(hashed) if hashed == stored => Checked::Ok,
@@ -244,7 +248,7 @@ pub async fn check(
                 Level::Error,
                 format_args!("user \"{user}\": password mismatch"),
             );
-            Checked::Reply(challenge(realm))
+            Checked::Reply(Box::new(challenge(realm)))
         }
         Err(e) => {
             log(
@@ -255,7 +259,7 @@ pub async fn check(
                     crate::config::errno_text(&e)
                 ),
             );
-            Checked::Reply(Reply::special(Status::INTERNAL_SERVER_ERROR))
+            Checked::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR)))
         }
     }
 }

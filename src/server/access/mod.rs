@@ -186,7 +186,7 @@ pub async fn wait(site: &Site, r: &mut Req<'_>, w: Wait, files: FileLayer<'_>) -
                     }
                 }
                 auth_basic::Checked::Reply(reply) => {
-                    if let Some(v) = refused(site, r, &mut code, reply) {
+                    if let Some(v) = refused(site, r, &mut code, *reply) {
                         return v;
                     }
                 }
@@ -525,11 +525,8 @@ fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
     let mut code = None;
     match rules_allow(conf, r.peer) {
         None => {}
-        Some(true) => {
-            if conf.satisfy == Satisfy::Any {
-                return Verdict::Pass;
-            }
-        }
+        Some(true) if conf.satisfy == Satisfy::Any => return Verdict::Pass,
+        Some(true) => {}
         Some(false) => {
             if conf.satisfy == Satisfy::All {
                 log(
