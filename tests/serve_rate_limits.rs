@@ -261,3 +261,27 @@ fn a_delayed_request_holds_no_connection_count_yet() {
     assert_eq!(r.header("X-Conn").as_deref(), Some("PASSED"));
     assert_eq!(body(&held.response().expect("answered")), "dir file\n");
 }
+
+#[test]
+fn a_client_that_leaves_during_the_delay_is_logged_499() {
+    let f = Fixture::build();
+    let s = serve(
+        &f,
+        "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/s;
+         log_format st \"$request_uri $status $limit_req_status\";",
+        "root {root}; access_log {prefix}/status.log st;
+         location / { limit_req zone=one burst=5; }",
+    );
+    assert_eq!(status(&s, "/noext?first"), 200);
+    let delayed = start(&s, "/noext?second");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(delayed);
+    let log = s.prefix().join("status.log");
+    assert!(wait::until(LOG_WAIT, || {
+        wait::read_text(&log).contains("/noext?second 499 DELAYED")
+    }));
+    assert!(logged(
+        &s,
+        &["[info]", "client prematurely closed connection"]
+    ));
+}

@@ -187,7 +187,7 @@ impl<'a> Walk<'a> {
             if let Some(w) = self.access_wait.take() {
                 let pool = pool_for(self.site, r).unwrap_or(None);
                 let files = FileLayer::for_conf(pool.as_ref(), r.conf);
-                let located = match access::wait(self.site, r, w, files).await {
+                let located = match access::wait(self.site, r, w, files, client).await {
                     access::Verdict::Pass => {
                         self.access_done = true;
                         Located::Content

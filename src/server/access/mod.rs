@@ -39,6 +39,7 @@ use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
+use super::client::Client;
 use super::reply::Reply;
 use super::request::Req;
 use super::site::Site;
@@ -48,6 +49,8 @@ pub const MAX_REQ_KEY: usize = 65535;
 /// The longest `limit_conn` key (nginx keeps its length in 8 bits).
 pub const MAX_CONN_KEY: usize = 255;
 const UNAUTHORIZED: Status = Status::UNAUTHORIZED;
+/// nginx's 499: the client closed the connection before the answer.
+const CLIENT_CLOSED: Status = Status(499);
 
 /// `$limit_req_status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,17 +164,26 @@ pub fn check(site: &Site, r: &mut Req<'_>) -> Verdict {
     access_phase(site, r)
 }
 
-/// Finishes what [`check`] left waiting (`files` reads the password file).
-pub async fn wait(site: &Site, r: &mut Req<'_>, w: Wait, files: FileLayer<'_>) -> Verdict {
+/// Finishes what [`check`] left waiting (`files` reads the password file;
+/// a client that closes during a delay ends the request with 499).
+pub async fn wait(
+    site: &Site,
+    r: &mut Req<'_>,
+    w: Wait,
+    files: FileLayer<'_>,
+    client: &Client<'_>,
+) -> Verdict {
     match w {
         Wait::Delay(d) => {
-            tokio::time::sleep(d).await;
+            if let Some(v) = delay(site, r, d, client).await {
+                return v;
+            }
             check(site, r)
         }
-        Wait::Unauthorized(d, reply) => {
-            tokio::time::sleep(d).await;
-            Verdict::Deny(reply)
-        }
+        Wait::Unauthorized(d, reply) => match delay(site, r, d, client).await {
+            Some(v) => v,
+            None => Verdict::Deny(reply),
+        },
         Wait::Auth(a) => {
             let AuthWait {
                 creds,
@@ -194,6 +206,24 @@ pub async fn wait(site: &Site, r: &mut Req<'_>, w: Wait, files: FileLayer<'_>) -
             post_access(site, r, code)
         }
     }
+}
+
+/// Waits `d` on a timer, watching the client as nginx does while a request
+/// is delayed: `Some` (499, nothing sent) when it closes meanwhile.
+async fn delay(site: &Site, r: &Req<'_>, d: Duration, client: &Client<'_>) -> Option<Verdict> {
+    let timer = tokio::time::sleep(d);
+    tokio::pin!(timer);
+    tokio::select! {
+        _ = &mut timer => return None,
+        closed = client.closed() => {
+            if closed {
+                log(site, r, Level::Info, format_args!("client prematurely closed connection"));
+                return Some(Verdict::Deny(Box::new(Reply::aborted(CLIENT_CLOSED))));
+            }
+        }
+    }
+    timer.await;
+    None
 }
 
 /// The variables of the access modules.
