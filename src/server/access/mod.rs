@@ -16,6 +16,12 @@
 //! count the request against a limit twice.
 //!
 //! This module decides; it does not send, and it never waits on the loop.
+//!
+//! Its rooms: `phase` (the access phase and `satisfy`), `limits` (the
+//! `limit_req` and `limit_conn` handlers) over [`limit_req`],
+//! [`limit_conn`] (the zones' tables, sized by `slab`) and [`zones`] (the
+//! tables across reloads); [`auth_basic`] with [`crypt`] and `base64`;
+//! [`realip`].
 
 pub mod auth_basic;
 mod base64;
