@@ -93,7 +93,11 @@ fn zone(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive, req: bool) -> Res
         key,
         key_source: d.arg(0).to_string(),
         size,
-        rate: if req { rate * 1000 / scale } else { 0 },
+        rate: if req {
+            rate.saturating_mul(1000) / scale
+        } else {
+            0
+        },
     });
     Ok(())
 }

@@ -92,7 +92,7 @@ impl Table {
                 return Lookup::NoMemory;
             };
             let ms = elapsed(now, n.last);
-            let excess = (n.excess - rate as i64 * ms / 1000 + 1000).max(0);
+            let excess = (n.excess - drained(rate, ms) + 1000).max(0);
             if excess as u64 > burst {
                 return Lookup::Busy(excess as u64);
             }
@@ -142,7 +142,7 @@ impl Table {
             return 0;
         };
         let ms = elapsed(now, n.last);
-        let excess = (n.excess - rate as i64 * ms / 1000 + 1000).max(0);
+        let excess = (n.excess - drained(rate, ms) + 1000).max(0);
         if ms != 0 {
             n.last = now;
         }
@@ -180,7 +180,7 @@ impl Table {
                 if ms < EXPIRE_MS {
                     return;
                 }
-                if node.excess - rate as i64 * ms / 1000 > 0 {
+                if node.excess - drained(rate, ms) > 0 {
                     return;
                 }
             }
@@ -200,6 +200,12 @@ impl Table {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+}
+
+/// What `ms` milliseconds drain from a bucket at `rate` (thousandths of a
+/// request per second), in thousandths of a request.
+fn drained(rate: u64, ms: i64) -> i64 {
+    i64::try_from(rate).unwrap_or(i64::MAX).saturating_mul(ms) / 1000
 }
 
 /// Milliseconds from `last` to `now`, clamped as nginx clamps them: a
@@ -286,6 +292,16 @@ mod tests {
         // The table stopped growing: older keys made room for newer ones.
         assert!(t.len() > 100 && t.len() < 300, "{}", t.len());
         assert!(!t.nodes.contains_key(&0u32.to_be_bytes()[..]));
+    }
+
+    #[test]
+    fn absurd_rates_and_times_do_not_overflow() {
+        let mut t = Table::new(1 << 20);
+        t.lookup(u64::MAX, u64::MAX, b"k", 0, true);
+        assert_eq!(
+            t.lookup(u64::MAX, u64::MAX, b"k", u64::MAX / 2, true),
+            Lookup::Ok(0)
+        );
     }
 
     #[test]

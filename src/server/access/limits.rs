@@ -186,7 +186,7 @@ pub(super) fn limit_requests(site: &Site, r: &mut Req<'_>) -> Option<Verdict> {
     // `ngx_http_limit_req_account`.
     let rate_of = |n: usize| zones.get(&limits[n].zone).map_or(1, |z| z.rate.max(1));
     let mut max_delay = match excess.checked_sub(limits[at].delay) {
-        Some(over) if over > 0 => over * 1000 / rate_of(at),
+        Some(over) if over > 0 => over.saturating_mul(1000) / rate_of(at),
         _ => 0,
     };
     for (n, key) in held.iter().rev() {
@@ -197,7 +197,7 @@ pub(super) fn limit_requests(site: &Site, r: &mut Req<'_>) -> Option<Verdict> {
         if e <= limits[*n].delay {
             continue;
         }
-        let delay = (e - limits[*n].delay) * 1000 / z.rate.max(1);
+        let delay = (e - limits[*n].delay).saturating_mul(1000) / z.rate.max(1);
         if delay > max_delay {
             (max_delay, excess, at) = (delay, e, *n);
         }
