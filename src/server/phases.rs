@@ -1,10 +1,10 @@
 //! The request phases, as nginx's phase engine runs them: (post-read:
 //! `realip`) → server rewrite → find location → location rewrite →
 //! pre-access and access checks ([`access`]: limits, rules, passwords) →
-//! content → (the log phase is the connection's, after sending). An internal redirect (an
-//! `index` file, an `error_page`, later `rewrite … last` and `try_files`)
-//! starts the walk again at the server rewrite phase with the new URI; a
-//! named location (`@x`) is entered directly.
+//! content → (the log phase is the connection's, after sending). An
+//! internal redirect (an `index` file, an `error_page`, later `rewrite …
+//! last` and `try_files`) starts the walk again at the server rewrite
+//! phase with the new URI; a named location (`@x`) is entered directly.
 //!
 //! The walk is split where it may wait: [`Walk::route`] runs every phase
 //! that decides without I/O (a `return`, the status page, a body too large)
