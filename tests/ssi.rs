@@ -464,3 +464,21 @@ fn small_output_buffers_and_an_empty_proxied_include() {
     assert_eq!(s.body("/t1.html"), x);
     assert_eq!(s.body("/t2.html"), x);
 }
+
+/// nginx's access phase passes a subrequest by: an included location that
+/// denies every client is still included (the main request was allowed).
+#[test]
+fn an_include_is_not_refused_by_the_access_phase() {
+    let s = Ssi::start(
+        &[
+            (
+                "page.html",
+                "[<!--# include virtual=\"/private/part.html\" -->]",
+            ),
+            ("private/part.html", "secret"),
+        ],
+        "location /private/ { deny all; }",
+    );
+    assert_eq!(s.text("/page.html"), (200, "[secret]".to_string()));
+    assert_eq!(s.text("/private/part.html").0, 403);
+}

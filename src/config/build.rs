@@ -82,6 +82,7 @@ impl Scope<'_> {
             Scope::Events(..) => table::EVENTS,
             Scope::Http(_) => table::HTTP,
             Scope::Server(_) => table::SERVER,
+            Scope::Location(l) if l.lmt => table::LMT,
             Scope::Location(l) if l.noname => table::LIF,
             Scope::Location(_) => table::LOCATION,
             Scope::ServerIf(..) => table::SIF,

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::access_model::{AccessRule, LimitConn, LimitReq, RealIpFrom, RealIpHeader, Satisfy};
 use super::cache_model::{
     ALWAYS_CACHED_METHODS, DEFAULT_CACHE_LOCK_TIME, DEFAULT_PROXY_CACHE_KEY, DEFAULT_STORE_ACCESS,
 };
@@ -25,6 +26,7 @@ use super::model::{
 };
 use super::template::Template;
 use super::type_list::TypeList;
+use crate::log::Level;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
 /// defaults, and the merge between them.
@@ -375,6 +377,42 @@ inherited! {
         add_after_body: Option<String> = None,
         /// `addition_types`: the MIME types the addition filter applies to.
         addition_types: TypeList = TypeList::html(),
+        /// `allow`/`deny`, in order: a level that writes any replaces its
+        /// parent's (nginx's `ngx_http_access_merge_loc_conf`).
+        access_rules: Vec<AccessRule> = Vec::new(),
+        /// `satisfy`.
+        satisfy: Satisfy = Satisfy::All,
+        /// `auth_basic`: the realm (`off` when it evaluates to `off`);
+        /// `None`: no basic authentication.
+        auth_basic: Option<Template> = None,
+        /// `auth_basic_user_file`, resolved against the configuration's
+        /// folder when it evaluates to a relative path.
+        auth_basic_user_file: Option<Template> = None,
+        /// `auth_delay`: how long a 401 from the access phase waits.
+        auth_delay: Duration = Duration::ZERO,
+        /// `limit_req`: a level's entries replace its parent's.
+        limit_req: Vec<LimitReq> = Vec::new(),
+        /// `limit_req_status`.
+        limit_req_status: u16 = 503,
+        /// `limit_req_log_level` (delays are logged one level lower).
+        limit_req_log_level: Level = Level::Error,
+        /// `limit_req_dry_run`.
+        limit_req_dry_run: bool = false,
+        /// `limit_conn`: a level's entries replace its parent's.
+        limit_conn: Vec<LimitConn> = Vec::new(),
+        /// `limit_conn_status`.
+        limit_conn_status: u16 = 503,
+        /// `limit_conn_log_level`.
+        limit_conn_log_level: Level = Level::Error,
+        /// `limit_conn_dry_run`.
+        limit_conn_dry_run: bool = false,
+        /// `set_real_ip_from`: a level's entries replace its parent's; none
+        /// turns the realip module off.
+        real_ip_from: Vec<RealIpFrom> = Vec::new(),
+        /// `real_ip_header`.
+        real_ip_header: RealIpHeader = RealIpHeader::XRealIp,
+        /// `real_ip_recursive`.
+        real_ip_recursive: bool = false,
     }
 }
 

@@ -8,6 +8,7 @@
 //!
 //! This module reads files and nothing else: it opens no sockets and no logs.
 
+pub mod access_model;
 pub mod build;
 pub mod cache_model;
 pub mod dirs;
@@ -25,6 +26,7 @@ pub mod modules;
 pub mod proxy_model;
 pub mod regex;
 pub mod script;
+pub mod set_access;
 pub mod set_autoindex;
 pub mod set_cache;
 pub mod set_cache_path;
@@ -32,9 +34,11 @@ pub mod set_charset;
 pub mod set_core;
 pub mod set_gzip;
 pub mod set_http;
+pub mod set_limit;
 pub mod set_map;
 pub mod set_output;
 pub mod set_proxy;
+pub mod set_realip;
 pub mod set_rewrite;
 pub mod set_server;
 pub mod set_split_clients;

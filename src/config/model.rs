@@ -178,6 +178,10 @@ pub struct HttpConf {
     pub server_names_hash_bucket_size: Option<u64>,
     /// The charsets the configuration names and its `charset_map` tables.
     pub charsets: crate::http::charset::Charsets,
+    /// `limit_req_zone` declarations.
+    pub limit_req_zones: Vec<super::access_model::LimitZone>,
+    /// `limit_conn_zone` declarations.
+    pub limit_conn_zones: Vec<super::access_model::LimitZone>,
 }
 
 impl HttpConf {
@@ -219,6 +223,9 @@ pub struct Server {
     pub locations: Vec<Location>,
     /// Where the block starts.
     pub loc: Option<Loc>,
+    /// The content handler of requests no location matches (`stub_status`
+    /// at server level).
+    pub handler: Handler,
 }
 
 impl Server {
@@ -350,6 +357,11 @@ pub struct Location {
     /// `noname`): never searched for, entered only by its `if`; its
     /// matcher is the enclosing location's, whose name it shares.
     pub noname: bool,
+    /// `limit_except METHOD … { }`: the settings for the other methods.
+    pub limit_except: Option<Box<LimitExcept>>,
+    /// Whether this is the anonymous location of a `limit_except` block
+    /// (also `noname`).
+    pub lmt: bool,
     /// Where the block starts.
     pub loc: Loc,
 }
@@ -367,12 +379,14 @@ impl Location {
             handler: Handler::default(),
             locations: Vec::new(),
             noname: false,
+            limit_except: None,
+            lmt: false,
             loc,
         }
     }
 
-    /// The locations inside this one: nested `location` blocks, then the
-    /// anonymous locations of its `if` blocks.
+    /// The locations inside this one: nested `location` blocks, the
+    /// anonymous locations of its `if` blocks, and of its `limit_except`.
     pub fn children(&self) -> impl Iterator<Item = &Location> {
         self.locations
             .iter()
@@ -380,6 +394,17 @@ impl Location {
                 RewriteOp::If(i) => i.location.as_ref(),
                 _ => None,
             }))
+            .chain(self.limit_except.as_deref().map(|e| &e.location))
+    }
+
+    /// The location whose settings serve `method` here: the `limit_except`
+    /// block's when the method is not one it lets through (nginx's
+    /// `ngx_http_update_location_config`), else this one.
+    pub fn for_method(&self, method: &str) -> &Location {
+        match &self.limit_except {
+            Some(e) if !e.methods.iter().any(|m| m == method) => &e.location,
+            _ => self,
+        }
     }
 
     /// [`Location::children`], mutably.
@@ -390,7 +415,18 @@ impl Location {
                 RewriteOp::If(i) => i.location.as_mut(),
                 _ => None,
             }))
+            .chain(self.limit_except.as_deref_mut().map(|e| &mut e.location))
     }
+}
+
+/// `limit_except METHOD … { … }`.
+#[derive(Clone, Debug)]
+pub struct LimitExcept {
+    /// The methods let through, uppercase (`GET` brings `HEAD`).
+    pub methods: Vec<String>,
+    /// The block's anonymous location: its settings apply to every other
+    /// method.
+    pub location: Location,
 }
 
 /// `root` or `alias`.
@@ -502,6 +538,10 @@ pub enum Handler {
     Status,
     /// `proxy_pass`.
     Proxy,
+    /// `stub_status`: nginx's connection counters as text.
+    StubStatus,
+    /// `empty_gif`: a 1×1 transparent GIF.
+    EmptyGif,
 }
 
 /// What defines a configuration-defined variable (nginx's get handler of

@@ -8,13 +8,13 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_gzip, set_http, set_map,
-    set_output, set_proxy, set_rewrite, set_server, set_split_clients, set_ssi, set_sub,
-    set_upstream,
+    set_access, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_gzip,
+    set_http, set_limit, set_map, set_output, set_proxy, set_realip, set_rewrite, set_server,
+    set_split_clients, set_ssi, set_sub, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
-pub type Contexts = u8;
+pub type Contexts = u16;
 /// The main (top-level) context.
 pub const MAIN: Contexts = 1;
 /// Inside `events { }`.
@@ -31,17 +31,19 @@ pub const UPSTREAM: Contexts = 1 << 5;
 pub const SIF: Contexts = 1 << 6;
 /// Inside an `if` block of a location (nginx's `NGX_HTTP_LIF_CONF`).
 pub const LIF: Contexts = 1 << 7;
+/// Inside a `limit_except` block (nginx's `NGX_HTTP_LMT_CONF`).
+pub const LMT: Contexts = 1 << 8;
 /// http, server and location: the inherited settings.
 pub const HSL: Contexts = HTTP | SERVER | LOCATION;
 /// Where the rewrite module's instructions go: server, location, and the
 /// `if` blocks of both.
 pub const SCRIPT: Contexts = SERVER | SIF | LOCATION | LIF;
 /// Every context (for `include`).
-pub const ANY: Contexts = MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM | SIF | LIF;
+pub const ANY: Contexts = MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM | SIF | LIF | LMT;
 
 /// The names of the contexts, for the reference. An `if` in either place
 /// is `if`; one only allowed in a location's is `if in location`.
-pub const CONTEXT_NAMES: [(Contexts, &str); 7] = [
+pub const CONTEXT_NAMES: [(Contexts, &str); 8] = [
     (MAIN, "main"),
     (EVENTS, "events"),
     (HTTP, "http"),
@@ -49,6 +51,7 @@ pub const CONTEXT_NAMES: [(Contexts, &str); 7] = [
     (LOCATION, "location"),
     (UPSTREAM, "upstream"),
     (SIF | LIF, "if"),
+    (LMT, "limit_except"),
 ];
 
 /// How many arguments a directive takes (after its name).
@@ -150,7 +153,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("log_format", HTTP, AtLeast(2), false, Ready, set_http::log_format, "log_format name string ...;", "combined \"...\""),
     spec!("types", HSL, Exactly(0), true, Ready, set_http::types, "types { ... }", "text/html html; image/gif gif; image/jpeg jpg;"),
     spec!("default_type", HSL, Exactly(1), false, Ready, set_http::default_type, "default_type mime-type;", "text/plain"),
-    spec!("access_log", HSL | LIF, AtLeast(1), false, Ready, set_http::access_log, "access_log path [format] | off;", "logs/access.log combined"),
+    spec!("access_log", HSL | LIF | LMT, AtLeast(1), false, Ready, set_http::access_log, "access_log path [format] | off;", "logs/access.log combined"),
     spec!("sendfile", HSL | LIF, Exactly(1), false, Ready, set_http::sendfile, "sendfile on | off;", "off"),
     spec!("sendfile_max_chunk", HSL, Exactly(1), false, Ready, set_http::sendfile_max_chunk, "sendfile_max_chunk size;", "2m"),
     spec!("tcp_nopush", HSL, Exactly(1), false, Ready, set_http::tcp_nopush, "tcp_nopush on | off;", "off"),
@@ -214,7 +217,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("keepalive_time", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_time, "keepalive_time time;", "1h"),
     spec!("zone", UPSTREAM, Between(1, 2), false, Ready, set_upstream::zone, "zone name [size];", "—"),
     // reverse proxy: parsed and validated, served in a later release
-    spec!("proxy_pass", LOCATION | LIF, Exactly(1), false, Ready, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
+    spec!("proxy_pass", LOCATION | LIF | LMT, Exactly(1), false, Ready, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
     spec!("proxy_redirect", HSL, Between(1, 2), false, Ready, set_proxy::proxy_redirect, "proxy_redirect default | off | redirect replacement;", "default"),
     spec!("proxy_set_header", HSL, Exactly(2), false, Ready, set_proxy::proxy_set_header, "proxy_set_header field value;", "Host $proxy_host; Connection close;"),
     spec!("proxy_hide_header", HSL, Exactly(1), false, Ready, set_proxy::proxy_hide_header, "proxy_hide_header field;", "—"),
@@ -312,6 +315,32 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("add_before_body", HSL, Exactly(1), false, Ready, set_sub::add_before_body, "add_before_body uri;", "—"),
     spec!("add_after_body", HSL, Exactly(1), false, Ready, set_sub::add_after_body, "add_after_body uri;", "—"),
     spec!("addition_types", HSL, AtLeast(1), false, Ready, set_sub::addition_types, "addition_types mime-type ...;", "text/html"),
+    // access control: allow/deny, basic authentication, satisfy
+    spec!("allow", HSL | LMT, Exactly(1), false, Ready, set_access::allow_deny, "allow address | CIDR | unix: | all;", "—"),
+    spec!("deny", HSL | LMT, Exactly(1), false, Ready, set_access::allow_deny, "deny address | CIDR | unix: | all;", "—"),
+    spec!("limit_except", LOCATION, AtLeast(1), true, Ready, set_access::limit_except, "limit_except method ... { ... }", "—"),
+    spec!("satisfy", HSL, Exactly(1), false, Ready, set_access::satisfy, "satisfy all | any;", "all"),
+    spec!("auth_delay", HSL, Exactly(1), false, Ready, set_access::auth_delay, "auth_delay time;", "0s"),
+    spec!("auth_basic", HSL | LMT, Exactly(1), false, Ready, set_access::auth_basic, "auth_basic string | off;", "off"),
+    spec!("auth_basic_user_file", HSL | LMT, Exactly(1), false, Ready, set_access::auth_basic_user_file, "auth_basic_user_file file;", "—"),
+    // request and connection rate limits
+    spec!("limit_req_zone", HTTP, Exactly(3), false, Ready, set_limit::limit_req_zone, "limit_req_zone key zone=name:size rate=rate;", "—"),
+    spec!("limit_req", HSL, Between(1, 3), false, Ready, set_limit::limit_req, "limit_req zone=name [burst=number] [nodelay | delay=number];", "—"),
+    spec!("limit_req_status", HSL, Exactly(1), false, Ready, set_limit::limit_req_status, "limit_req_status code;", "503"),
+    spec!("limit_req_log_level", HSL, Exactly(1), false, Ready, set_limit::limit_req_log_level, "limit_req_log_level info | notice | warn | error;", "error"),
+    spec!("limit_req_dry_run", HSL, Exactly(1), false, Ready, set_limit::limit_req_dry_run, "limit_req_dry_run on | off;", "off"),
+    spec!("limit_conn_zone", HTTP, Exactly(2), false, Ready, set_limit::limit_conn_zone, "limit_conn_zone key zone=name:size;", "—"),
+    spec!("limit_conn", HSL, Exactly(2), false, Ready, set_limit::limit_conn, "limit_conn zone number;", "—"),
+    spec!("limit_conn_status", HSL, Exactly(1), false, Ready, set_limit::limit_conn_status, "limit_conn_status code;", "503"),
+    spec!("limit_conn_log_level", HSL, Exactly(1), false, Ready, set_limit::limit_conn_log_level, "limit_conn_log_level info | notice | warn | error;", "error"),
+    spec!("limit_conn_dry_run", HSL, Exactly(1), false, Ready, set_limit::limit_conn_dry_run, "limit_conn_dry_run on | off;", "off"),
+    // the client's address from a trusted proxy's header
+    spec!("set_real_ip_from", HSL, Exactly(1), false, Ready, set_realip::set_real_ip_from, "set_real_ip_from address | CIDR | unix:;", "—"),
+    spec!("real_ip_header", HSL, Exactly(1), false, Ready, set_realip::real_ip_header, "real_ip_header field | X-Real-IP | X-Forwarded-For;", "X-Real-IP"),
+    spec!("real_ip_recursive", HSL, Exactly(1), false, Ready, set_realip::real_ip_recursive, "real_ip_recursive on | off;", "off"),
+    // small content handlers
+    spec!("stub_status", SERVER | LOCATION, Between(0, 1), false, Ready, set_realip::stub_status, "stub_status;", "—"),
+    spec!("empty_gif", LOCATION, Exactly(0), false, Ready, set_realip::empty_gif, "empty_gif;", "—"),
 ];
 
 /// The entries named `name`.

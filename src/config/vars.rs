@@ -228,6 +228,22 @@ builtins! {
     DateLocal = "date_local",
     /// The time in GMT, as the SSI module formats it (its `timefmt`).
     DateGmt = "date_gmt",
+    /// The connection's own address when `realip` replaced `$remote_addr`.
+    RealipRemoteAddr = "realip_remote_addr",
+    /// The connection's own port when `realip` replaced `$remote_port`.
+    RealipRemotePort = "realip_remote_port",
+    /// What `limit_req` decided: `PASSED`, `DELAYED`, `REJECTED` …
+    LimitReqStatus = "limit_req_status",
+    /// What `limit_conn` decided: `PASSED`, `REJECTED` …
+    LimitConnStatus = "limit_conn_status",
+    /// Open client connections (`stub_status`'s "Active connections").
+    ConnectionsActive = "connections_active",
+    /// Connections reading a request head.
+    ConnectionsReading = "connections_reading",
+    /// Connections whose request is being answered.
+    ConnectionsWriting = "connections_writing",
+    /// Idle connections waiting for a request.
+    ConnectionsWaiting = "connections_waiting",
 }
 
 impl Var {

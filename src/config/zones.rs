@@ -11,6 +11,10 @@ pub enum ZoneUse {
     Upstream,
     /// A `proxy_cache_path` `keys_zone`.
     ProxyCache,
+    /// A `limit_req_zone`.
+    LimitReq,
+    /// A `limit_conn_zone`.
+    LimitConn,
 }
 
 /// One declared zone.

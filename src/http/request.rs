@@ -414,6 +414,7 @@ const UNIQUE_HEADERS: &[&str] = &[
     "If-None-Match",
     "If-Range",
     "Expect",
+    "Authorization",
 ];
 
 /// Derives the head's fields and applies nginx's checks, in nginx's order

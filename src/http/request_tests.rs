@@ -294,6 +294,7 @@ fn unique_conditional_headers() {
         "If-None-Match",
         "If-Range",
         "Expect",
+        "Authorization",
     ] {
         let e = err(&format!(
             "GET / HTTP/1.1\r\nHost: a\r\n{name}: x\r\n{name}: y\r\n\r\n"

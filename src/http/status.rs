@@ -35,6 +35,8 @@ impl Status {
     pub const NOT_MODIFIED: Status = Status(304);
     /// 400 Bad Request.
     pub const BAD_REQUEST: Status = Status(400);
+    /// 401 Unauthorized: `auth_basic` wants credentials.
+    pub const UNAUTHORIZED: Status = Status(401);
     /// 403 Forbidden.
     pub const FORBIDDEN: Status = Status(403);
     /// 404 Not Found.

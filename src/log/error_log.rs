@@ -82,7 +82,7 @@ impl ErrorLog {
                 format_line(&mut buf, &t.error_log, level, getpid(), tid(), conn, msg)
             });
             for s in self.sinks.iter().filter(|s| level.passes(s.threshold)) {
-                s.writer.write_line(&buf);
+                s.writer.write_line_now(&buf);
             }
         });
     }

@@ -80,6 +80,11 @@ struct State {
     closing: bool,
     /// The thread has exited: nobody waits for progress any more.
     gone: bool,
+    /// A line in `buf` is written at once, without gathering a batch (an
+    /// error-log line: nginx writes those as they happen, and readers of
+    /// the error log expect to find a refusal's line by the time its
+    /// response arrives).
+    urgent: bool,
 }
 
 /// State shared with the writer thread.
@@ -168,6 +173,7 @@ impl LogWriter {
                 accepted: 0,
                 done: 0,
                 reopen_asked: 0,
+                urgent: false,
                 reopen_done: 0,
                 reopen_error: None,
                 closing: false,
@@ -204,6 +210,16 @@ impl LogWriter {
     /// Queues `line` plus a `\n` for writing. Never waits for I/O: returns
     /// `false` and counts a drop if the buffer is full or the writer closed.
     pub fn write_line(&self, line: &[u8]) -> bool {
+        self.queue(line, false)
+    }
+
+    /// [`LogWriter::write_line`] for a line written without waiting for a
+    /// batch to gather (error-log lines).
+    pub fn write_line_now(&self, line: &[u8]) -> bool {
+        self.queue(line, true)
+    }
+
+    fn queue(&self, line: &[u8], urgent: bool) -> bool {
         let s = &self.shared;
         let mut st = s.lock();
         if st.closing || st.buf.len() + line.len() + 1 > s.capacity {
@@ -212,14 +228,17 @@ impl LogWriter {
             return false;
         }
         let was_empty = st.buf.is_empty();
+        let wake = was_empty || (urgent && !st.urgent);
+        st.urgent |= urgent;
         st.buf.extend_from_slice(line);
         st.buf.push(b'\n');
         st.lines += 1;
         st.accepted += 1;
         drop(st);
         // The writer sleeps only on an empty buffer, so only the first line
-        // of a batch needs to wake it: no futex call per line under load.
-        if was_empty {
+        // of a batch needs to wake it: no futex call per line under load
+        // (and the first urgent one, to cut the batch's wait short).
+        if wake {
             s.wake.notify_one();
         }
         true
@@ -341,7 +360,11 @@ fn run(shared: &Shared, mut sink: Sink) {
         // wake and a write() per request into one per interval under load
         // (what nginx's `access_log … flush=` buys). `flush`, `reopen` and
         // `close` notify and cut the wait short.
-        if st.buf.len() < COALESCE_BYTES && st.reopen_asked == st.reopen_done && !st.closing {
+        if st.buf.len() < COALESCE_BYTES
+            && st.reopen_asked == st.reopen_done
+            && !st.closing
+            && !st.urgent
+        {
             st = shared
                 .wake
                 .wait_timeout(st, COALESCE_WAIT)
@@ -351,6 +374,7 @@ fn run(shared: &Shared, mut sink: Sink) {
         // Double buffering: loops fill one vector while this thread writes
         // the other, and both keep their allocations.
         std::mem::swap(&mut st.buf, &mut batch);
+        st.urgent = false;
         let lines = std::mem::take(&mut st.lines);
         let upto = st.accepted;
         let reopen = st.reopen_asked;

@@ -6,12 +6,14 @@
 //!   worker's own thread through a thread-local handle.
 //! - [`timed`]: the future wrapper that times every poll of a task.
 //! - [`upstream`]: per upstream server: requests, failures, response time.
+//! - [`connections`]: nginx's connection counters (`stub_status`).
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
+pub mod connections;
 pub mod prometheus;
 pub mod timed;
 pub mod upstream;

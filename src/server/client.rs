@@ -210,6 +210,18 @@ impl<'c> Client<'c> {
         }
     }
 
+    /// Resolves `true` once the client has closed its side while the
+    /// request waits (nginx's `ngx_http_test_reading`), `false` as soon as
+    /// bytes are there instead (a body, a pipelined request), which says
+    /// nothing about a close. Reads nothing.
+    pub async fn closed(&self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        matches!(self.stream.peek(&mut byte).await, Ok(0) | Err(_))
+    }
+
     /// Sends `100 Continue` if the client asked for it and nothing was sent
     /// yet (nginx's `ngx_http_test_expect`, when the body is first read):
     /// even when body bytes came with the head, as nginx does.

@@ -68,6 +68,8 @@ pub async fn serve(
     site: Arc<Site>,
     mut quit: watch::Receiver<bool>,
 ) {
+    // This connection in nginx's counters (`stub_status`), until it ends.
+    let mut stats = crate::metrics::connections::Tracked::accepted();
     let Some(default_server) = site.server(info.socket_addr, info.local, None) else {
         return;
     };
@@ -89,6 +91,7 @@ pub async fn serve(
             &mut quit,
             requests == 0,
             &mut timer,
+            &mut stats,
         )
         .await;
         let (head, head_len) = match head {
@@ -117,6 +120,7 @@ pub async fn serve(
             }
         };
         requests += 1;
+        stats.writing();
         let start = crate::metrics::timed::now();
         let (server, name_regex) = site
             .server_match(info.socket_addr, info.local, head.host.as_deref())
@@ -167,7 +171,7 @@ pub async fn serve(
             super::proxy::background_update(&site, &mut r, &mut client).await;
         }
         match next {
-            Next::KeepAlive => {}
+            Next::KeepAlive => stats.waiting(),
             Next::Close { linger: true } => {
                 linger(stream).await;
                 return;

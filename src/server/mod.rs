@@ -8,6 +8,9 @@
 //! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
 //! - [`read`]: reading heads and bodies within limits, lingering close.
 //! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
+//! - [`access`]: between location and content: `realip`, `limit_req`,
+//!   `limit_conn`, `allow`/`deny`, `auth_basic`, `satisfy`.
+//! - [`stub_status`]: the `stub_status` and `empty_gif` handlers.
 //! - [`rewrite`]: the rewrite module's scripts (`rewrite`, `return`, `set`,
 //!   `if`, `break`); [`script_if`] their conditions and file tests.
 //! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
@@ -26,6 +29,7 @@
 //!   measurements).
 //! - [`site`], [`vhost`], [`locate`], [`request`], [`reply`]: the data they share.
 
+pub mod access;
 pub mod access_log;
 pub mod addition;
 pub mod autoindex;
@@ -48,6 +52,7 @@ pub mod site;
 pub mod ssi;
 pub mod static_file;
 pub mod stream;
+pub mod stub_status;
 pub mod sub_filter;
 pub mod subrequest;
 pub mod vars;

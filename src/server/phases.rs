@@ -1,9 +1,10 @@
-//! The request phases, as nginx's phase engine runs them: server rewrite →
-//! find location → location rewrite → access checks → content → (the log
-//! phase is the connection's, after sending). An internal redirect (an
-//! `index` file, an `error_page`, later `rewrite … last` and `try_files`)
-//! starts the walk again at the server rewrite phase with the new URI; a
-//! named location (`@x`) is entered directly.
+//! The request phases, as nginx's phase engine runs them: (post-read:
+//! `realip`) → server rewrite → find location → location rewrite →
+//! pre-access and access checks ([`access`]: limits, rules, passwords) →
+//! content → (the log phase is the connection's, after sending). An
+//! internal redirect (an `index` file, an `error_page`, later `rewrite …
+//! last` and `try_files`) starts the walk again at the server rewrite
+//! phase with the new URI; a named location (`@x`) is entered directly.
 //!
 //! The walk is split where it may wait: [`Walk::route`] runs every phase
 //! that decides without I/O (a `return`, the status page, a body too large)
@@ -33,6 +34,7 @@ use crate::io::Pool;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
+use super::access;
 use super::client::Client;
 use super::locate;
 use super::proxy::{self, Proxied};
@@ -41,6 +43,7 @@ use super::request::Req;
 use super::rewrite::{self, Flow, Paused};
 use super::site::Site;
 use super::static_file::{self, Fetch, Served};
+use super::stub_status;
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -135,6 +138,15 @@ pub struct Walk<'a> {
     /// The `Location` of the reply an `error_page` replaced: nginx keeps
     /// the header it had set, and the page's reply carries it.
     error_location: Option<String>,
+    /// The header fields the replaced reply had set (`WWW-Authenticate`
+    /// of a 401): nginx keeps them for the page too.
+    error_fields: Vec<(String, String)>,
+    /// The access checks wait on a timer or a password file: `content`
+    /// finishes them.
+    access_wait: Option<access::Wait>,
+    /// The access checks of the location the request stands in are done
+    /// (a wait finished them).
+    access_done: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -148,6 +160,9 @@ impl<'a> Walk<'a> {
             as_get: false,
             paused: None,
             error_location: None,
+            error_fields: Vec::new(),
+            access_wait: None,
+            access_done: false,
         }
     }
 
@@ -155,6 +170,8 @@ impl<'a> Walk<'a> {
     /// final. `None`: `r` stands in a location whose content handler must
     /// run, or a script waits on a file test; call [`Walk::content`].
     pub fn route(&mut self, r: &mut Req<'a>) -> Option<Handled<'a>> {
+        // nginx's post-read phase, once per request.
+        access::post_read(r);
         let located = self.locate(r);
         match self.proceed(r, located) {
             Next::Done(h) => Some(h),
@@ -167,6 +184,26 @@ impl<'a> Walk<'a> {
     /// until a final reply.
     pub async fn content(&mut self, r: &mut Req<'a>, client: &mut Client<'_>) -> Handled<'a> {
         loop {
+            if let Some(w) = self.access_wait.take() {
+                let pool = pool_for(self.site, r).unwrap_or(None);
+                let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+                let located = match access::wait(self.site, r, w, files, client).await {
+                    access::Verdict::Pass => {
+                        self.access_done = true;
+                        Located::Content
+                    }
+                    access::Verdict::Deny(reply) => Located::Reply(*reply),
+                    access::Verdict::Wait(w) => {
+                        self.access_wait = Some(w);
+                        continue;
+                    }
+                };
+                match self.proceed(r, located) {
+                    Next::Done(h) => return h,
+                    Next::Wait => continue,
+                    Next::Content => {}
+                }
+            }
             if let Some((phase, paused)) = self.paused.take() {
                 let flow = self.finish_script(r, paused).await;
                 let located = match self.script_ended(r, phase, flow) {
@@ -200,10 +237,27 @@ impl<'a> Walk<'a> {
         loop {
             let reply = match located {
                 Located::Reply(reply) => reply,
-                Located::Content => match self.immediate(r) {
-                    Some(reply) => reply,
-                    None => return Next::Content,
-                },
+                Located::Content => {
+                    // The pre-access and access phases, once per location
+                    // the request stands in.
+                    if !std::mem::take(&mut self.access_done) {
+                        match access::check(self.site, r) {
+                            access::Verdict::Pass => {}
+                            access::Verdict::Deny(reply) => {
+                                located = Located::Reply(*reply);
+                                continue;
+                            }
+                            access::Verdict::Wait(w) => {
+                                self.access_wait = Some(w);
+                                return Next::Wait;
+                            }
+                        }
+                    }
+                    match self.immediate(r) {
+                        Some(reply) => reply,
+                        None => return Next::Content,
+                    }
+                }
                 Located::Wait => return Next::Wait,
             };
             match self.after(r, reply, None) {
@@ -245,12 +299,12 @@ impl<'a> Walk<'a> {
                     }
                     match self.enter(r, l) {
                         Some(reply) => return Located::Reply(reply),
-                        None => (Phase::Location, rewrite::run(r, &l.rewrite)),
+                        None => (Phase::Location, rewrite::run(r, entered(r, l))),
                     }
                 }
                 Target::Named(l) => match self.enter(r, l) {
                     Some(reply) => return Located::Reply(reply),
-                    None => (Phase::Location, rewrite::run(r, &l.rewrite)),
+                    None => (Phase::Location, rewrite::run(r, entered(r, l))),
                 },
             };
             if let Some(located) = self.script_ended(r, phase, flow) {
@@ -337,7 +391,9 @@ impl<'a> Walk<'a> {
     /// without I/O. `None`: a content handler must run.
     fn immediate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
         let site = self.site;
-        match r.location.map_or(Handler::Static, |l| l.handler) {
+        match r.location.map_or(r.server.handler, |l| l.handler) {
+            Handler::StubStatus => Some(stub_status::stub_status(r)),
+            Handler::EmptyGif => Some(stub_status::empty_gif(r)),
             Handler::Status => {
                 let text = crate::metrics::prometheus::render(
                     &site.worker_metrics(),
@@ -369,7 +425,7 @@ impl<'a> Walk<'a> {
         if site.config.uses_realpath_root && r.realpath_root.is_none() {
             r.realpath_root = realpath(r, files).await;
         }
-        match r.location.map_or(Handler::Static, |l| l.handler) {
+        match r.location.map_or(r.server.handler, |l| l.handler) {
             Handler::Proxy => match proxy::handle(site, r, client, files).await {
                 Proxied::Reply(reply) => (Outcome::Reply(reply), pool),
                 Proxied::Redirect(uri) => {
@@ -397,7 +453,7 @@ impl<'a> Walk<'a> {
                     )
                 }
             },
-            Handler::Static | Handler::Status => {
+            Handler::Static | Handler::Status | Handler::StubStatus | Handler::EmptyGif => {
                 let uri = r.uri.clone();
                 let fetch = if self.error.is_some() || !r.is_main() {
                     // A subrequest, too, is fetched as GET without ranges
@@ -501,6 +557,10 @@ impl<'a> Walk<'a> {
             if reply.location.is_none() {
                 reply.location = self.error_location.take();
             }
+            if !self.error_fields.is_empty() {
+                let kept = std::mem::take(&mut self.error_fields);
+                reply.extra.splice(0..0, kept);
+            }
         } else if reply.special {
             let status = reply.status;
             if let Some(page) = r
@@ -510,9 +570,14 @@ impl<'a> Walk<'a> {
                 .find(|p| p.codes.contains(&status.0))
             {
                 self.error_location = reply.location.take();
+                self.error_fields = std::mem::take(&mut reply.extra);
                 match self.error_page(r, page, status) {
                     None => return Err(()),
-                    Some(other) => reply = other,
+                    Some(other) => {
+                        reply = other;
+                        let kept = std::mem::take(&mut self.error_fields);
+                        reply.extra.splice(0..0, kept);
+                    }
                 }
             }
         }
@@ -578,6 +643,13 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// The script of the location the request entered for `l`: a
+/// `limit_except` block's (empty: nginx does not inherit rewrites into it)
+/// when the block serves the method.
+fn entered<'a>(r: &Req<'a>, l: &'a Location) -> &'a [crate::config::model::RewriteOp] {
+    &r.location.unwrap_or(l).rewrite
+}
+
 /// The pool `aio` names for this request, or the error to answer.
 fn pool_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Pool>>, Status> {
     let Aio::Threads(name) = &r.conf.aio else {
@@ -629,9 +701,11 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
     }
     for a in &h.conf.add_headers {
         if a.always || ADD_HEADER_STATUSES.contains(&status) {
-            h.reply
-                .extra
-                .push((a.name.clone(), r.expand_lossy(&a.value)));
+            // nginx adds no field for an empty value (`ngx_http_add_header`).
+            let value = r.expand_lossy(&a.value);
+            if !value.is_empty() {
+                h.reply.extra.push((a.name.clone(), value));
+            }
         }
     }
 }

@@ -43,7 +43,9 @@ pub enum HeadRead {
 /// Reads until a complete head is in `buf`. Reads are tried first without
 /// waiting; only when the socket is empty is `timer` (one per connection,
 /// reset rather than recreated) armed: the idle timeout until the first
-/// byte, then `client_header_timeout` from that byte.
+/// byte, then `client_header_timeout` from that byte. `stats` counts the
+/// connection as reading from that byte on.
+#[allow(clippy::too_many_arguments)]
 pub async fn read_head(
     stream: &TcpStream,
     buf: &mut Vec<u8>,
@@ -52,6 +54,7 @@ pub async fn read_head(
     quit: &mut watch::Receiver<bool>,
     first: bool,
     timer: &mut Pin<Box<Sleep>>,
+    stats: &mut crate::metrics::connections::Tracked,
 ) -> HeadRead {
     let (large_count, large_size) = srv.large_client_header_buffers;
     let max_line = large_size.max(srv.client_header_buffer_size) as usize;
@@ -62,6 +65,8 @@ pub async fn read_head(
     loop {
         let started = !buf.is_empty();
         if started {
+            // A request begins with its first byte (nginx's "reading").
+            stats.reading();
             match request::parse_head(buf) {
                 Ok(Some((h, n))) => {
                     if n > srv.client_header_buffer_size as usize {

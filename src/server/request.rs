@@ -97,6 +97,9 @@ pub struct Req<'a> {
     /// `Some` for a subrequest: what it inherits from the request that
     /// made it (see [`super::subrequest`]); `None` for the main request.
     pub sub: Option<super::subrequest::SubState>,
+    /// What the access and limit modules decided, and the `limit_conn`
+    /// counts the request holds until it is dropped.
+    pub access: super::access::ReqAccess,
 }
 
 /// The captures of a regular expression match: the subject and the spans,
@@ -245,6 +248,7 @@ impl<'a> Req<'a> {
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
             sub: None,
+            access: super::access::ReqAccess::default(),
         }
     }
 
@@ -287,6 +291,8 @@ impl<'a> Req<'a> {
             body: self.body.clone(),
             upstream: UpstreamVars::default(),
             sub: Some(sub),
+            // nginx runs no access phase for a subrequest.
+            access: super::access::ReqAccess::default(),
         }
     }
 
@@ -370,6 +376,9 @@ impl<'a> Req<'a> {
 
     /// Moves the request into `location` (or the server's own settings).
     pub fn enter(&mut self, location: Option<&'a Location>) {
+        // A `limit_except` block's settings serve the methods it does not
+        // let through.
+        let location = location.map(|l| l.for_method(self.head.method.as_str()));
         self.location = location;
         self.conf = location.map_or(&self.server.conf, |l| &l.conf);
     }

@@ -1,7 +1,8 @@
 //! What belongs to the process rather than to one configuration
 //! generation, and so outlives a reload: the thread pools (one per name for
 //! the life of the process, resized when a reload changes them), the idle
-//! upstream connections, and each worker's measurements.
+//! upstream connections, each worker's measurements, and the tables of the
+//! `limit_req` and `limit_conn` zones.
 //!
 //! A generation ([`super::site::Site`]) borrows from here; when a reload
 //! starts a new one, the pools it names are the same pools, so a disk with
@@ -44,6 +45,8 @@ pub struct Shared {
     peers: Mutex<HashMap<(String, String), Arc<PeerMetrics>>>,
     /// The cache zones (keys zones), by name, across reloads.
     zones: Mutex<HashMap<String, Arc<Zone>>>,
+    /// The `limit_req_zone` and `limit_conn_zone` tables, across reloads.
+    pub limits: super::access::zones::Registry,
 }
 
 impl std::fmt::Debug for Shared {

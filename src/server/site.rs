@@ -35,6 +35,8 @@ pub struct Site {
     pub upstreams: super::proxy::groups::Groups,
     /// The cache zones by name (the process's, kept across reloads).
     pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
+    /// The `limit_req` and `limit_conn` zones (the process's tables).
+    pub limits: super::access::zones::Limits,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -89,6 +91,12 @@ impl Site {
             })?,
             None => super::proxy::groups::Groups::default(),
         };
+        let limits = match &config.http {
+            Some(h) => shared.limits.limits_for(h).map_err(|e| {
+                SysError::with_arg("limit zone", e, std::io::ErrorKind::InvalidInput.into())
+            })?,
+            None => Default::default(),
+        };
         let vhosts = config
             .http
             .as_ref()
@@ -104,6 +112,7 @@ impl Site {
             shared: shared.clone(),
             upstreams,
             caches,
+            limits,
         })
     }
 

@@ -10,8 +10,6 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use base64::Engine;
-
 use crate::config::model::Root;
 use crate::config::template::{Part, Template};
 use crate::config::vars::{Builtin, Family, Var};
@@ -95,7 +93,12 @@ impl<'a> Req<'a> {
             },
             Builtin::Hostname => borrowed(hostname()),
             Builtin::RemoteAddr => owned(self.peer.ip().to_string()),
-            Builtin::RemotePort => owned(self.peer.port().to_string()),
+            Builtin::RemotePort => match self.peer.port() {
+                // nginx prints nothing for port 0 (an address `realip`
+                // took from a header without a port).
+                0 => borrowed(""),
+                port => owned(port.to_string()),
+            },
             Builtin::BinaryRemoteAddr => Some(Cow::Owned(match self.peer.ip() {
                 std::net::IpAddr::V4(a) => a.octets().to_vec(),
                 std::net::IpAddr::V6(a) => a.octets().to_vec(),
@@ -162,6 +165,14 @@ impl<'a> Req<'a> {
                     .as_encoded_bytes()
                     .to_vec(),
             )),
+            Builtin::RealipRemoteAddr
+            | Builtin::RealipRemotePort
+            | Builtin::LimitReqStatus
+            | Builtin::LimitConnStatus
+            | Builtin::ConnectionsActive
+            | Builtin::ConnectionsReading
+            | Builtin::ConnectionsWriting
+            | Builtin::ConnectionsWaiting => super::access::var(self, b),
             Builtin::LimitRate => owned(self.limit_rate.unwrap_or(0).to_string()),
             Builtin::Pipe => borrowed(if self.pipelined { "p" } else { "." }),
             Builtin::ProxyHost => match self.shadowed(|| b.name().to_string()) {
@@ -413,18 +424,10 @@ fn cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
 }
 
 /// `$remote_user`: the user of a `Basic` `Authorization` header.
+/// `$remote_user`: the user of `Authorization: Basic`, decoded as the
+/// basic-authentication module decodes it (`ngx_http_auth_basic_user`).
 fn remote_user(auth: &[u8]) -> Option<Vec<u8>> {
-    let rest = auth.strip_prefix(b"Basic ").or_else(|| {
-        (auth.len() > 6 && auth[..6].eq_ignore_ascii_case(b"basic ")).then(|| &auth[6..])
-    })?;
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(rest.trim_ascii())
-        .ok()?;
-    let user = match decoded.iter().position(|&b| b == b':') {
-        Some(i) => &decoded[..i],
-        None => return None,
-    };
-    Some(user.to_vec())
+    super::access::auth_basic::credentials_of(auth).map(|c| c.user)
 }
 
 /// `$sent_http_NAME` from the reply as sent.

@@ -20,6 +20,7 @@
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
 //!   `tcp_nodelay`), through socket2 where it has them.
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
+//! - [`crypt`]: `crypt_r()` of libcrypt, for `auth_basic`.
 //! - [`random`]: `getrandom` and `gethostname`.
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
 //! - [`time`]: `localtime_r` and the three timestamp formats nginx logs use.
@@ -29,6 +30,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod crypt;
 pub mod dir;
 pub mod epoll;
 pub mod error;
