@@ -621,9 +621,11 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
     }
     for a in &h.conf.add_headers {
         if a.always || ADD_HEADER_STATUSES.contains(&status) {
-            h.reply
-                .extra
-                .push((a.name.clone(), r.expand_lossy(&a.value)));
+            // An empty value adds nothing (`ngx_http_add_header`).
+            let value = r.expand_lossy(&a.value);
+            if !value.is_empty() {
+                h.reply.extra.push((a.name.clone(), value));
+            }
         }
     }
 }

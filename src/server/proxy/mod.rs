@@ -532,6 +532,9 @@ async fn exchange<'a>(
                 if let Some(rep) = stale(r, cache.as_deref_mut(), NextUpstream::ERROR) {
                     return rep;
                 }
+                if let Some(c) = cache.as_deref_mut() {
+                    cache::cache_error(r, c, 502, None);
+                }
                 return reply(Reply::special(Status::BAD_GATEWAY));
             }
         };
@@ -657,6 +660,9 @@ async fn exchange<'a>(
                 }
                 if let Some(rep) = stale(r, cache.as_deref_mut(), f.kind) {
                     return rep;
+                }
+                if let Some(c) = cache.as_deref_mut() {
+                    cache::cache_error(r, c, status, None);
                 }
                 return reply(Reply::special(Status(status)));
             }
@@ -1266,11 +1272,8 @@ fn fill_plan(
             headers.iter().map(|(n, v)| (*n, *v)),
         );
     }
-    let pool = match &conf.aio {
-        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
-        crate::config::model::Aio::Off => None,
-    };
-    if let Some(p) = &pool {
+    let files = cache::files_of(site, r);
+    if let Some(p) = &files.pool {
         c.zone.set_pool(p);
     }
     c.fill = false;
@@ -1280,12 +1283,10 @@ fn fill_plan(
         md5: c.md5,
         header,
         head: raw_head.to_vec(),
+        response: head.clone(),
+        lock: c.lock.take(),
         temp_dir: crate::cache::fill::temp_dir(c.zone.conf.use_temp_path, &conf.proxy_temp_path),
-        files: crate::cache::fill::Files {
-            pool,
-            fast: conf.aio_fast_path,
-            write: conf.aio_write,
-        },
+        files,
         log: site.error_log.clone(),
     })
 }
@@ -1417,6 +1418,9 @@ fn respond(
             .any(|p| p.codes.contains(&rep.status.0))
     {
         drop(source);
+        if let Some(c) = cache {
+            cache::cache_error(r, c, rep.status.0, Some(&got.head));
+        }
         return reply(Reply::special(rep.status));
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
@@ -1434,7 +1438,16 @@ fn respond(
         });
     }
     let bodiless = head_request || matches!(rep.status.0, 204 | 304);
+    let mut cache = cache;
     if bodiless {
+        // An answer without a body is stored as an entry without one (a
+        // `204` with an `Expires`, a `HEAD` not converted to `GET`).
+        if let Some(fill) = cache
+            .take()
+            .and_then(|c| fill_plan(site, r, c, &got.head, &got.raw_head))
+        {
+            crate::body::Tee::end(&mut crate::cache::fill::Fill::start(fill), true);
+        }
         // Nothing to read: settle at once (the connection may be reused).
         let mut s = source;
         let waker = std::task::Waker::noop();
