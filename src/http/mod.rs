@@ -28,4 +28,5 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod unsafe_uri;
 pub mod uri;

@@ -619,6 +619,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
             .extra
             .push(("Allow".to_string(), STATIC_METHODS.to_string()));
     }
+    crate::server::proxy::keep_accel_headers(&mut h.reply, r);
     for a in &h.conf.add_headers {
         if a.always || ADD_HEADER_STATUSES.contains(&status) {
             // An empty value adds nothing (`ngx_http_add_header`).

@@ -1291,6 +1291,82 @@ fn fill_plan(
     })
 }
 
+/// The header fields an `X-Accel-Redirect` response hands to the response
+/// of the URI it names (`redirect` in nginx's `ngx_http_upstream_headers_in`).
+const ACCEL_KEPT: [&str; 6] = [
+    "Content-Type",
+    "Set-Cookie",
+    "Content-Disposition",
+    "Cache-Control",
+    "Expires",
+    "Accept-Ranges",
+];
+
+/// `X-Accel-Redirect` (`ngx_http_upstream_process_headers`): keep the
+/// fields nginx keeps, check the URI (`ngx_http_parse_unsafe_uri`: an
+/// unsafe one is a 404), and turn the method into `GET` (but `HEAD`).
+fn accel_redirect(
+    site: &Site,
+    r: &mut Req<'_>,
+    head: &uhead::ResponseHead,
+    uri: String,
+) -> Proxied {
+    r.upstream.accel_kept = head
+        .headers
+        .iter()
+        .filter(|(n, _)| {
+            ACCEL_KEPT
+                .iter()
+                .any(|k| n.eq_ignore_ascii_case(k.as_bytes()))
+        })
+        .map(|(n, v)| {
+            (
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            )
+        })
+        .collect();
+    if uri.starts_with('@') {
+        return Proxied::Redirect(uri);
+    }
+    let Some(safe) = crate::http::unsafe_uri::parse_unsafe_uri(uri.as_bytes()) else {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!("unsafe URI \"{uri}\" was detected{}", r.log_context()),
+        );
+        return reply(Reply::special(Status::NOT_FOUND));
+    };
+    if r.head.method != Method::Head {
+        r.upstream.accel_get = true;
+    }
+    let mut target = String::from_utf8_lossy(&safe.path).into_owned();
+    if let Some(args) = safe.args {
+        target.push('?');
+        target.push_str(&String::from_utf8_lossy(&args));
+    }
+    Proxied::Redirect(target)
+}
+
+/// Applies the fields an `X-Accel-Redirect` kept to the final reply: its
+/// `Content-Type` replaces the handler's, its `Accept-Ranges` stands in
+/// for the range filter's, the rest are added.
+pub fn keep_accel_headers(reply: &mut Reply, r: &Req<'_>) {
+    for (n, v) in &r.upstream.accel_kept {
+        if n.eq_ignore_ascii_case("Content-Type") {
+            reply.content_type = Some(v.clone());
+            continue;
+        }
+        if n.eq_ignore_ascii_case("Accept-Ranges") {
+            reply.accept_ranges = false;
+        }
+        reply
+            .extra
+            .retain(|(e, _)| !e.eq_ignore_ascii_case(n) || n.eq_ignore_ascii_case("Set-Cookie"));
+        reply.extra.push((n.clone(), v.clone()));
+    }
+}
+
 /// The head of an HTTP/0.9 answer: 200, no fields, until close.
 fn http09_head() -> uhead::ResponseHead {
     uhead::ResponseHead {
@@ -1407,7 +1483,7 @@ fn respond(
     if let Some(uri) = accel.redirect {
         // The upstream's own body is not wanted: settle now.
         drop(source);
-        return Proxied::Redirect(uri);
+        return accel_redirect(site, r, &got.head, uri);
     }
     // An error the location has an `error_page` for is intercepted.
     if conf.proxy_intercept_errors
