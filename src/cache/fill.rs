@@ -86,6 +86,8 @@ pub struct FillPlan {
     pub files: Files,
     /// For the lines a failing fill logs.
     pub log: ErrorLog,
+    /// Told `true` when the fill has ended, published or not.
+    pub done: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 enum Msg {
@@ -171,13 +173,16 @@ async fn write_entry(
             if let Some(s) = share.0.take() {
                 s.finish(true);
             }
-            zone.filled(
+            let evicted = zone.filled(
                 &md5,
                 plan.header.valid_sec,
                 plan.header.body_start,
                 fs_size,
                 plan.lock,
             );
+            for p in evicted {
+                let _ = files.remove_file(&p).await;
+            }
         }
         Err(failure) => {
             if let Some((msg, temp)) = failure {
@@ -193,6 +198,9 @@ async fn write_entry(
             drop(share);
             zone.fill_failed(&md5, plan.lock);
         }
+    }
+    if let Some(done) = &plan.done {
+        let _ = done.send(true);
     }
 }
 

@@ -275,29 +275,7 @@ impl Zone {
         let inactive = self.conf.inactive;
         let mut inner = self.lock();
         if !inner.nodes.contains_key(md5) {
-            self.make_room(&mut inner, evicted);
-            let seq = inner.next_seq;
-            inner.next_seq += 1;
-            inner.lru.insert(seq, *md5);
-            inner.nodes.insert(
-                *md5,
-                Node {
-                    uses: 0,
-                    count: 0,
-                    exists: false,
-                    updating: false,
-                    lock_time: None,
-                    lock_token: 0,
-                    error: 0,
-                    share: None,
-                    valid_sec: 0,
-                    body_start: 0,
-                    fs_size: 0,
-                    expire: now + inactive,
-                    seq,
-                    filled: Arc::new(Notify::new()),
-                },
-            );
+            self.insert_node(&mut inner, md5, now, evicted);
         }
         inner.touch(md5);
         let cold = self.is_cold();
@@ -353,6 +331,33 @@ impl Zone {
                 updating: n.updating,
             }
         }
+    }
+
+    /// A new node for `md5`, nobody's reader yet.
+    fn insert_node(&self, inner: &mut Inner, md5: &Md5, now: Instant, evicted: &mut Vec<PathBuf>) {
+        self.make_room(inner, evicted);
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        inner.lru.insert(seq, *md5);
+        inner.nodes.insert(
+            *md5,
+            Node {
+                uses: 0,
+                count: 0,
+                exists: false,
+                updating: false,
+                lock_time: None,
+                lock_token: 0,
+                error: 0,
+                share: None,
+                valid_sec: 0,
+                body_start: 0,
+                fs_size: 0,
+                expire: now + self.conf.inactive,
+                seq,
+                filled: Arc::new(Notify::new()),
+            },
+        );
     }
 
     /// Drops least recently used keys nobody reads until there is room for
@@ -456,10 +461,16 @@ impl Zone {
         body_start: u16,
         fs_size: u64,
         token: Option<LockToken>,
-    ) {
+    ) -> Vec<PathBuf> {
         let mut inner = self.lock();
+        let mut evicted = Vec::new();
+        if !inner.nodes.contains_key(md5) {
+            // A key no lookup made known (a bypassed request's fill, or
+            // one dropped from a full zone while it filled).
+            self.insert_node(&mut inner, md5, Instant::now(), &mut evicted);
+        }
         let Some(n) = inner.nodes.get_mut(md5) else {
-            return;
+            return evicted;
         };
         let old = if n.exists { n.fs_size } else { 0 };
         n.exists = true;
@@ -471,6 +482,7 @@ impl Zone {
         inner.size = inner.size.saturating_sub(old) + fs_size;
         drop(inner);
         notify.notify_waiters();
+        evicted
     }
 
     /// A fill of `md5` (or a request that held its lock) ended without an

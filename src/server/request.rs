@@ -193,6 +193,9 @@ pub struct UpstreamVars {
     /// An `X-Accel-Redirect` turned the method into `GET`
     /// (`$request_method`).
     pub accel_get: bool,
+    /// Turns `true` when the cache fill this request started has ended
+    /// (a background update waits for it before the connection goes on).
+    pub fill_done: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// What was sent, for the access log.

@@ -197,17 +197,6 @@ pub async fn prepare(
         entry: None,
         as_get: send == SendMethod::Get,
     };
-    if r.upstream.background {
-        // `proxy_cache_background_update`: the entry is refreshed after
-        // the client got it stale; one request at a time.
-        ctx.status = CacheStatus::Expired;
-        ctx.lock = zone.lock_fill(&ctx.md5, Instant::now(), conf.proxy_cache_lock_age);
-        if ctx.lock.is_none() {
-            return Prep::Skip;
-        }
-        ctx.fill = true;
-        return Prep::Upstream(Box::new(ctx));
-    }
     if predicate(r, &conf.proxy_cache_bypass) {
         // nginx skips the lookup and the lock, and stores the answer.
         ctx.status = CacheStatus::Bypass;
@@ -296,13 +285,14 @@ pub async fn prepare(
         };
         if known_start.is_none() {
             // A cold zone's probe found a file: the zone knows it now.
-            zone.filled(
+            let evicted = zone.filled(
                 &ctx.md5,
                 entry.header.valid_sec,
                 entry.header.body_start,
                 entry.file.meta.size,
                 None,
             );
+            remove_files(&zone, files, evicted).await;
         }
         // A response that varies: the request may want another variant.
         if !entry.header.vary.is_empty() && !variant_tried {
@@ -325,6 +315,22 @@ pub async fn prepare(
             }
         }
         let now_s = now_secs();
+        if r.upstream.background {
+            // `proxy_cache_background_update`: the entry went to the client
+            // stale; refresh it (revalidating it if so configured), one
+            // update at a time, unless another request did already.
+            if entry.header.valid_sec > now_s {
+                return Prep::Skip;
+            }
+            ctx.lock = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
+            if ctx.lock.is_none() {
+                return Prep::Skip;
+            }
+            ctx.fill = true;
+            ctx.status = CacheStatus::Expired;
+            ctx.entry = Some(entry);
+            return Prep::Upstream(Box::new(ctx));
+        }
         if entry.header.valid_sec > now_s {
             count(&zone, CacheStatus::Hit);
             r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
@@ -660,13 +666,17 @@ pub fn settings(conf: &LocConf) -> Settings<'_> {
     }
 }
 
-/// Whether a failure of kind `ft` (or an upstream status) lets an expired
-/// entry be served (`proxy_cache_use_stale`), or `stale-if-error` allows it.
-pub fn use_stale(conf: &LocConf, entry: &Hit, ft: NextUpstream) -> bool {
+/// Whether a failure of kind `ft` lets an expired entry be served:
+/// `proxy_cache_use_stale` names it, or — for a failure to get an answer
+/// at all (`ngx_http_upstream_next`), not for an answer's status
+/// (`ngx_http_upstream_test_next`, since 1.19.3) — the entry's
+/// `stale-if-error` still runs (`c->stale_error`).
+pub fn use_stale(conf: &LocConf, entry: &Hit, ft: NextUpstream, by_status: bool) -> bool {
     let by_conf = conf.proxy_cache_use_stale.contains(ft)
         && !conf.proxy_cache_use_stale.contains(NextUpstream::OFF);
-    let by_header =
-        entry.header.error_sec > 0 && now_secs() < entry.header.valid_sec + entry.header.error_sec;
+    let by_header = !by_status
+        && entry.header.error_sec > 0
+        && now_secs() <= entry.header.valid_sec + entry.header.error_sec;
     by_conf || by_header
 }
 

@@ -198,7 +198,11 @@ pub async fn handle<'a>(
         Some(c) if c.as_get => b"GET".to_vec(),
         _ => request::method(r, conf.proxy_method.as_ref()),
     };
-    let cache_headers = cache.as_ref().map(|c| {
+    // A request whose answer will not be stored (below
+    // `proxy_cache_min_uses`, after a lock timeout) goes with the client's
+    // own headers, `Range` and conditions included (nginx picks
+    // `headers_cache` only for `u->cacheable`).
+    let cache_headers = cache.as_ref().filter(|c| c.fill).map(|c| {
         let revalidate = c
             .entry
             .as_ref()
@@ -264,6 +268,11 @@ pub async fn background_update<'a>(site: &'a Site, r: &mut Req<'a>, client: &mut
         if let Body::Stream(source) = rep.body {
             drain(source).await;
         }
+    }
+    // The entry is renamed into place before the connection goes on, as
+    // nginx's update has finished before its request does.
+    if let Some(mut done) = r.upstream.fill_done.take() {
+        let _ = done.wait_for(|d| *d).await;
     }
 }
 
@@ -675,7 +684,7 @@ async fn exchange<'a>(
 fn stale(r: &mut Req<'_>, cache: Option<&mut cache::Ctx>, ft: NextUpstream) -> Option<Proxied> {
     let c = cache?;
     let entry = c.entry.as_ref()?;
-    if !cache::use_stale(r.conf, entry, ft) {
+    if !cache::use_stale(r.conf, entry, ft, false) {
         return None;
     }
     c.status = cache::CacheStatus::Stale;
@@ -722,7 +731,7 @@ async fn cached_answer(
             &entry,
             cache::CacheStatus::Revalidated,
         )))
-    } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft)) {
+    } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft, true)) {
         c.status = cache::CacheStatus::Stale;
         c.zone
             .stats
@@ -1195,6 +1204,10 @@ fn force_ranges(
     len: u64,
 ) -> Box<dyn crate::body::Source> {
     use crate::http::range::{self, RangeSpec};
+    // The upstream's own `Accept-Ranges` gives way to the range filter's
+    // (`ngx_http_upstream_copy_allow_ranges`).
+    rep.extra
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("Accept-Ranges"));
     let header = |name: &str| {
         rep.extra
             .iter()
@@ -1272,6 +1285,15 @@ fn fill_plan(
             headers.iter().map(|(n, v)| (*n, *v)),
         );
     }
+    if c.md5 != *c.key.md5() && c.md5 != header.variant {
+        // Fetched under a secondary key whose variant the answer does not
+        // have: stored under the main key instead
+        // (`ngx_http_file_cache_update_variant`).
+        if let Some(token) = c.lock.take() {
+            c.zone.fill_failed(&c.md5, Some(token));
+        }
+        c.md5 = *c.key.md5();
+    }
     let files = cache::files_of(site, r);
     if let Some(p) = &files.pool {
         c.zone.set_pool(p);
@@ -1288,6 +1310,7 @@ fn fill_plan(
         temp_dir: crate::cache::fill::temp_dir(c.zone.conf.use_temp_path, &conf.proxy_temp_path),
         files,
         log: site.error_log.clone(),
+        done: None,
     })
 }
 
@@ -1535,14 +1558,17 @@ fn respond(
     let mut body: Box<dyn crate::body::Source> = Box::new(source);
     let mut ranges = conf.proxy_force_ranges;
     if let Some(c) = cache {
-        if let Some(fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+        if let Some(mut fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+            let (done, fill_done) = tokio::sync::watch::channel(false);
+            fill.done = Some(done);
+            r.upstream.fill_done = Some(fill_done);
             body = Box::new(crate::body::Teed::new(
                 body,
                 crate::cache::fill::Fill::start(fill),
             ));
-            // A cacheable response allows a single range (nginx's
-            // `single_range` for `u->cacheable`).
-            ranges = true;
+            // A cacheable response the upstream says allows ranges allows
+            // a single one (nginx's `single_range` for `u->cacheable`).
+            ranges |= got.head.header("Accept-Ranges").is_some();
         }
     }
     if ranges && rep.status.0 == 200 {
