@@ -36,4 +36,5 @@ pub mod loader;
 pub mod manager;
 pub mod policy;
 pub mod share;
+pub mod store;
 pub mod zone;

@@ -1390,6 +1390,37 @@ pub fn keep_accel_headers(reply: &mut Reply, r: &Req<'_>) {
     }
 }
 
+/// Where and how `proxy_store` keeps a `200`: the URI under the
+/// location's `root`/`alias` (`on`) or the evaluated string.
+fn store_plan(
+    site: &Site,
+    r: &Req<'_>,
+    head: &uhead::ResponseHead,
+) -> crate::cache::store::StorePlan {
+    use crate::config::model::ProxyStore;
+    let conf = r.conf;
+    let path = match &conf.proxy_store {
+        ProxyStore::Path(t) => {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&r.expand(t)))
+        }
+        _ => crate::server::static_file::map_path(r, conf, r.location, &r.uri),
+    };
+    let mtime = head
+        .header("Last-Modified")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(crate::http::date::parse_http_date);
+    crate::cache::store::StorePlan {
+        path,
+        temp_dir: conf.proxy_temp_path.clone(),
+        access: conf.proxy_store_access,
+        mtime,
+        length: head.content_length,
+        files: cache::files_of(site, r),
+        log: site.error_log.clone(),
+    }
+}
+
 /// The head of an HTTP/0.9 answer: 200, no fields, until close.
 fn http09_head() -> uhead::ResponseHead {
     uhead::ResponseHead {
@@ -1570,6 +1601,12 @@ fn respond(
             // a single one (nginx's `single_range` for `u->cacheable`).
             ranges |= got.head.header("Accept-Ranges").is_some();
         }
+    }
+    if rep.status.0 == 200 && !matches!(conf.proxy_store, crate::config::model::ProxyStore::Off) {
+        body = Box::new(crate::body::Teed::new(
+            body,
+            crate::cache::store::Store::start(store_plan(site, r, &got.head)),
+        ));
     }
     if ranges && rep.status.0 == 200 {
         if let Some(len) = rep.length_override {
