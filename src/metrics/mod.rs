@@ -12,6 +12,7 @@
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
+pub mod cache;
 pub mod prometheus;
 pub mod timed;
 pub mod upstream;

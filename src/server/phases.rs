@@ -343,6 +343,7 @@ impl<'a> Walk<'a> {
                     &site.worker_metrics(),
                     &site.pools,
                     &site.upstream_samples(),
+                    &proxy::cache::samples(site),
                 );
                 Some(Reply::text(
                     Status::OK,

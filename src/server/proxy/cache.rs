@@ -111,6 +111,42 @@ pub enum Prep {
     Upstream(Box<Ctx>),
 }
 
+/// The status page's numbers of every zone, in name order.
+pub fn samples(site: &Site) -> Vec<crate::metrics::cache::ZoneSample> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut zones: Vec<&Arc<Zone>> = site.caches.values().collect();
+    zones.sort_by(|a, b| a.name().cmp(b.name()));
+    zones
+        .into_iter()
+        .map(|z| {
+            let s = &z.stats;
+            crate::metrics::cache::ZoneSample {
+                zone: z.name().to_string(),
+                path: z.conf.path.display().to_string(),
+                pool: z.pool().map(|p| p.name().to_string()).unwrap_or_default(),
+                statuses: [
+                    s.hits.load(Relaxed),
+                    s.misses.load(Relaxed),
+                    s.expired.load(Relaxed),
+                    s.stale.load(Relaxed),
+                    s.updating.load(Relaxed),
+                    s.revalidated.load(Relaxed),
+                    s.bypass.load(Relaxed),
+                ],
+                coalesced: s.coalesced.load(Relaxed),
+                bytes_filled: s.bytes_filled.load(Relaxed),
+                fills: s.fills.load(Relaxed),
+                fills_abandoned: s.fills_abandoned.load(Relaxed),
+                evictions: s.evictions.load(Relaxed),
+                keys: z.keys() as u64,
+                size: z.size(),
+                loaded_files: s.loaded_files.load(Relaxed),
+                loader_done: !z.is_cold(),
+            }
+        })
+        .collect()
+}
+
 /// Whether any of `tests` is a non-empty value other than `0`
 /// (`ngx_http_test_predicates`).
 pub fn predicate(r: &Req<'_>, tests: &[Template]) -> bool {
@@ -238,7 +274,7 @@ pub async fn prepare(
                 }
                 match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
                     Waited::Go => return Prep::Upstream(Box::new(ctx)),
-                    Waited::Served(rep) => return Prep::Served(Box::new(rep)),
+                    Waited::Served(rep) => return Prep::Served(rep),
                     Waited::Again => continue,
                 }
             }
@@ -258,7 +294,7 @@ pub async fn prepare(
                 count(&zone, CacheStatus::Miss);
                 match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
                     Waited::Go => return Prep::Upstream(Box::new(ctx)),
-                    Waited::Served(rep) => return Prep::Served(Box::new(rep)),
+                    Waited::Served(rep) => return Prep::Served(rep),
                     Waited::Again => continue,
                 }
             }
@@ -269,7 +305,7 @@ pub async fn prepare(
                 count(&zone, CacheStatus::Miss);
                 match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
                     Waited::Go => return Prep::Upstream(Box::new(ctx)),
-                    Waited::Served(rep) => return Prep::Served(Box::new(rep)),
+                    Waited::Served(rep) => return Prep::Served(rep),
                     Waited::Again => continue,
                 }
             }
@@ -405,7 +441,7 @@ async fn take_lock(
     let (locked_until, share) = zone.fill_state(&ctx.md5);
     if let Some(share) = share {
         if streamable(r, &share) {
-            return Waited::Served(serve_share(site, r, zone, &share));
+            return Waited::Served(Box::new(serve_share(site, r, zone, &share)));
         }
     }
     if let Some(until) = locked_until {
@@ -422,7 +458,7 @@ enum Waited {
     /// Go upstream (with the lock, without it, or not to store).
     Go,
     /// Answered from the fill under way.
-    Served(Reply),
+    Served(Box<Reply>),
     /// Look the key up again.
     Again,
 }
