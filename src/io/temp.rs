@@ -251,6 +251,7 @@ impl FileLayer<'_> {
         let to = final_path.to_path_buf();
         let file = t.file.clone();
         self.run_write("rename", move || {
+            fault::stall(&from);
             rename_blocking(&from, &to)?;
             use std::os::unix::fs::MetadataExt;
             // Blocks taken, as nginx counts `fs_size` (`st_blocks` × 512).
@@ -275,6 +276,7 @@ impl FileLayer<'_> {
         let to = to.to_path_buf();
         self.run_write("rename", move || {
             use std::os::unix::fs::PermissionsExt;
+            fault::stall(&from);
             file.set_permissions(std::fs::Permissions::from_mode(access))
                 .map_err(|e| sys("fchmod", &from, e))?;
             if let Some(secs) = mtime.and_then(|s| u64::try_from(s).ok()) {
@@ -310,10 +312,15 @@ impl FileLayer<'_> {
     /// entry), where `aio_write` says.
     pub async fn remove_file(&self, path: &Path) -> Result<(), FileError> {
         let p = path.to_path_buf();
-        self.run_write("unlink", move || match std::fs::remove_file(&p) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(sys(UNLINK, &p, e)),
+        self.run_write("unlink", move || {
+            match {
+                fault::stall(&p);
+                std::fs::remove_file(&p)
+            } {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(sys(UNLINK, &p, e)),
+            }
         })
         .await?
     }
@@ -347,6 +354,7 @@ impl FileLayer<'_> {
         }
         let path = t.path.clone();
         self.run_write("unlink", move || {
+            fault::stall(&path);
             std::fs::remove_file(&path).map_err(|e| sys(UNLINK, &path, e))
         })
         .await?
