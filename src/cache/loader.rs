@@ -114,10 +114,8 @@ fn walk(zone: &Zone, log: &ErrorLog, dir: &Path, depth: usize, pace: &mut Pace) 
                 use std::os::unix::fs::MetadataExt;
                 zone.add_loaded(md5, 0, 0, meta.blocks() * 512, Instant::now());
             }
-            _ if is_temp_name(&name) => {
-                if meta.modified().is_ok_and(|m| m < pace.started) {
-                    remove(log, &path);
-                }
+            _ if is_temp_name(&name) && meta.modified().is_ok_and(|m| m < pace.started) => {
+                remove(log, &path);
             }
             _ => {}
         }

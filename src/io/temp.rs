@@ -313,10 +313,8 @@ impl FileLayer<'_> {
     pub async fn remove_file(&self, path: &Path) -> Result<(), FileError> {
         let p = path.to_path_buf();
         self.run_write("unlink", move || {
-            match {
-                fault::stall(&p);
-                std::fs::remove_file(&p)
-            } {
+            fault::stall(&p);
+            match std::fs::remove_file(&p) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
                 Err(e) => Err(sys(UNLINK, &p, e)),

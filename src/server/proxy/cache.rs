@@ -376,7 +376,8 @@ pub async fn prepare(
         let stale_while_updating = conf.proxy_cache_use_stale.contains(NextUpstream::UPDATING)
             || (entry.header.updating_sec > 0
                 && now_s < entry.header.valid_sec + entry.header.updating_sec);
-        if stale_while_updating && conf.proxy_cache_background_update {
+        let being_updated = zone.fill_state(&ctx.md5).0.is_some();
+        if stale_while_updating && conf.proxy_cache_background_update && !being_updated {
             // Served stale now; the connection refreshes it after the
             // response (nginx's background subrequest, which also runs
             // before the connection's next request).
@@ -548,9 +549,23 @@ fn serve_share(
     reply
 }
 
-fn count(zone: &Zone, s: CacheStatus) {
-    use std::sync::atomic::Ordering::Relaxed;
-    let c = match s {
+/// A request counted as `from` ended as `to` (an `EXPIRED` that came back
+/// `REVALIDATED` or was served `STALE`): counted once, as it ended.
+pub fn recount(zone: &Zone, from: CacheStatus, to: CacheStatus) {
+    if from == to {
+        return;
+    }
+    let c = counter(zone, from);
+    let _ = c.fetch_update(
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+        |n| n.checked_sub(1),
+    );
+    count(zone, to);
+}
+
+fn counter(zone: &Zone, s: CacheStatus) -> &std::sync::atomic::AtomicU64 {
+    match s {
         CacheStatus::Miss => &zone.stats.misses,
         CacheStatus::Bypass => &zone.stats.bypass,
         CacheStatus::Expired => &zone.stats.expired,
@@ -558,8 +573,11 @@ fn count(zone: &Zone, s: CacheStatus) {
         CacheStatus::Updating => &zone.stats.updating,
         CacheStatus::Revalidated => &zone.stats.revalidated,
         CacheStatus::Hit => &zone.stats.hits,
-    };
-    c.fetch_add(1, Relaxed);
+    }
+}
+
+fn count(zone: &Zone, s: CacheStatus) {
+    counter(zone, s).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Files a full zone dropped: removed through the request's file layer.

@@ -687,11 +687,8 @@ fn stale(r: &mut Req<'_>, cache: Option<&mut cache::Ctx>, ft: NextUpstream) -> O
     if !cache::use_stale(r.conf, entry, ft, false) {
         return None;
     }
+    cache::recount(&c.zone, c.status, cache::CacheStatus::Stale);
     c.status = cache::CacheStatus::Stale;
-    c.zone
-        .stats
-        .stale
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Some(reply(cache::serve(r, entry, cache::CacheStatus::Stale)))
 }
 
@@ -719,11 +716,8 @@ async fn cached_answer(
         && (entry.header.last_modified != -1 || !entry.header.etag.is_empty());
     let answer = if revalidating && got.head.status == 304 {
         let _ = cache::refresh(c, &entry, &got.head, conf, files).await;
+        cache::recount(&c.zone, c.status, cache::CacheStatus::Revalidated);
         c.status = cache::CacheStatus::Revalidated;
-        c.zone
-            .stats
-            .revalidated
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The entry is fresh again: the fill lock is done with.
         c.fill = false;
         Some(reply(cache::serve(
@@ -732,11 +726,8 @@ async fn cached_answer(
             cache::CacheStatus::Revalidated,
         )))
     } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft, true)) {
+        cache::recount(&c.zone, c.status, cache::CacheStatus::Stale);
         c.status = cache::CacheStatus::Stale;
-        c.zone
-            .stats
-            .stale
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(reply(cache::serve(r, &entry, cache::CacheStatus::Stale)))
     } else {
         None
