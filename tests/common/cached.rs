@@ -32,10 +32,15 @@ pub struct Cached {
 impl Cached {
     /// Starts nowait in `dir` (made if missing) with `http` and `env`.
     pub fn start(dir: &Path, http: &str, env: &[(&str, String)]) -> Cached {
+        Cached::start_main(dir, "", http, env)
+    }
+
+    /// As [`Cached::start`], with `main` directives (`thread_pool`).
+    pub fn start_main(dir: &Path, main: &str, http: &str, env: &[(&str, String)]) -> Cached {
         std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
         let port = free_port();
         let conf = format!(
-            "user root;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nowait.pid;\n\
+            "user root;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nowait.pid;\n{main}\n\
              events {{ worker_connections 256; }}\nhttp {{\n access_log off;\n{http}\n}}\n",
             d = dir.display()
         )
