@@ -37,15 +37,23 @@ impl Cached {
 
     /// As [`Cached::start`], with `main` directives (`thread_pool`).
     pub fn start_main(dir: &Path, main: &str, http: &str, env: &[(&str, String)]) -> Cached {
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        let port = free_port();
         let conf = format!(
             "user root;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nowait.pid;\n{main}\n\
              events {{ worker_connections 256; }}\nhttp {{\n access_log off;\n{http}\n}}\n",
             d = dir.display()
-        )
-        .replace("{port}", &port.to_string())
-        .replace("{dir}", &dir.to_string_lossy());
+        );
+        Cached::start_text(dir, &conf, env)
+    }
+
+    /// Starts nowait in `dir` (made if missing) with the whole
+    /// configuration `text` (`{port}`, `{dir}` substituted; relative paths
+    /// are relative to `dir`).
+    pub fn start_text(dir: &Path, text: &str, env: &[(&str, String)]) -> Cached {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let port = free_port();
+        let conf = text
+            .replace("{port}", &port.to_string())
+            .replace("{dir}", &dir.to_string_lossy());
         let conf_path = dir.join("nowait.conf");
         std::fs::write(&conf_path, conf).unwrap_or_else(|e| panic!("write conf: {e}"));
         let stderr = std::fs::File::create(dir.join("stderr.log")).expect("stderr file");
