@@ -421,3 +421,48 @@ fn vary_keeps_one_variant_per_request_header_value() {
     assert_eq!(asked.load(Ordering::SeqCst), 2);
     let _ = Duration::ZERO;
 }
+
+#[test]
+fn a_fill_outlives_its_first_client_for_the_waiters() {
+    let (open, held) = gate();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let n = asked.clone();
+    let up = Upstream::start(move |c| {
+        while c.read_request().is_some() {
+            n.fetch_add(1, Ordering::SeqCst);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nCache-Control: max-age=600\r\n\r\n",
+                2 * HALF
+            );
+            c.write(head.as_bytes());
+            c.write(&vec![b'a'; HALF]);
+            held.wait();
+            c.write(&vec![b'b'; HALF]);
+        }
+    });
+    let tmp = TempDir::new("cache-outlive");
+    // Unbuffered: the first client's connection paces the upstream read,
+    // so its going away leaves most of the body unread.
+    let s = start(
+        tmp.path(),
+        &up,
+        "proxy_cache_lock on; proxy_cache_lock_timeout 60s; proxy_buffering off;",
+    );
+    let mut first = Reader::get(s.port, "/o", "1.1", "");
+    first.body_at_least(HALF);
+    let mut waiter = Reader::get(s.port, "/o", "1.1", "");
+    waiter.body_at_least(HALF);
+    // The first client goes away; nginx reads the rest for the cache.
+    drop(first);
+    open.send(()).expect("origin waits");
+    waiter.read_to_end();
+    let whole = [vec![b'a'; HALF], vec![b'b'; HALF]].concat();
+    assert_eq!(waiter.body(), Some(&whole[..]));
+    wait_until("the entry", || {
+        s.metric("nowait_cache_fills_total{zone=\"z\"") == 1
+    });
+    let r = common::client::get(s.port, "/o");
+    assert_eq!(r.body, whole);
+    assert_eq!(r.header("X-Cache").as_deref(), Some("HIT"));
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}

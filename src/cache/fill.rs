@@ -152,6 +152,10 @@ impl Tee for Fill {
             let _ = tx.send(Msg::End(complete && !self.abandoned));
         }
     }
+
+    fn wants_rest(&self) -> bool {
+        !self.abandoned && self.tx.is_some()
+    }
 }
 
 /// The writer task: header, head, body, then publish or discard.

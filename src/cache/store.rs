@@ -92,6 +92,10 @@ impl Tee for Store {
             let _ = tx.send(Msg::End(complete));
         }
     }
+
+    fn wants_rest(&self) -> bool {
+        self.tx.is_some()
+    }
 }
 
 async fn write(
