@@ -466,3 +466,25 @@ fn a_fill_outlives_its_first_client_for_the_waiters() {
     assert_eq!(r.header("X-Cache").as_deref(), Some("HIT"));
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn the_entry_is_in_place_when_the_filling_connection_ends() {
+    let up = Upstream::start(|c| {
+        while c.read_request().is_some() {
+            c.write(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nbody",
+            );
+        }
+    });
+    let tmp = TempDir::new("cache-settle");
+    let s = start(tmp.path(), &up, "");
+    for i in 0..5 {
+        let path = format!("/k{i}");
+        let mut r = Reader::get(s.port, &path, "1.0", "");
+        r.read_to_end();
+        assert_eq!(x_cache(&r.head().unwrap_or_default()), "MISS");
+        // No wait: the rename precedes the connection's end.
+        let r = common::client::get(s.port, &path);
+        assert_eq!(r.header("X-Cache").as_deref(), Some("HIT"), "{path}");
+    }
+}

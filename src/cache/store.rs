@@ -43,6 +43,8 @@ pub struct StorePlan {
     pub files: Files,
     /// For the lines a failing store logs.
     pub log: ErrorLog,
+    /// Told `true` when the store has ended, kept or not.
+    pub done: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 enum Msg {
@@ -135,6 +137,7 @@ async fn write(
         Ok(true)
     }
     .await;
+    let done = plan.done.clone();
     match outcome {
         Ok(true) => {}
         Ok(false) => {
@@ -152,5 +155,8 @@ async fn write(
                 let _ = files.remove_temp(t).await;
             }
         }
+    }
+    if let Some(done) = done {
+        let _ = done.send(true);
     }
 }

@@ -276,6 +276,20 @@ pub async fn background_update<'a>(site: &'a Site, r: &mut Req<'a>, client: &mut
     }
 }
 
+/// How long a connection, its response sent, waits for the cache fill or
+/// `proxy_store` it started to be renamed into place before it goes on
+/// (nginx renames before it finalizes the request, so that the next
+/// request finds the entry). A disk slower than this delays no more.
+pub const FILL_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits, at most [`FILL_SETTLE_LIMIT`], for the fill or store `r`
+/// started to end.
+pub async fn settle_fill(r: &mut Req<'_>) {
+    if let Some(mut done) = r.upstream.fill_done.take() {
+        let _ = tokio::time::timeout(FILL_SETTLE_LIMIT, done.wait_for(|d| *d)).await;
+    }
+}
+
 /// Reads a body to its end and drops it (a response the client asked only
 /// the head of, but that a cache fill needs whole).
 async fn drain(mut source: Box<dyn crate::body::Source>) {
@@ -1409,6 +1423,7 @@ fn store_plan(
         length: head.content_length,
         files: cache::files_of(site, r),
         log: site.error_log.clone(),
+        done: None,
     }
 }
 
@@ -1594,9 +1609,13 @@ fn respond(
         }
     }
     if rep.status.0 == 200 && !matches!(conf.proxy_store, crate::config::model::ProxyStore::Off) {
+        let mut plan = store_plan(site, r, &got.head);
+        let (done, store_done) = tokio::sync::watch::channel(false);
+        plan.done = Some(done);
+        r.upstream.fill_done = Some(store_done);
         body = Box::new(crate::body::Teed::new(
             body,
-            crate::cache::store::Store::start(store_plan(site, r, &got.head)),
+            crate::cache::store::Store::start(plan),
         ));
     }
     if ranges && rep.status.0 == 200 {
