@@ -488,3 +488,42 @@ fn the_entry_is_in_place_when_the_filling_connection_ends() {
         assert_eq!(r.header("X-Cache").as_deref(), Some("HIT"), "{path}");
     }
 }
+
+#[test]
+fn an_aged_lock_is_taken_over_and_the_new_holder_stores() {
+    let (open, held) = gate();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let n = asked.clone();
+    let up = Upstream::start(move |c| {
+        while c.read_request().is_some() {
+            if n.fetch_add(1, Ordering::SeqCst) == 0 {
+                held.wait();
+                c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nCache-Control: max-age=600\r\n\r\nfirst");
+            } else {
+                c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nCache-Control: max-age=600\r\n\r\nsecond");
+            }
+        }
+    });
+    let tmp = TempDir::new("cache-lock-age");
+    let s = start(
+        tmp.path(),
+        &up,
+        "proxy_cache_lock on; proxy_cache_lock_timeout 60s; proxy_cache_lock_age 200ms;",
+    );
+    let mut first = Reader::get(s.port, "/a", "1.1", "");
+    wait_until("the first request upstream", || {
+        asked.load(Ordering::SeqCst) == 1
+    });
+    // The holder answers nothing; once its lock is older than
+    // proxy_cache_lock_age the waiter takes it (long before the 60 s
+    // timeout) and its answer is stored.
+    let second = common::client::get(s.port, "/a");
+    assert_eq!(second.body, b"second");
+    assert_eq!(second.header("X-Cache").as_deref(), Some("MISS"));
+    let third = common::client::get(s.port, "/a");
+    assert_eq!(third.body, b"second");
+    assert_eq!(third.header("X-Cache").as_deref(), Some("HIT"));
+    open.send(()).expect("origin waits");
+    first.read_to_end();
+    assert_eq!(first.body(), Some(&b"first"[..]));
+}
