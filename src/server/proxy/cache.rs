@@ -246,13 +246,9 @@ pub async fn prepare(
         let now = Instant::now();
         let mut evicted = Vec::new();
         let found = zone.lookup(&ctx.md5, now, &mut evicted);
-        remove_files(&zone, files, evicted).await;
-        let (known_start, updating) = match found {
-            Lookup::Entry {
-                body_start,
-                updating,
-                ..
-            } => (Some(body_start), updating),
+        remove_files(files, evicted).await;
+        let known_start = match found {
+            Lookup::Entry { body_start, .. } => Some(body_start),
             Lookup::Error { status } => {
                 // A cached error status: answered as nginx does, a HIT.
                 zone.release(&ctx.md5);
@@ -260,11 +256,7 @@ pub async fn prepare(
                 r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
                 return Prep::Served(Box::new(Reply::special(Status(status))));
             }
-            Lookup::Absent {
-                cold: true,
-                updating,
-                ..
-            } => (None, updating),
+            Lookup::Absent { cold: true, .. } => None,
             Lookup::Absent { uses, .. } => {
                 zone.release(&ctx.md5);
                 count(&zone, CacheStatus::Miss);
@@ -290,7 +282,6 @@ pub async fn prepare(
             Ok(h) => h,
             Err(Unusable::Missing) => {
                 zone.forget(&ctx.md5);
-                let _ = updating;
                 count(&zone, CacheStatus::Miss);
                 match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
                     Waited::Go => return Prep::Upstream(Box::new(ctx)),
@@ -328,7 +319,7 @@ pub async fn prepare(
                 entry.file.meta.size,
                 None,
             );
-            remove_files(&zone, files, evicted).await;
+            remove_files(files, evicted).await;
         }
         // A response that varies: the request may want another variant.
         if !entry.header.vary.is_empty() && !variant_tried {
@@ -581,10 +572,9 @@ fn count(zone: &Zone, s: CacheStatus) {
 }
 
 /// Files a full zone dropped: removed through the request's file layer.
-async fn remove_files(zone: &Zone, files: FileLayer<'_>, paths: Vec<std::path::PathBuf>) {
+async fn remove_files(files: FileLayer<'_>, paths: Vec<std::path::PathBuf>) {
     for p in paths {
         let _ = files.remove_file(&p).await;
-        let _ = zone;
     }
 }
 
