@@ -525,3 +525,41 @@ fn an_aged_lock_is_taken_over_and_the_new_holder_stores() {
     first.read_to_end();
     assert_eq!(first.body(), Some(&b"first"[..]));
 }
+
+#[test]
+fn bodiless_answers_and_bypassed_new_keys_are_stored() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let n = asked.clone();
+    let up = Upstream::start(move |c| {
+        while let Some(req) = c.read_request() {
+            n.fetch_add(1, Ordering::SeqCst);
+            if req.target().starts_with("/empty") {
+                c.write(
+                    b"HTTP/1.1 204 No Content\r\nExpires: Thu, 31 Dec 2037 23:55:55 GMT\r\n\r\n",
+                );
+            } else {
+                c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nbody");
+            }
+        }
+    });
+    let tmp = TempDir::new("cache-bodiless");
+    let s = start(
+        tmp.path(),
+        &up,
+        "proxy_cache_key $uri; proxy_cache_bypass $arg_b;",
+    );
+    // A 204 whose Expires makes it cacheable is stored, without a body.
+    assert_eq!(common::client::get(s.port, "/empty").status, 204);
+    let r = common::client::get(s.port, "/empty");
+    assert_eq!(
+        (r.status, r.header("X-Cache").as_deref()),
+        (204, Some("HIT"))
+    );
+    // A bypassed request for a key no lookup made known still stores.
+    let r = common::client::get(s.port, "/new?b=1");
+    assert_eq!(r.header("X-Cache").as_deref(), Some("BYPASS"));
+    let r = common::client::get(s.port, "/new");
+    assert_eq!(r.body, b"body");
+    assert_eq!(r.header("X-Cache").as_deref(), Some("HIT"));
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
