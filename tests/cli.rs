@@ -427,19 +427,17 @@ fn directives_reference_lists_the_whole_table() {
 }
 
 #[test]
-fn starting_with_unimplemented_directives_fails() {
+fn proxy_store_is_implemented() {
+    // `proxy_store` was the last directive parsed but refused at start-up
+    // ("is not implemented yet"); no directive is refused today.
     let dir = TempDir::new("start-store");
     let conf = dir.write(
         "nowait.conf",
         "events {}\nhttp {\n server {\n  listen 127.0.0.1:1;\n  location / {\n   proxy_store on;\n  }\n }\n}\n",
     );
-    let r = nowait(&["-p", dir.path(), "-c", &conf]);
-    assert_eq!(r.code, Some(1));
-    let want = format!("nowait: [emerg] \"proxy_store\" is not implemented yet in {conf}:6\n");
-    assert!(r.stderr.contains(&want), "{}", r.stderr);
-    // -t accepts the same configuration.
     let r = nowait(&["-t", "-p", dir.path(), "-c", &conf]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains("not implemented"), "{}", r.stderr);
 }
 
 #[test]

@@ -113,27 +113,42 @@ pub trait Tee {
     /// The body ended: completely (`true`) or not. A tee that was not told
     /// `true` must discard what it was given.
     fn end(&mut self, complete: bool);
+
+    /// Whether the body should still be read to its end for this tee when
+    /// its reader goes away early (a client gone, a range served): a cache
+    /// fill or a `proxy_store` wants the rest, as nginx keeps reading the
+    /// upstream for them after the client aborts.
+    fn wants_rest(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Source`] whose pieces also go to a [`Tee`].
-pub struct Teed<S, T: Tee> {
-    source: S,
+pub struct Teed<S: Source + 'static, T: Tee + 'static> {
+    source: Option<S>,
     tee: Option<T>,
+    /// This is the drain of an abandoned body: its drop does not start
+    /// another.
+    draining: bool,
 }
 
-impl<S: Source, T: Tee> Teed<S, T> {
+impl<S: Source + 'static, T: Tee + 'static> Teed<S, T> {
     /// Tees `source` into `tee`.
     pub fn new(source: S, tee: T) -> Teed<S, T> {
         Teed {
-            source,
+            source: Some(source),
             tee: Some(tee),
+            draining: false,
         }
     }
 }
 
-impl<S: Source, T: Tee> Source for Teed<S, T> {
+impl<S: Source + 'static, T: Tee + 'static> Source for Teed<S, T> {
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
-        let r = std::task::ready!(self.source.poll_chunk(cx));
+        let Some(source) = self.source.as_mut() else {
+            return Poll::Ready(Ok(None));
+        };
+        let r = std::task::ready!(source.poll_chunk(cx));
         match &r {
             Ok(Some(chunk)) => {
                 if let Some(t) = &mut self.tee {
@@ -155,24 +170,40 @@ impl<S: Source, T: Tee> Source for Teed<S, T> {
     }
 
     fn length(&self) -> Option<u64> {
-        self.source.length()
+        self.source.as_ref().and_then(Source::length)
     }
 
     fn received(&self) -> u64 {
-        self.source.received()
+        self.source.as_ref().map_or(0, Source::received)
     }
 
     fn flushes(&self) -> bool {
-        self.source.flushes()
+        self.source.as_ref().is_some_and(Source::flushes)
     }
 }
 
-impl<S, T: Tee> Drop for Teed<S, T> {
-    /// A body dropped before its end (the client went away) is incomplete.
+impl<S: Source + 'static, T: Tee + 'static> Drop for Teed<S, T> {
+    /// A body dropped before its end (the client went away, a range was
+    /// served) is read to its end by a task of the worker when the tee
+    /// wants the rest; otherwise the tee is told it is incomplete.
     fn drop(&mut self) {
-        if let Some(mut t) = self.tee.take() {
-            t.end(false);
+        let Some(mut tee) = self.tee.take() else {
+            return;
+        };
+        if !self.draining && tee.wants_rest() {
+            if let Some(source) = self.source.take() {
+                let mut rest = Teed {
+                    source: Some(source),
+                    tee: Some(tee),
+                    draining: true,
+                };
+                tokio::task::spawn_local(async move {
+                    while let Ok(Some(_)) = std::future::poll_fn(|cx| rest.poll_chunk(cx)).await {}
+                });
+                return;
+            }
         }
+        tee.end(false);
     }
 }
 

@@ -25,7 +25,8 @@ use tokio::sync::mpsc;
 
 use super::format::{EntryHeader, encode};
 use super::key::{CacheKey, Md5};
-use super::zone::Zone;
+use super::share::{FinishOnDrop, Share};
+use super::zone::{LockToken, Zone};
 use crate::body::Tee;
 use crate::config::model::TempPath;
 use crate::io::Pool;
@@ -74,12 +75,19 @@ pub struct FillPlan {
     pub header: EntryHeader,
     /// The upstream's status line and header fields as received.
     pub head: Vec<u8>,
+    /// The same head, parsed (for requests that stream the fill).
+    pub response: crate::upstream::head::ResponseHead,
+    /// The fill lock this fill holds (`proxy_cache_lock`), let go when it
+    /// ends; with it, the temp file is shared with the lock's waiters.
+    pub lock: Option<LockToken>,
     /// `proxy_temp_path` when `use_temp_path=on`; `None`: beside the entry.
     pub temp_dir: Option<TempPath>,
     /// Where file operations run.
     pub files: Files,
     /// For the lines a failing fill logs.
     pub log: ErrorLog,
+    /// Told `true` when the fill has ended, published or not.
+    pub done: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 enum Msg {
@@ -144,6 +152,10 @@ impl Tee for Fill {
             let _ = tx.send(Msg::End(complete && !self.abandoned));
         }
     }
+
+    fn wants_rest(&self) -> bool {
+        !self.abandoned && self.tx.is_some()
+    }
 }
 
 /// The writer task: header, head, body, then publish or discard.
@@ -156,12 +168,25 @@ async fn write_entry(
     let files = plan.files.layer();
     let zone = plan.zone.clone();
     let md5 = plan.md5;
-    let outcome = write(&plan, &files, &final_path, &mut rx, &backlog).await;
+    let mut share = FinishOnDrop(None);
+    let outcome = write(&plan, &files, &final_path, &mut rx, &backlog, &mut share).await;
     match outcome {
         Ok((fs_size, body)) => {
             zone.stats.bytes_filled.fetch_add(body, Ordering::Relaxed);
             zone.stats.fills.fetch_add(1, Ordering::Relaxed);
-            zone.filled(&md5, plan.header.valid_sec, plan.header.body_start, fs_size);
+            if let Some(s) = share.0.take() {
+                s.finish(true);
+            }
+            let evicted = zone.filled(
+                &md5,
+                plan.header.valid_sec,
+                plan.header.body_start,
+                fs_size,
+                plan.lock,
+            );
+            for p in evicted {
+                let _ = files.remove_file(&p).await;
+            }
         }
         Err(failure) => {
             if let Some((msg, temp)) = failure {
@@ -174,8 +199,12 @@ async fn write_entry(
                 }
             }
             zone.stats.fills_abandoned.fetch_add(1, Ordering::Relaxed);
-            zone.fill_failed(&md5);
+            drop(share);
+            zone.fill_failed(&md5, plan.lock);
         }
+    }
+    if let Some(done) = &plan.done {
+        let _ = done.send(true);
     }
 }
 
@@ -189,6 +218,7 @@ async fn write(
     final_path: &std::path::Path,
     rx: &mut mpsc::UnboundedReceiver<Msg>,
     backlog: &AtomicUsize,
+    share: &mut FinishOnDrop,
 ) -> Result<(u64, u64), Failure> {
     let mut temp = match &plan.temp_dir {
         None => files.create_temp_beside(final_path).await,
@@ -203,6 +233,16 @@ async fn write(
         .append_temp(&mut temp, Arc::from(start))
         .await
         .map_err(|e| fail(e, &temp))?;
+    if let Some(token) = plan.lock {
+        // The lock's waiters may read the body from here on.
+        let s = Arc::new(Share::new(
+            temp.clone(),
+            plan.header.clone(),
+            plan.response.clone(),
+        ));
+        plan.zone.set_share(&plan.md5, token, s.clone());
+        share.0 = Some(s);
+    }
     let mut body = 0u64;
     let mut gathered: Vec<u8> = Vec::new();
     loop {
@@ -237,6 +277,9 @@ async fn write(
                 .append_temp(&mut temp, Arc::from(std::mem::take(&mut gathered)))
                 .await
                 .map_err(|e| fail(e, &temp))?;
+            if let Some(s) = &share.0 {
+                s.advance(body);
+            }
         }
         match end {
             None => continue,

@@ -27,6 +27,7 @@ pub fn run(zone: Arc<Zone>, log: ErrorLog) {
     let mut pace = Pace {
         files: 0,
         since: Instant::now(),
+        started: std::time::SystemTime::now(),
     };
     let root = zone.conf.path.clone();
     walk(&zone, &log, &root, 0, &mut pace);
@@ -47,6 +48,9 @@ pub fn run(zone: Arc<Zone>, log: ErrorLog) {
 struct Pace {
     files: u32,
     since: Instant,
+    /// When the walk began: a temp file written since is a fill of this
+    /// process under way, not a crash's leftover.
+    started: std::time::SystemTime,
 }
 
 impl Pace {
@@ -110,7 +114,9 @@ fn walk(zone: &Zone, log: &ErrorLog, dir: &Path, depth: usize, pace: &mut Pace) 
                 use std::os::unix::fs::MetadataExt;
                 zone.add_loaded(md5, 0, 0, meta.blocks() * 512, Instant::now());
             }
-            _ if is_temp_name(&name) => remove(log, &path),
+            _ if is_temp_name(&name) && meta.modified().is_ok_and(|m| m < pace.started) => {
+                remove(log, &path);
+            }
             _ => {}
         }
     }

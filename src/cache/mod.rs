@@ -15,13 +15,18 @@
 //!   `Set-Cookie`, `Vary`), and what a cached location changes in the
 //!   request sent upstream.
 //!
-//! To come, each in a module of its own: the index (the keys zone: nodes,
-//! LRU, sizes), the loader (the walk that fills the index from disk), the
-//! manager (`inactive`, `max_size`, `min_free` eviction), fill (the tee
-//! that writes a temp file and publishes it by rename), hit (open, read the
-//! header off the loop, check, serve), and lock (`proxy_cache_lock`). Only
-//! those do I/O, and only through the file layer; the modules here are
-//! pure.
+//! - [`zone`]: the keys zone (nodes, LRU, sizes, the fill lock, cached
+//!   error statuses), shared by every worker.
+//! - [`loader`] and [`manager`]: the threads that fill the zone from disk
+//!   and expire entries (`inactive`, `max_size`, `min_free`).
+//! - [`fill`]: the tee that writes a temp file and publishes it by rename.
+//! - [`share`]: read-while-write, a fill's temp file streamed to the
+//!   requests waiting on `proxy_cache_lock`.
+//! - [`hit`]: open, read the header off the loop, check.
+//! - [`store`]: `proxy_store`, a response kept as a plain file under root.
+//!
+//! Only the last five do I/O, and only through the file layer (the
+//! loader and manager on threads of their own); the others are pure.
 
 pub mod fill;
 pub mod format;
@@ -30,4 +35,6 @@ pub mod key;
 pub mod loader;
 pub mod manager;
 pub mod policy;
+pub mod share;
+pub mod store;
 pub mod zone;

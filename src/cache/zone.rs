@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::key::{Md5, relative_path};
+use super::share::Share;
 use crate::config::model::CachePath;
 
 /// The memory one key takes in nginx's zone (node, rbtree and queue links,
@@ -36,6 +37,13 @@ pub const NODE_BYTES: u64 = 128;
 
 /// The fewest keys any zone holds.
 const MIN_NODES: usize = 8;
+
+/// Names one taking of a key's fill lock (never 0).
+pub type LockToken = u64;
+
+fn now_unix() -> i64 {
+    crate::http::date::unix_secs(std::time::SystemTime::now())
+}
 
 /// What the zone knows of a key.
 #[derive(Clone, Debug)]
@@ -48,8 +56,18 @@ struct Node {
     exists: bool,
     /// A fill is under way (the fill lock is held).
     updating: bool,
-    /// When the fill lock was taken (`proxy_cache_lock_age`).
+    /// Until when the fill lock holds: taken + the taker's
+    /// `proxy_cache_lock_age` (nginx's `lock_time`); later, another
+    /// request may take it over.
     lock_time: Option<Instant>,
+    /// Which taking of the lock holds it now (nginx compares `lock_time`):
+    /// a fill lets go only of the lock it took.
+    lock_token: LockToken,
+    /// A status cached in place of an entry (an intercepted error, a
+    /// `502`/`504`; nginx's `fcn->error`), valid until `valid_sec`; 0: none.
+    error: u16,
+    /// The fill under way, readable while it is written (read-while-write).
+    share: Option<Arc<Share>>,
     /// Fresh until (Unix seconds).
     valid_sec: i64,
     /// Where the body starts in the file.
@@ -73,6 +91,8 @@ struct Inner {
     next_seq: u64,
     /// Bytes on disk of the entries that exist.
     size: u64,
+    /// The last lock token handed out.
+    next_token: LockToken,
 }
 
 impl Inner {
@@ -108,6 +128,12 @@ pub enum Lookup {
         body_start: u16,
         /// A fill (update) of the key is under way.
         updating: bool,
+    },
+    /// A status is cached for the key (`proxy_intercept_errors`, a `502`
+    /// or `504` that `proxy_cache_valid` names): answer it.
+    Error {
+        /// The status.
+        status: u16,
     },
     /// No entry; `uses` requests asked for the key so far (this one
     /// included). `cold`: the loader has not finished, a file may exist.
@@ -149,6 +175,9 @@ pub struct ZoneStats {
     pub evictions: AtomicU64,
     /// Files the loader has read.
     pub loaded_files: AtomicU64,
+    /// Requests that waited on `proxy_cache_lock` and streamed the fill
+    /// under way (read-while-write), counted among the hits too.
+    pub coalesced: AtomicU64,
 }
 
 /// One `proxy_cache_path`'s zone.
@@ -246,26 +275,7 @@ impl Zone {
         let inactive = self.conf.inactive;
         let mut inner = self.lock();
         if !inner.nodes.contains_key(md5) {
-            self.make_room(&mut inner, evicted);
-            let seq = inner.next_seq;
-            inner.next_seq += 1;
-            inner.lru.insert(seq, *md5);
-            inner.nodes.insert(
-                *md5,
-                Node {
-                    uses: 0,
-                    count: 0,
-                    exists: false,
-                    updating: false,
-                    lock_time: None,
-                    valid_sec: 0,
-                    body_start: 0,
-                    fs_size: 0,
-                    expire: now + inactive,
-                    seq,
-                    filled: Arc::new(Notify::new()),
-                },
-            );
+            self.insert_node(&mut inner, md5, now, evicted);
         }
         inner.touch(md5);
         let cold = self.is_cold();
@@ -279,6 +289,35 @@ impl Zone {
         n.uses += 1;
         n.count += 1;
         n.expire = now + inactive;
+        if n.error != 0 {
+            if n.valid_sec >= now_unix() {
+                return Lookup::Error { status: n.error };
+            }
+            // The cached status expired: the key starts over (nginx's
+            // `renew`), its file no longer counted.
+            n.error = 0;
+            n.valid_sec = 0;
+            n.body_start = 0;
+            let freed = if n.exists { n.fs_size } else { 0 };
+            n.exists = false;
+            n.fs_size = 0;
+            inner.size = inner.size.saturating_sub(freed);
+            let n = match inner.nodes.get(md5) {
+                Some(n) => n,
+                None => {
+                    return Lookup::Absent {
+                        uses: 1,
+                        cold,
+                        updating: false,
+                    };
+                }
+            };
+            return Lookup::Absent {
+                uses: n.uses,
+                cold,
+                updating: n.updating,
+            };
+        }
         if n.exists {
             Lookup::Entry {
                 valid_sec: n.valid_sec,
@@ -292,6 +331,33 @@ impl Zone {
                 updating: n.updating,
             }
         }
+    }
+
+    /// A new node for `md5`, nobody's reader yet.
+    fn insert_node(&self, inner: &mut Inner, md5: &Md5, now: Instant, evicted: &mut Vec<PathBuf>) {
+        self.make_room(inner, evicted);
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        inner.lru.insert(seq, *md5);
+        inner.nodes.insert(
+            *md5,
+            Node {
+                uses: 0,
+                count: 0,
+                exists: false,
+                updating: false,
+                lock_time: None,
+                lock_token: 0,
+                error: 0,
+                share: None,
+                valid_sec: 0,
+                body_start: 0,
+                fs_size: 0,
+                expire: now + self.conf.inactive,
+                seq,
+                filled: Arc::new(Notify::new()),
+            },
+        );
     }
 
     /// Drops least recently used keys nobody reads until there is room for
@@ -330,66 +396,125 @@ impl Zone {
     /// Takes the fill lock of `md5`: `true` when this request fills the
     /// entry. A lock older than `lock_age` is taken over, as nginx's
     /// `proxy_cache_lock_age` lets another request try.
-    pub fn lock_fill(&self, md5: &Md5, now: Instant, lock_age: Duration) -> bool {
+    pub fn lock_fill(&self, md5: &Md5, now: Instant, lock_age: Duration) -> Option<LockToken> {
         let mut inner = self.lock();
-        let Some(n) = inner.nodes.get_mut(md5) else {
-            return false;
-        };
-        let stale_lock = n
-            .lock_time
-            .is_some_and(|t| now.duration_since(t) >= lock_age);
+        inner.next_token += 1;
+        let token = inner.next_token;
+        let n = inner.nodes.get_mut(md5)?;
+        let stale_lock = n.lock_time.is_some_and(|until| now >= until);
         if n.updating && !stale_lock {
-            return false;
+            return None;
         }
         n.updating = true;
-        n.lock_time = Some(now);
-        true
+        n.lock_time = Some(now + lock_age);
+        n.lock_token = token;
+        n.share = None;
+        Some(token)
     }
 
-    /// What a request waiting on the fill lock of `md5` waits for.
+    /// What a request waiting on the fill lock of `md5` waits for: woken
+    /// when a fill of the key ends, or starts to share its file.
     pub fn fill_notify(&self, md5: &Md5) -> Option<Arc<Notify>> {
         self.lock().nodes.get(md5).map(|n| n.filled.clone())
     }
 
-    /// A fill of `md5` was published: the entry exists now.
-    pub fn filled(&self, md5: &Md5, valid_sec: i64, body_start: u16, fs_size: u64) {
+    /// Whether a fill of `md5` holds the lock (and until when), and the
+    /// file it shares.
+    pub fn fill_state(&self, md5: &Md5) -> (Option<Instant>, Option<Arc<Share>>) {
+        self.lock().nodes.get(md5).map_or((None, None), |n| {
+            let until = n.lock_time.filter(|_| n.updating);
+            (until, n.share.clone())
+        })
+    }
+
+    /// The fill holding `token` shares its file: requests waiting on the
+    /// lock may stream from it.
+    pub fn set_share(&self, md5: &Md5, token: LockToken, share: Arc<Share>) {
         let mut inner = self.lock();
+        if let Some(n) = inner.nodes.get_mut(md5) {
+            if n.updating && n.lock_token == token {
+                n.share = Some(share);
+                let notify = n.filled.clone();
+                drop(inner);
+                notify.notify_waiters();
+            }
+        }
+    }
+
+    /// Lets go of the lock `token` names, if it is still the one held
+    /// (nginx's `fcn->lock_time == c->lock_time`), and wakes the waiters.
+    fn unlock_node(n: &mut Node, token: Option<LockToken>) -> Arc<Notify> {
+        if token.is_some_and(|t| t == n.lock_token) {
+            n.updating = false;
+            n.lock_time = None;
+            n.share = None;
+        }
+        n.filled.clone()
+    }
+
+    /// A fill of `md5` was published: the entry exists now. `token`: the
+    /// lock the fill held, let go of here.
+    pub fn filled(
+        &self,
+        md5: &Md5,
+        valid_sec: i64,
+        body_start: u16,
+        fs_size: u64,
+        token: Option<LockToken>,
+    ) -> Vec<PathBuf> {
+        let mut inner = self.lock();
+        let mut evicted = Vec::new();
+        if !inner.nodes.contains_key(md5) {
+            // A key no lookup made known (a bypassed request's fill, or
+            // one dropped from a full zone while it filled).
+            self.insert_node(&mut inner, md5, Instant::now(), &mut evicted);
+        }
         let Some(n) = inner.nodes.get_mut(md5) else {
-            return;
+            return evicted;
         };
         let old = if n.exists { n.fs_size } else { 0 };
         n.exists = true;
-        n.updating = false;
-        n.lock_time = None;
+        n.error = 0;
         n.valid_sec = valid_sec;
         n.body_start = body_start;
         n.fs_size = fs_size;
-        let notify = n.filled.clone();
+        let notify = Self::unlock_node(n, token);
         inner.size = inner.size.saturating_sub(old) + fs_size;
         drop(inner);
         notify.notify_waiters();
+        evicted
     }
 
-    /// A fill of `md5` ended without an entry.
-    pub fn fill_failed(&self, md5: &Md5) {
+    /// A fill of `md5` (or a request that held its lock) ended without an
+    /// entry.
+    pub fn fill_failed(&self, md5: &Md5, token: Option<LockToken>) {
         let mut inner = self.lock();
         if let Some(n) = inner.nodes.get_mut(md5) {
-            n.updating = false;
-            n.lock_time = None;
-            let notify = n.filled.clone();
+            let notify = Self::unlock_node(n, token);
+            drop(inner);
+            notify.notify_waiters();
+        }
+    }
+
+    /// A status is cached for `md5` until `valid_sec` (nginx's
+    /// `ngx_http_file_cache_free` with `c->error`).
+    pub fn set_error(&self, md5: &Md5, status: u16, valid_sec: i64, token: Option<LockToken>) {
+        let mut inner = self.lock();
+        if let Some(n) = inner.nodes.get_mut(md5) {
+            n.error = status;
+            n.valid_sec = valid_sec;
+            let notify = Self::unlock_node(n, token);
             drop(inner);
             notify.notify_waiters();
         }
     }
 
     /// An entry was revalidated (a `304`): fresh until `valid_sec` again.
-    pub fn refreshed(&self, md5: &Md5, valid_sec: i64) {
+    pub fn refreshed(&self, md5: &Md5, valid_sec: i64, token: Option<LockToken>) {
         let mut inner = self.lock();
         if let Some(n) = inner.nodes.get_mut(md5) {
             n.valid_sec = valid_sec;
-            n.updating = false;
-            n.lock_time = None;
-            let notify = n.filled.clone();
+            let notify = Self::unlock_node(n, token);
             drop(inner);
             notify.notify_waiters();
         }
@@ -434,6 +559,9 @@ impl Zone {
                 exists: true,
                 updating: false,
                 lock_time: None,
+                lock_token: 0,
+                error: 0,
+                share: None,
                 valid_sec,
                 body_start,
                 fs_size,
@@ -564,20 +692,25 @@ mod tests {
                 ..
             }
         ));
-        assert!(z.lock_fill(&md5(1), now, Duration::from_secs(5)));
+        let first = z.lock_fill(&md5(1), now, Duration::from_secs(5));
+        assert!(first.is_some());
         assert!(
-            !z.lock_fill(&md5(1), now, Duration::from_secs(5)),
+            z.lock_fill(&md5(1), now, Duration::from_secs(5)).is_none(),
             "one filler"
         );
-        assert!(
-            z.lock_fill(
-                &md5(1),
-                now + Duration::from_secs(6),
-                Duration::from_secs(5)
-            ),
-            "an old lock is taken over"
+        let second = z.lock_fill(
+            &md5(1),
+            now + Duration::from_secs(6),
+            Duration::from_secs(5),
         );
-        z.filled(&md5(1), 100, 400, 4096);
+        assert!(second.is_some(), "an old lock is taken over");
+        z.fill_failed(&md5(1), first);
+        assert!(
+            z.fill_state(&md5(1)).0.is_some(),
+            "the old holder cannot let go"
+        );
+        z.filled(&md5(1), 100, 400, 4096, second);
+        assert!(z.fill_state(&md5(1)).0.is_none(), "the holder lets go");
         assert!(matches!(
             z.lookup(&md5(1), now, &mut ev),
             Lookup::Entry {
@@ -596,7 +729,7 @@ mod tests {
         let mut ev = Vec::new();
         for i in 0..MIN_NODES as u8 {
             z.lookup(&md5(i), now, &mut ev);
-            z.filled(&md5(i), 1, 1, 10);
+            z.filled(&md5(i), 1, 1, 10, None);
             z.release(&md5(i));
         }
         // Key 0 is read now: key 1 is the oldest unread one.
@@ -613,7 +746,7 @@ mod tests {
         let mut ev = Vec::new();
         for i in 0..4u8 {
             z.lookup(&md5(i), now, &mut ev);
-            z.filled(&md5(i), 1, 1, 100);
+            z.filled(&md5(i), 1, 1, 100, None);
             if i != 2 {
                 z.release(&md5(i));
             }
@@ -625,5 +758,31 @@ mod tests {
         let later = now + Duration::from_secs(601);
         let gone = z.expire(later, None, 100);
         assert_eq!(gone, vec![z.path_of(&md5(3))], "key 2 is being read");
+    }
+
+    #[test]
+    fn a_cached_error_is_answered_until_it_expires() {
+        let z = Zone::new(conf(1 << 20));
+        z.loaded();
+        let now = Instant::now();
+        let mut ev = Vec::new();
+        z.lookup(&md5(7), now, &mut ev);
+        z.set_error(&md5(7), 404, now_unix() + 60, None);
+        assert!(matches!(
+            z.lookup(&md5(7), now, &mut ev),
+            Lookup::Error { status: 404 }
+        ));
+        z.set_error(&md5(7), 404, now_unix() - 1, None);
+        assert!(matches!(
+            z.lookup(&md5(7), now, &mut ev),
+            Lookup::Absent { .. }
+        ));
+        // A fill clears an error.
+        z.set_error(&md5(7), 502, now_unix() + 60, None);
+        z.filled(&md5(7), now_unix() + 60, 300, 10, None);
+        assert!(matches!(
+            z.lookup(&md5(7), now, &mut ev),
+            Lookup::Entry { .. }
+        ));
     }
 }

@@ -240,21 +240,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn refuse_not_implemented_names_every_use() {
+    fn proxy_store_is_no_longer_refused() {
+        // `proxy_store` was the last directive parsed but not implemented;
+        // a row marked `NotYet` again is refused as the function says.
         let text = "events {}\nhttp {\n proxy_store_access user:rw;\n server {\n  location / {\n   proxy_store on;\n  }\n }\n}\n";
         let l = load_text(text).unwrap();
-        let msgs = refuse_not_implemented(&l.config);
-        assert_eq!(msgs.len(), 2, "{msgs:?}");
-        assert!(
-            msgs[0].starts_with("\"proxy_store_access\" is not implemented yet in /"),
-            "{msgs:?}"
-        );
-        assert!(msgs[0].ends_with("nowait.conf:3"), "{msgs:?}");
-        assert!(
-            msgs[1].starts_with("\"proxy_store\" is not implemented yet in /"),
-            "{msgs:?}"
-        );
-        assert!(msgs[1].ends_with("nowait.conf:6"), "{msgs:?}");
+        assert!(refuse_not_implemented(&l.config).is_empty());
     }
 
     #[test]

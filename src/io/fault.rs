@@ -9,9 +9,10 @@
 //!   MILLIS milliseconds in whatever thread runs it — the event loop itself
 //!   under `aio off`, a pool thread under `aio threads`.
 //!
-//! With `NOWAIT_TEST_STALL_MARKS=DIR` also set, each stall first creates an
-//! empty file `DIR/stall-N`, so a test can wait until an operation is
-//! really stalled before it sends the next request.
+//! With `NOWAIT_TEST_STALL_MARKS=DIR` also set, each stall first creates a
+//! file `DIR/stall-N` holding the name of the thread that runs it and the
+//! path (`pool_1#2 /c/1/ab/…`), so a test can wait until an operation is
+//! really stalled before it sends the next request, and tell where it ran.
 //!
 //! This exists so tests can show, by ordering and counters rather than by
 //! timing thresholds, what waits behind what. It is read once at start-up
@@ -58,18 +59,20 @@ pub fn stall_for(path: &Path) -> Option<Duration> {
 /// Sleeps for the stall configured for `path` (the "disk" answering).
 pub fn stall(path: &Path) {
     if let Some(d) = stall_for(path) {
-        mark();
+        mark(path);
         std::thread::sleep(d);
     }
 }
 
 /// Leaves a mark that a stall began (see the module header).
-fn mark() {
+fn mark(path: &Path) {
     static MARKS: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if let Some(dir) = MARKS.get_or_init(|| std::env::var_os(MARKS_ENV).map(Into::into)) {
         let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let _ = std::fs::write(dir.join(format!("stall-{n}")), b"");
+        let thread = std::thread::current();
+        let text = format!("{} {}", thread.name().unwrap_or("?"), path.display());
+        let _ = std::fs::write(dir.join(format!("stall-{n}")), text);
     }
 }
 

@@ -251,6 +251,7 @@ impl FileLayer<'_> {
         let to = final_path.to_path_buf();
         let file = t.file.clone();
         self.run_write("rename", move || {
+            fault::stall(&from);
             rename_blocking(&from, &to)?;
             use std::os::unix::fs::MetadataExt;
             // Blocks taken, as nginx counts `fs_size` (`st_blocks` × 512).
@@ -259,14 +260,65 @@ impl FileLayer<'_> {
         .await?
     }
 
+    /// Publishes `t` as a `proxy_store` file: mode `access`, time `mtime`
+    /// if known, renamed to `to` with its missing directories made (mode
+    /// `access` with search bits where read is given), as nginx's
+    /// `ngx_ext_rename_file` with `create_path`.
+    pub async fn publish_store(
+        &self,
+        t: &TempFile,
+        to: &Path,
+        access: u32,
+        mtime: Option<i64>,
+    ) -> Result<(), FileError> {
+        let from = t.path.clone();
+        let file = t.file.clone();
+        let to = to.to_path_buf();
+        self.run_write("rename", move || {
+            use std::os::unix::fs::PermissionsExt;
+            fault::stall(&from);
+            file.set_permissions(std::fs::Permissions::from_mode(access))
+                .map_err(|e| sys("fchmod", &from, e))?;
+            if let Some(secs) = mtime.and_then(|s| u64::try_from(s).ok()) {
+                let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+                let times = std::fs::FileTimes::new()
+                    .set_modified(when)
+                    .set_accessed(when);
+                file.set_times(times)
+                    .map_err(|e| sys("futimens", &from, e))?;
+            }
+            match std::fs::rename(&from, &to) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if let Some(parent) = to.parent() {
+                        // nginx's `ngx_create_full_path` with the access
+                        // bits, plus search where read is allowed.
+                        let dir_mode = access | ((access & 0o444) >> 2);
+                        DirBuilder::new()
+                            .recursive(true)
+                            .mode(dir_mode)
+                            .create(parent)
+                            .map_err(|e| sys(MKDIR, parent, e))?;
+                    }
+                    std::fs::rename(&from, &to).map_err(|e| sys(RENAME, &from, e))
+                }
+                Err(e) => Err(sys(RENAME, &from, e)),
+            }
+        })
+        .await?
+    }
+
     /// Removes a file by name (a cache entry the manager expires, a bad
     /// entry), where `aio_write` says.
     pub async fn remove_file(&self, path: &Path) -> Result<(), FileError> {
         let p = path.to_path_buf();
-        self.run_write("unlink", move || match std::fs::remove_file(&p) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(sys(UNLINK, &p, e)),
+        self.run_write("unlink", move || {
+            fault::stall(&p);
+            match std::fs::remove_file(&p) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(sys(UNLINK, &p, e)),
+            }
         })
         .await?
     }
@@ -300,6 +352,7 @@ impl FileLayer<'_> {
         }
         let path = t.path.clone();
         self.run_write("unlink", move || {
+            fault::stall(&path);
             std::fs::remove_file(&path).map_err(|e| sys(UNLINK, &path, e))
         })
         .await?

@@ -13,6 +13,7 @@
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
+pub mod cache;
 pub mod connections;
 pub mod prometheus;
 pub mod timed;

@@ -114,6 +114,7 @@ pub fn render(
     workers: &[std::sync::Arc<WorkerMetrics>],
     pools: &Pools,
     upstreams: &[super::upstream::PeerSample],
+    caches: &[super::cache::ZoneSample],
 ) -> String {
     let mut out = String::with_capacity(8192);
     let hists: Vec<_> = workers.iter().map(|w| (w.id, w.histograms())).collect();
@@ -318,6 +319,7 @@ pub fn render(
         );
     }
     render_upstreams(&mut out, upstreams);
+    super::cache::render(&mut out, caches);
     out
 }
 
@@ -342,7 +344,7 @@ mod tests {
         w.fast(FastOp::Read, FastOutcome::Miss);
         let mut pools = Pools::new();
         pools.add("disk", 1, 0).unwrap();
-        let text = render(&[w], &pools, &[]);
+        let text = render(&[w], &pools, &[], &[]);
         assert!(text.contains("# TYPE nowait_loop_poll_seconds summary"));
         assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
         // The maximum is the 100 ms poll (1% precision).

@@ -164,6 +164,9 @@ pub async fn serve(
             )
             .await
         };
+        // The entry this request filled is in place before the connection
+        // goes on, as nginx's rename precedes the end of its request.
+        super::proxy::settle_fill(&mut r).await;
         if r.upstream.background_update {
             // The stale entry was sent; now refresh it, before the next
             // request, as nginx's background subrequest does.

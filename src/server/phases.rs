@@ -399,6 +399,7 @@ impl<'a> Walk<'a> {
                     &site.worker_metrics(),
                     &site.pools,
                     &site.upstream_samples(),
+                    &proxy::cache::samples(site),
                 );
                 Some(Reply::text(
                     Status::OK,
@@ -699,6 +700,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
             .extra
             .push(("Allow".to_string(), STATIC_METHODS.to_string()));
     }
+    crate::server::proxy::keep_accel_headers(&mut h.reply, r);
     for a in &h.conf.add_headers {
         if a.always || ADD_HEADER_STATUSES.contains(&status) {
             // nginx adds no field for an empty value (`ngx_http_add_header`).

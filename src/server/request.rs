@@ -195,6 +195,17 @@ pub struct UpstreamVars {
     pub background_update: bool,
     /// This run of the proxy is that refresh: no client waits for it.
     pub background: bool,
+    /// Header fields of an `X-Accel-Redirect` response that the response
+    /// of the URI it names keeps (nginx copies its `redirect` fields:
+    /// `Content-Type`, `Set-Cookie`, `Content-Disposition`,
+    /// `Cache-Control`, `Expires`, `Accept-Ranges`).
+    pub accel_kept: Vec<(String, String)>,
+    /// An `X-Accel-Redirect` turned the method into `GET`
+    /// (`$request_method`).
+    pub accel_get: bool,
+    /// Turns `true` when the cache fill this request started has ended
+    /// (a background update waits for it before the connection goes on).
+    pub fill_done: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// What was sent, for the access log.

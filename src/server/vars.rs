@@ -85,6 +85,7 @@ impl<'a> Req<'a> {
             }),
             Builtin::Uri | Builtin::DocumentUri => borrowed(&self.uri),
             Builtin::RequestUri => Some(Cow::Borrowed(&head.uri.request_uri)),
+            Builtin::RequestMethod if self.upstream.accel_get => borrowed("GET"),
             Builtin::RequestMethod => borrowed(head.method.as_str()),
             Builtin::Request => owned(self.request_line()),
             Builtin::Host => match self.host() {

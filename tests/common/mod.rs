@@ -6,6 +6,8 @@
 //! - [`server`]: the [`Server`] guard that runs nowait or the real nginx with
 //!   a configuration template (`{port}`, `{root}`, `{prefix}`) and kills it
 //!   on drop.
+//! - [`cached`]: a caching nowait in a directory the test keeps, with
+//!   environment variables and its status page read as numbers.
 //! - [`client`]: one connection kept across steps (send, read one
 //!   response, see whether the server closed it).
 //! - [`conf`]: the main and `events` sections around a test's `http` block.
@@ -25,6 +27,7 @@
 //! rest is not dead code.
 #![allow(dead_code, unused_imports)]
 
+pub mod cached;
 pub mod client;
 pub mod conf;
 pub mod exchange;

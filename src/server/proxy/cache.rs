@@ -9,13 +9,13 @@
 //! `EXPIRED`, `STALE`, `UPDATING`, `REVALIDATED`, `BYPASS`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cache::format::{HEADER_SIZE, Refreshed};
 use crate::cache::hit::{self, Hit, Unusable};
 use crate::cache::key::{CacheKey, Md5, VariantCheck, check_variant};
 use crate::cache::policy::{self, CacheMethods, SendMethod, Settings};
-use crate::cache::zone::{Lookup, Zone};
+use crate::cache::zone::{LockToken, Lookup, Zone};
 use crate::config::inherit::LocConf;
 use crate::config::model::NextUpstream;
 use crate::config::template::Template;
@@ -76,8 +76,12 @@ pub struct Ctx {
     pub md5: Md5,
     /// How it went so far.
     pub status: CacheStatus,
-    /// This request holds the fill lock: it may store the answer.
+    /// The answer may be stored (nginx's `u->cacheable`): not below
+    /// `proxy_cache_min_uses`, not after a lock timeout.
     pub fill: bool,
+    /// The fill lock this request holds (`proxy_cache_lock`, or the
+    /// update of an expired entry), handed to its fill or let go on drop.
+    pub lock: Option<LockToken>,
     /// An expired entry: to serve stale, or to revalidate.
     pub entry: Option<Hit>,
     /// The request goes upstream as GET (a HEAD, `proxy_cache_convert_head`).
@@ -88,8 +92,8 @@ impl Drop for Ctx {
     /// A request that held the fill lock and stored nothing lets it go,
     /// so that the next request may fill.
     fn drop(&mut self) {
-        if self.fill {
-            self.zone.fill_failed(&self.md5);
+        if let Some(token) = self.lock.take() {
+            self.zone.fill_failed(&self.md5, Some(token));
         }
     }
 }
@@ -107,6 +111,42 @@ pub enum Prep {
     Upstream(Box<Ctx>),
 }
 
+/// The status page's numbers of every zone, in name order.
+pub fn samples(site: &Site) -> Vec<crate::metrics::cache::ZoneSample> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut zones: Vec<&Arc<Zone>> = site.caches.values().collect();
+    zones.sort_by(|a, b| a.name().cmp(b.name()));
+    zones
+        .into_iter()
+        .map(|z| {
+            let s = &z.stats;
+            crate::metrics::cache::ZoneSample {
+                zone: z.name().to_string(),
+                path: z.conf.path.display().to_string(),
+                pool: z.pool().map(|p| p.name().to_string()).unwrap_or_default(),
+                statuses: [
+                    s.hits.load(Relaxed),
+                    s.misses.load(Relaxed),
+                    s.expired.load(Relaxed),
+                    s.stale.load(Relaxed),
+                    s.updating.load(Relaxed),
+                    s.revalidated.load(Relaxed),
+                    s.bypass.load(Relaxed),
+                ],
+                coalesced: s.coalesced.load(Relaxed),
+                bytes_filled: s.bytes_filled.load(Relaxed),
+                fills: s.fills.load(Relaxed),
+                fills_abandoned: s.fills_abandoned.load(Relaxed),
+                evictions: s.evictions.load(Relaxed),
+                keys: z.keys() as u64,
+                size: z.size(),
+                loaded_files: s.loaded_files.load(Relaxed),
+                loader_done: !z.is_cold(),
+            }
+        })
+        .collect()
+}
+
 /// Whether any of `tests` is a non-empty value other than `0`
 /// (`ngx_http_test_predicates`).
 pub fn predicate(r: &Req<'_>, tests: &[Template]) -> bool {
@@ -116,22 +156,25 @@ pub fn predicate(r: &Req<'_>, tests: &[Template]) -> bool {
     })
 }
 
-/// The zone the location caches in for this request, if any.
-fn zone_for(site: &Site, r: &Req<'_>) -> Option<Arc<Zone>> {
-    let t = r.conf.proxy_cache.as_ref()?;
+/// The zone the location caches in for this request, if any; a name no
+/// `proxy_cache_path` declares is a 500, as nginx answers it.
+fn zone_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Zone>>, Status> {
+    let Some(t) = r.conf.proxy_cache.as_ref() else {
+        return Ok(None);
+    };
     let name = r.expand_lossy(t);
     if name.is_empty() || name == "off" {
-        return None;
+        return Ok(None);
     }
     match site.caches.get(&name) {
-        Some(z) => Some(z.clone()),
+        Some(z) => Ok(Some(z.clone())),
         None => {
             site.error_log.log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("cache \"{name}\" not found{}", r.log_context()),
             );
-            None
+            Err(Status::INTERNAL_SERVER_ERROR)
         }
     }
 }
@@ -160,8 +203,10 @@ pub async fn prepare(
     uri: &[u8],
 ) -> Prep {
     let conf = r.conf;
-    let Some(zone) = zone_for(site, r) else {
-        return Prep::Off;
+    let zone = match zone_for(site, r) {
+        Ok(Some(z)) => z,
+        Ok(None) => return Prep::Off,
+        Err(status) => return Prep::Served(Box::new(Reply::special(status))),
     };
     let methods = CacheMethods {
         post: conf.proxy_cache_methods.iter().any(|m| m == "POST"),
@@ -184,25 +229,15 @@ pub async fn prepare(
         key,
         status: CacheStatus::Miss,
         fill: false,
+        lock: None,
         entry: None,
         as_get: send == SendMethod::Get,
     };
-    if r.upstream.background {
-        // `proxy_cache_background_update`: the entry is refreshed after
-        // the client got it stale; one request at a time.
-        ctx.status = CacheStatus::Expired;
-        ctx.fill = zone.lock_fill(&ctx.md5, Instant::now(), conf.proxy_cache_lock_age);
-        if !ctx.fill {
-            return Prep::Skip;
-        }
-        return Prep::Upstream(Box::new(ctx));
-    }
     if predicate(r, &conf.proxy_cache_bypass) {
+        // nginx skips the lookup and the lock, and stores the answer.
         ctx.status = CacheStatus::Bypass;
-        ctx.fill = zone.lock_fill(&ctx.md5, Instant::now(), conf.proxy_cache_lock_age);
-        zone.stats
-            .bypass
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ctx.fill = true;
+        count(&zone, CacheStatus::Bypass);
         return Prep::Upstream(Box::new(ctx));
     }
     let lock_deadline = Instant::now() + conf.proxy_cache_lock_timeout;
@@ -211,30 +246,29 @@ pub async fn prepare(
         let now = Instant::now();
         let mut evicted = Vec::new();
         let found = zone.lookup(&ctx.md5, now, &mut evicted);
-        remove_files(&zone, files, evicted).await;
-        let (known_start, updating) = match found {
-            Lookup::Entry {
-                body_start,
-                updating,
-                ..
-            } => (Some(body_start), updating),
-            Lookup::Absent {
-                cold: true,
-                updating,
-                ..
-            } => (None, updating),
-            Lookup::Absent { uses, updating, .. } => {
+        remove_files(files, evicted).await;
+        let known_start = match found {
+            Lookup::Entry { body_start, .. } => Some(body_start),
+            Lookup::Error { status } => {
+                // A cached error status: answered as nginx does, a HIT.
                 zone.release(&ctx.md5);
+                count(&zone, CacheStatus::Hit);
+                r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
+                return Prep::Served(Box::new(Reply::special(Status(status))));
+            }
+            Lookup::Absent { cold: true, .. } => None,
+            Lookup::Absent { uses, .. } => {
+                zone.release(&ctx.md5);
+                count(&zone, CacheStatus::Miss);
                 if uses < conf.proxy_cache_min_uses {
+                    // nginx's `NGX_HTTP_CACHE_SCARCE`: not stored.
                     return Prep::Upstream(Box::new(ctx));
                 }
-                if updating && conf.proxy_cache_lock && now < lock_deadline {
-                    wait_for_fill(&zone, &ctx.md5, lock_deadline).await;
-                    continue;
+                match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
+                    Waited::Go => return Prep::Upstream(Box::new(ctx)),
+                    Waited::Served(rep) => return Prep::Served(rep),
+                    Waited::Again => continue,
                 }
-                ctx.fill = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
-                count(&zone, CacheStatus::Miss);
-                return Prep::Upstream(Box::new(ctx));
             }
         };
         // An entry may exist: read it (a cold zone's probe, or a known one).
@@ -248,22 +282,23 @@ pub async fn prepare(
             Ok(h) => h,
             Err(Unusable::Missing) => {
                 zone.forget(&ctx.md5);
-                if known_start.is_none() && updating && conf.proxy_cache_lock && now < lock_deadline
-                {
-                    wait_for_fill(&zone, &ctx.md5, lock_deadline).await;
-                    continue;
-                }
-                ctx.fill = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
                 count(&zone, CacheStatus::Miss);
-                return Prep::Upstream(Box::new(ctx));
+                match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
+                    Waited::Go => return Prep::Upstream(Box::new(ctx)),
+                    Waited::Served(rep) => return Prep::Served(rep),
+                    Waited::Again => continue,
+                }
             }
             Err(Unusable::Invalid(e, msg)) => {
                 site.error_log
                     .log(e.level(), Some(r.conn_no), format_args!("{msg}"));
                 zone.forget(&ctx.md5);
-                ctx.fill = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
                 count(&zone, CacheStatus::Miss);
-                return Prep::Upstream(Box::new(ctx));
+                match take_lock(site, &zone, r, &mut ctx, lock_deadline).await {
+                    Waited::Go => return Prep::Upstream(Box::new(ctx)),
+                    Waited::Served(rep) => return Prep::Served(rep),
+                    Waited::Again => continue,
+                }
             }
             Err(Unusable::Io(e)) => {
                 site.error_log.log(
@@ -277,12 +312,14 @@ pub async fn prepare(
         };
         if known_start.is_none() {
             // A cold zone's probe found a file: the zone knows it now.
-            zone.filled(
+            let evicted = zone.filled(
                 &ctx.md5,
                 entry.header.valid_sec,
                 entry.header.body_start,
                 entry.file.meta.size,
+                None,
             );
+            remove_files(files, evicted).await;
         }
         // A response that varies: the request may want another variant.
         if !entry.header.vary.is_empty() && !variant_tried {
@@ -305,6 +342,22 @@ pub async fn prepare(
             }
         }
         let now_s = now_secs();
+        if r.upstream.background {
+            // `proxy_cache_background_update`: the entry went to the client
+            // stale; refresh it (revalidating it if so configured), one
+            // update at a time, unless another request did already.
+            if entry.header.valid_sec > now_s {
+                return Prep::Skip;
+            }
+            ctx.lock = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
+            if ctx.lock.is_none() {
+                return Prep::Skip;
+            }
+            ctx.fill = true;
+            ctx.status = CacheStatus::Expired;
+            ctx.entry = Some(entry);
+            return Prep::Upstream(Box::new(ctx));
+        }
         if entry.header.valid_sec > now_s {
             count(&zone, CacheStatus::Hit);
             r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
@@ -314,7 +367,8 @@ pub async fn prepare(
         let stale_while_updating = conf.proxy_cache_use_stale.contains(NextUpstream::UPDATING)
             || (entry.header.updating_sec > 0
                 && now_s < entry.header.valid_sec + entry.header.updating_sec);
-        if stale_while_updating && conf.proxy_cache_background_update {
+        let being_updated = zone.fill_state(&ctx.md5).0.is_some();
+        if stale_while_updating && conf.proxy_cache_background_update && !being_updated {
             // Served stale now; the connection refreshes it after the
             // response (nginx's background subrequest, which also runs
             // before the connection's next request).
@@ -322,44 +376,187 @@ pub async fn prepare(
             count(&zone, CacheStatus::Stale);
             return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Stale)));
         }
-        if zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age) {
-            ctx.fill = true;
-            ctx.status = CacheStatus::Expired;
-            ctx.entry = Some(entry);
-            count(&zone, CacheStatus::Expired);
-            return Prep::Upstream(Box::new(ctx));
-        }
-        if stale_while_updating {
+        // Expired (`ngx_http_file_cache_read`): the first request updates
+        // it; while it does, others are `UPDATING` — served stale when
+        // allowed, else sent upstream as nginx does (no lock wait for an
+        // entry that exists).
+        ctx.fill = true;
+        ctx.status = CacheStatus::Expired;
+        ctx.lock = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
+        if ctx.lock.is_none() && stale_while_updating {
             count(&zone, CacheStatus::Updating);
             r.upstream.cache_status = Some(CacheStatus::Updating.as_str());
             return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Updating)));
         }
-        if conf.proxy_cache_lock && now < lock_deadline {
-            wait_for_fill(&zone, &ctx.md5, lock_deadline).await;
-            continue;
-        }
-        ctx.status = CacheStatus::Expired;
         ctx.entry = Some(entry);
         count(&zone, CacheStatus::Expired);
         return Prep::Upstream(Box::new(ctx));
     }
 }
 
-/// Waits until the fill under way for `md5` ends, or `deadline`.
-async fn wait_for_fill(zone: &Zone, md5: &Md5, deadline: Instant) {
-    let Some(notify) = zone.fill_notify(md5) else {
-        return;
+/// A miss under `proxy_cache_lock` (`ngx_http_file_cache_lock`): take the
+/// lock and fill; or, while another request fills, stream its fill as it
+/// is written (nowait's read-while-write) or wait until it ends; after
+/// `proxy_cache_lock_timeout`, go upstream without storing. Without the
+/// lock every miss goes upstream and stores (the last rename wins).
+/// `None`: look the key up again.
+async fn take_lock(
+    site: &Site,
+    zone: &Arc<Zone>,
+    r: &mut Req<'_>,
+    ctx: &mut Ctx,
+    deadline: Instant,
+) -> Waited {
+    let conf = r.conf;
+    if !conf.proxy_cache_lock {
+        ctx.fill = true;
+        return Waited::Go;
+    }
+    let now = Instant::now();
+    if let Some(token) = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age) {
+        ctx.fill = true;
+        ctx.lock = Some(token);
+        return Waited::Go;
+    }
+    if now >= deadline {
+        // nginx 1.7.8+: a request whose lock wait timed out is not stored.
+        ctx.fill = false;
+        return Waited::Go;
+    }
+    let Some(notify) = zone.fill_notify(&ctx.md5) else {
+        return Waited::Again;
     };
+    // Registered before the state is read again: no wake-up is lost.
     let notified = notify.notified();
-    let left = deadline.saturating_duration_since(Instant::now());
-    // A fill may end between the lookup and here: never wait longer than
-    // a short recheck interval without looking again.
-    let _ = tokio::time::timeout(left.min(Duration::from_millis(250)), notified).await;
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    let (locked_until, share) = zone.fill_state(&ctx.md5);
+    if let Some(share) = share {
+        if streamable(r, &share) {
+            return Waited::Served(Box::new(serve_share(site, r, zone, &share)));
+        }
+    }
+    if let Some(until) = locked_until {
+        // Woken when the fill ends or shares its file; else when the lock
+        // ages out (`proxy_cache_lock_age`) or the wait times out.
+        let wake = deadline.min(until.max(now));
+        let _ = tokio::time::timeout_at(wake.into(), notified).await;
+    }
+    Waited::Again
 }
 
-fn count(zone: &Zone, s: CacheStatus) {
+/// How a wait on the fill lock ended.
+enum Waited {
+    /// Go upstream (with the lock, without it, or not to store).
+    Go,
+    /// Answered from the fill under way.
+    Served(Box<Reply>),
+    /// Look the key up again.
+    Again,
+}
+
+/// Where the file operations of `r`'s cache work run (its `aio`), owned.
+pub fn files_of(site: &Site, r: &Req<'_>) -> crate::cache::fill::Files {
+    let conf = r.conf;
+    let pool = match &conf.aio {
+        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
+        crate::config::model::Aio::Off => None,
+    };
+    crate::cache::fill::Files {
+        pool,
+        fast: conf.aio_fast_path,
+        write: conf.aio_write,
+    }
+}
+
+/// Remembers `status` for the request's key when the answer may be
+/// stored and a validity applies (nginx's `r->cache->error`): the
+/// response's own headers, else `proxy_cache_valid` for the status. For an
+/// intercepted error, `head` is the upstream's; for a `502`/`504` of a
+/// failed upstream there is none.
+pub fn cache_error(r: &Req<'_>, c: &mut Ctx, status: u16, head: Option<&ResponseHead>) {
+    if !c.fill {
+        return;
+    }
+    let now = now_secs();
+    let valid_sec = match head {
+        Some(h) => match policy::decide(h, &settings(r.conf), now) {
+            Ok(store) => store.valid_sec,
+            Err(_) => return,
+        },
+        None => match policy::valid_for(&r.conf.proxy_cache_valid, status) {
+            Some(t) => now + i64::try_from(t.as_secs()).unwrap_or(i64::MAX / 2),
+            None => return,
+        },
+    };
+    c.fill = false;
+    c.zone.set_error(&c.md5, status, valid_sec, c.lock.take());
+}
+
+/// Whether a waiter can take the fill's body as it comes: a plain `GET`
+/// (no range, no condition) of a `200` that does not vary, whose end the
+/// client can tell from a cut — a known length, or chunked framing to an
+/// HTTP/1.1 client (an HTTP/1.0 client reads a close-delimited body, and
+/// would take a failed fill's for a whole one). Anything else waits for
+/// the entry and is answered from it, as nginx answers every waiter.
+fn streamable(r: &Req<'_>, share: &crate::cache::share::Share) -> bool {
+    let h = r.head;
+    let framed =
+        share.head.content_length.is_some() || h.version == crate::http::request::Version::Http11;
+    framed
+        && h.method == crate::http::request::Method::Get
+        && h.range.is_none()
+        && h.if_modified_since.is_none()
+        && h.if_none_match.is_none()
+        && h.if_match.is_none()
+        && h.if_unmodified_since.is_none()
+        && share.header.vary.is_empty()
+        && share.head.status == 200
+}
+
+/// The reply of a waiter that streams a fill under way: the stored head
+/// as a hit's, the body read from the fill's temp file as it is written.
+fn serve_share(
+    site: &Site,
+    r: &mut Req<'_>,
+    zone: &Arc<Zone>,
+    share: &Arc<crate::cache::share::Share>,
+) -> Reply {
     use std::sync::atomic::Ordering::Relaxed;
-    let c = match s {
+    count(zone, CacheStatus::Hit);
+    zone.stats.coalesced.fetch_add(1, Relaxed);
+    r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
+    let head = &share.head;
+    r.upstream.headers = head
+        .headers
+        .iter()
+        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
+        .collect();
+    let conf = r.conf;
+    let mut reply = response::reply(r, conf, head).0;
+    reply.length_override = head.content_length;
+    let files = files_of(site, r);
+    reply.body = Body::Stream(Box::new(share.reader(files)));
+    reply
+}
+
+/// A request counted as `from` ended as `to` (an `EXPIRED` that came back
+/// `REVALIDATED` or was served `STALE`): counted once, as it ended.
+pub fn recount(zone: &Zone, from: CacheStatus, to: CacheStatus) {
+    if from == to {
+        return;
+    }
+    let c = counter(zone, from);
+    let _ = c.fetch_update(
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+        |n| n.checked_sub(1),
+    );
+    count(zone, to);
+}
+
+fn counter(zone: &Zone, s: CacheStatus) -> &std::sync::atomic::AtomicU64 {
+    match s {
         CacheStatus::Miss => &zone.stats.misses,
         CacheStatus::Bypass => &zone.stats.bypass,
         CacheStatus::Expired => &zone.stats.expired,
@@ -367,15 +564,17 @@ fn count(zone: &Zone, s: CacheStatus) {
         CacheStatus::Updating => &zone.stats.updating,
         CacheStatus::Revalidated => &zone.stats.revalidated,
         CacheStatus::Hit => &zone.stats.hits,
-    };
-    c.fetch_add(1, Relaxed);
+    }
+}
+
+fn count(zone: &Zone, s: CacheStatus) {
+    counter(zone, s).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Files a full zone dropped: removed through the request's file layer.
-async fn remove_files(zone: &Zone, files: FileLayer<'_>, paths: Vec<std::path::PathBuf>) {
+async fn remove_files(files: FileLayer<'_>, paths: Vec<std::path::PathBuf>) {
     for p in paths {
         let _ = files.remove_file(&p).await;
-        let _ = zone;
     }
 }
 
@@ -463,13 +662,17 @@ pub fn settings(conf: &LocConf) -> Settings<'_> {
     }
 }
 
-/// Whether a failure of kind `ft` (or an upstream status) lets an expired
-/// entry be served (`proxy_cache_use_stale`), or `stale-if-error` allows it.
-pub fn use_stale(conf: &LocConf, entry: &Hit, ft: NextUpstream) -> bool {
+/// Whether a failure of kind `ft` lets an expired entry be served:
+/// `proxy_cache_use_stale` names it, or — for a failure to get an answer
+/// at all (`ngx_http_upstream_next`), not for an answer's status
+/// (`ngx_http_upstream_test_next`, since 1.19.3) — the entry's
+/// `stale-if-error` still runs (`c->stale_error`).
+pub fn use_stale(conf: &LocConf, entry: &Hit, ft: NextUpstream, by_status: bool) -> bool {
     let by_conf = conf.proxy_cache_use_stale.contains(ft)
         && !conf.proxy_cache_use_stale.contains(NextUpstream::OFF);
-    let by_header =
-        entry.header.error_sec > 0 && now_secs() < entry.header.valid_sec + entry.header.error_sec;
+    let by_header = !by_status
+        && entry.header.error_sec > 0
+        && now_secs() <= entry.header.valid_sec + entry.header.error_sec;
     by_conf || by_header
 }
 
@@ -477,7 +680,7 @@ pub fn use_stale(conf: &LocConf, entry: &Hit, ft: NextUpstream) -> bool {
 /// written into the file's header through the pool; `None` when nginx
 /// leaves the file as it is.
 pub async fn refresh(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     entry: &Hit,
     not_modified: &ResponseHead,
     conf: &LocConf,
@@ -492,6 +695,7 @@ pub async fn refresh(
         .rewrite_at(&entry.file.path, Arc::from(&new[..]), 0)
         .await
         .ok()?;
-    ctx.zone.refreshed(&ctx.md5, refreshed.valid_sec);
+    ctx.zone
+        .refreshed(&ctx.md5, refreshed.valid_sec, ctx.lock.take());
     Some(refreshed.valid_sec)
 }

@@ -205,7 +205,11 @@ pub async fn handle<'a>(
         Some(c) if c.as_get => b"GET".to_vec(),
         _ => request::method(r, conf.proxy_method.as_ref()),
     };
-    let cache_headers = cache.as_ref().map(|c| {
+    // A request whose answer will not be stored (below
+    // `proxy_cache_min_uses`, after a lock timeout) goes with the client's
+    // own headers, `Range` and conditions included (nginx picks
+    // `headers_cache` only for `u->cacheable`).
+    let cache_headers = cache.as_ref().filter(|c| c.fill).map(|c| {
         let revalidate = c
             .entry
             .as_ref()
@@ -271,6 +275,25 @@ pub async fn background_update<'a>(site: &'a Site, r: &mut Req<'a>, client: &mut
         if let Body::Stream(source) = rep.body {
             drain(source).await;
         }
+    }
+    // The entry is renamed into place before the connection goes on, as
+    // nginx's update has finished before its request does.
+    if let Some(mut done) = r.upstream.fill_done.take() {
+        let _ = done.wait_for(|d| *d).await;
+    }
+}
+
+/// How long a connection, its response sent, waits for the cache fill or
+/// `proxy_store` it started to be renamed into place before it goes on
+/// (nginx renames before it finalizes the request, so that the next
+/// request finds the entry). A disk slower than this delays no more.
+pub const FILL_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits, at most [`FILL_SETTLE_LIMIT`], for the fill or store `r`
+/// started to end.
+pub async fn settle_fill(r: &mut Req<'_>) {
+    if let Some(mut done) = r.upstream.fill_done.take() {
+        let _ = tokio::time::timeout(FILL_SETTLE_LIMIT, done.wait_for(|d| *d)).await;
     }
 }
 
@@ -550,6 +573,9 @@ async fn exchange<'a>(
                 if let Some(rep) = stale(r, cache.as_deref_mut(), NextUpstream::ERROR) {
                     return rep;
                 }
+                if let Some(c) = cache.as_deref_mut() {
+                    cache::cache_error(r, c, 502, None);
+                }
                 return reply(Reply::special(Status::BAD_GATEWAY));
             }
         };
@@ -676,6 +702,9 @@ async fn exchange<'a>(
                 if let Some(rep) = stale(r, cache.as_deref_mut(), f.kind) {
                     return rep;
                 }
+                if let Some(c) = cache.as_deref_mut() {
+                    cache::cache_error(r, c, status, None);
+                }
                 return reply(Reply::special(Status(status)));
             }
         }
@@ -687,14 +716,11 @@ async fn exchange<'a>(
 fn stale(r: &mut Req<'_>, cache: Option<&mut cache::Ctx>, ft: NextUpstream) -> Option<Proxied> {
     let c = cache?;
     let entry = c.entry.as_ref()?;
-    if !cache::use_stale(r.conf, entry, ft) {
+    if !cache::use_stale(r.conf, entry, ft, false) {
         return None;
     }
+    cache::recount(&c.zone, c.status, cache::CacheStatus::Stale);
     c.status = cache::CacheStatus::Stale;
-    c.zone
-        .stats
-        .stale
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Some(reply(cache::serve(r, entry, cache::CacheStatus::Stale)))
 }
 
@@ -722,11 +748,8 @@ async fn cached_answer(
         && (entry.header.last_modified != -1 || !entry.header.etag.is_empty());
     let answer = if revalidating && got.head.status == 304 {
         let _ = cache::refresh(c, &entry, &got.head, conf, files).await;
+        cache::recount(&c.zone, c.status, cache::CacheStatus::Revalidated);
         c.status = cache::CacheStatus::Revalidated;
-        c.zone
-            .stats
-            .revalidated
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The entry is fresh again: the fill lock is done with.
         c.fill = false;
         Some(reply(cache::serve(
@@ -734,12 +757,9 @@ async fn cached_answer(
             &entry,
             cache::CacheStatus::Revalidated,
         )))
-    } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft)) {
+    } else if ft.is_some_and(|ft| cache::use_stale(conf, &entry, ft, true)) {
+        cache::recount(&c.zone, c.status, cache::CacheStatus::Stale);
         c.status = cache::CacheStatus::Stale;
-        c.zone
-            .stats
-            .stale
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(reply(cache::serve(r, &entry, cache::CacheStatus::Stale)))
     } else {
         None
@@ -1207,6 +1227,10 @@ fn force_ranges(
     len: u64,
 ) -> Box<dyn crate::body::Source> {
     use crate::http::range::{self, RangeSpec};
+    // The upstream's own `Accept-Ranges` gives way to the range filter's
+    // (`ngx_http_upstream_copy_allow_ranges`).
+    rep.extra
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("Accept-Ranges"));
     let header = |name: &str| {
         rep.extra
             .iter()
@@ -1284,11 +1308,17 @@ fn fill_plan(
             headers.iter().map(|(n, v)| (*n, *v)),
         );
     }
-    let pool = match &conf.aio {
-        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
-        crate::config::model::Aio::Off => None,
-    };
-    if let Some(p) = &pool {
+    if c.md5 != *c.key.md5() && c.md5 != header.variant {
+        // Fetched under a secondary key whose variant the answer does not
+        // have: stored under the main key instead
+        // (`ngx_http_file_cache_update_variant`).
+        if let Some(token) = c.lock.take() {
+            c.zone.fill_failed(&c.md5, Some(token));
+        }
+        c.md5 = *c.key.md5();
+    }
+    let files = cache::files_of(site, r);
+    if let Some(p) = &files.pool {
         c.zone.set_pool(p);
     }
     c.fill = false;
@@ -1298,14 +1328,121 @@ fn fill_plan(
         md5: c.md5,
         header,
         head: raw_head.to_vec(),
+        response: head.clone(),
+        lock: c.lock.take(),
         temp_dir: crate::cache::fill::temp_dir(c.zone.conf.use_temp_path, &conf.proxy_temp_path),
-        files: crate::cache::fill::Files {
-            pool,
-            fast: conf.aio_fast_path,
-            write: conf.aio_write,
-        },
+        files,
         log: site.error_log.clone(),
+        done: None,
     })
+}
+
+/// The header fields an `X-Accel-Redirect` response hands to the response
+/// of the URI it names (`redirect` in nginx's `ngx_http_upstream_headers_in`).
+const ACCEL_KEPT: [&str; 6] = [
+    "Content-Type",
+    "Set-Cookie",
+    "Content-Disposition",
+    "Cache-Control",
+    "Expires",
+    "Accept-Ranges",
+];
+
+/// `X-Accel-Redirect` (`ngx_http_upstream_process_headers`): keep the
+/// fields nginx keeps, check the URI (`ngx_http_parse_unsafe_uri`: an
+/// unsafe one is a 404), and turn the method into `GET` (but `HEAD`).
+fn accel_redirect(
+    site: &Site,
+    r: &mut Req<'_>,
+    head: &uhead::ResponseHead,
+    uri: String,
+) -> Proxied {
+    r.upstream.accel_kept = head
+        .headers
+        .iter()
+        .filter(|(n, _)| {
+            ACCEL_KEPT
+                .iter()
+                .any(|k| n.eq_ignore_ascii_case(k.as_bytes()))
+        })
+        .map(|(n, v)| {
+            (
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            )
+        })
+        .collect();
+    if uri.starts_with('@') {
+        return Proxied::Redirect(uri);
+    }
+    let Ok((path, args)) = crate::http::unsafe_uri::parse(uri.as_bytes()) else {
+        site.error_log.log(
+            Level::Error,
+            Some(r.conn_no),
+            format_args!("unsafe URI \"{uri}\" was detected{}", r.log_context()),
+        );
+        return reply(Reply::special(Status::NOT_FOUND));
+    };
+    if r.head.method != Method::Head {
+        r.upstream.accel_get = true;
+    }
+    let mut target = String::from_utf8_lossy(&path).into_owned();
+    if let Some(args) = args {
+        target.push('?');
+        target.push_str(&String::from_utf8_lossy(&args));
+    }
+    Proxied::Redirect(target)
+}
+
+/// Applies the fields an `X-Accel-Redirect` kept to the final reply: its
+/// `Content-Type` replaces the handler's, its `Accept-Ranges` stands in
+/// for the range filter's, the rest are added.
+pub fn keep_accel_headers(reply: &mut Reply, r: &Req<'_>) {
+    for (n, v) in &r.upstream.accel_kept {
+        if n.eq_ignore_ascii_case("Content-Type") {
+            reply.content_type = Some(v.clone());
+            continue;
+        }
+        if n.eq_ignore_ascii_case("Accept-Ranges") {
+            reply.accept_ranges = false;
+        }
+        reply
+            .extra
+            .retain(|(e, _)| !e.eq_ignore_ascii_case(n) || n.eq_ignore_ascii_case("Set-Cookie"));
+        reply.extra.push((n.clone(), v.clone()));
+    }
+}
+
+/// Where and how `proxy_store` keeps a `200`: the URI under the
+/// location's `root`/`alias` (`on`) or the evaluated string.
+fn store_plan(
+    site: &Site,
+    r: &Req<'_>,
+    head: &uhead::ResponseHead,
+) -> crate::cache::store::StorePlan {
+    use crate::config::model::ProxyStore;
+    let conf = r.conf;
+    let path = match &conf.proxy_store {
+        ProxyStore::Path(t) => {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&r.expand(t)))
+        }
+        _ => crate::server::static_file::map_path(r, conf, r.location, &r.uri),
+    };
+    let mtime = head
+        .header("Last-Modified")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(crate::http::date::parse_http_date);
+    crate::cache::store::StorePlan {
+        path,
+        temp_dir: conf.proxy_temp_path.clone(),
+        access: conf.proxy_store_access,
+        mtime,
+        length: head.content_length,
+        files: cache::files_of(site, r),
+        log: site.error_log.clone(),
+        done: None,
+    }
 }
 
 /// The head of an HTTP/0.9 answer: 200, no fields, until close.
@@ -1424,7 +1561,7 @@ fn respond(
     if let Some(uri) = accel.redirect {
         // The upstream's own body is not wanted: settle now.
         drop(source);
-        return Proxied::Redirect(uri);
+        return accel_redirect(site, r, &got.head, uri);
     }
     // An error the location has an `error_page` for is intercepted.
     if conf.proxy_intercept_errors
@@ -1435,6 +1572,9 @@ fn respond(
             .any(|p| p.codes.contains(&rep.status.0))
     {
         drop(source);
+        if let Some(c) = cache {
+            cache::cache_error(r, c, rep.status.0, Some(&got.head));
+        }
         return reply(Reply::special(rep.status));
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
@@ -1453,7 +1593,16 @@ fn respond(
         });
     }
     let bodiless = head_request || matches!(rep.status.0, 204 | 304);
+    let mut cache = cache;
     if bodiless {
+        // An answer without a body is stored as an entry without one (a
+        // `204` with an `Expires`, a `HEAD` not converted to `GET`).
+        if let Some(fill) = cache
+            .take()
+            .and_then(|c| fill_plan(site, r, c, &got.head, &got.raw_head))
+        {
+            crate::body::Tee::end(&mut crate::cache::fill::Fill::start(fill), true);
+        }
         // Nothing to read: settle at once (the connection may be reused).
         let mut s = source;
         let waker = std::task::Waker::noop();
@@ -1465,15 +1614,28 @@ fn respond(
     let mut body: Box<dyn crate::body::Source> = Box::new(source);
     let mut ranges = conf.proxy_force_ranges;
     if let Some(c) = cache {
-        if let Some(fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+        if let Some(mut fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+            let (done, fill_done) = tokio::sync::watch::channel(false);
+            fill.done = Some(done);
+            r.upstream.fill_done = Some(fill_done);
             body = Box::new(crate::body::Teed::new(
                 body,
                 crate::cache::fill::Fill::start(fill),
             ));
-            // A cacheable response allows a single range (nginx's
-            // `single_range` for `u->cacheable`).
-            ranges = true;
+            // A cacheable response the upstream says allows ranges allows
+            // a single one (nginx's `single_range` for `u->cacheable`).
+            ranges |= got.head.header("Accept-Ranges").is_some();
         }
+    }
+    if rep.status.0 == 200 && !matches!(conf.proxy_store, crate::config::model::ProxyStore::Off) {
+        let mut plan = store_plan(site, r, &got.head);
+        let (done, store_done) = tokio::sync::watch::channel(false);
+        plan.done = Some(done);
+        r.upstream.fill_done = Some(store_done);
+        body = Box::new(crate::body::Teed::new(
+            body,
+            crate::cache::store::Store::start(plan),
+        ));
     }
     if ranges && rep.status.0 == 200 {
         if let Some(len) = rep.length_override {
