@@ -10,6 +10,7 @@
 
 pub mod build;
 pub mod cache_model;
+pub mod core_model;
 pub mod dirs;
 pub mod embedded;
 pub mod error;
@@ -27,7 +28,10 @@ pub mod script;
 pub mod set_cache;
 pub mod set_cache_path;
 pub mod set_core;
+pub mod set_core_http;
+pub mod set_headers;
 pub mod set_http;
+pub mod set_log;
 pub mod set_map;
 pub mod set_proxy;
 pub mod set_rewrite;

@@ -16,6 +16,7 @@
 //! - [`response`]: response heads in nginx's header order.
 //! - [`chunked`]: incremental chunked request-body decoding.
 //! - [`mime`]: extension → MIME type lookup.
+//! - [`user_agent`]: the browser families nginx reads from `User-Agent`.
 
 pub mod chunked;
 pub mod conditional;
@@ -29,3 +30,4 @@ pub mod request;
 pub mod response;
 pub mod status;
 pub mod uri;
+pub mod user_agent;

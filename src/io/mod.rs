@@ -7,6 +7,8 @@
 //!   posting tokio task on any runtime, or the overflow error.
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
+//! - [`open_cache`]: `open_file_cache`: descriptors, metadata and errors kept
+//!   across requests; every lookup it makes goes through [`file`].
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
@@ -15,6 +17,7 @@
 pub mod completion;
 pub mod fault;
 pub mod file;
+pub mod open_cache;
 pub mod pool;
 pub mod pools;
 pub mod temp;

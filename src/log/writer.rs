@@ -78,8 +78,35 @@ struct State {
     reopen_error: Option<io::Error>,
     /// No more lines accepted; the thread drains `buf` and exits.
     closing: bool,
+    /// A flush waits: the batch is written without gathering more.
+    flush_asked: bool,
     /// The thread has exited: nobody waits for progress any more.
     gone: bool,
+}
+
+/// How a writer gathers lines into writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batching {
+    /// A batch this large is written at once.
+    pub bytes: usize,
+    /// The longest the first line of a batch waits for more (`None`: until
+    /// the batch is full, a flush, a reopen or the end, as nginx's
+    /// `access_log … buffer=` without `flush=`).
+    pub wait: Option<Duration>,
+    /// Each write is one gzip member at this level (`access_log … gzip`).
+    pub gzip: Option<u32>,
+}
+
+impl Default for Batching {
+    /// Lines of a busy second gathered for [`COALESCE_WAIT`], up to
+    /// [`COALESCE_BYTES`]: a write per interval instead of per line.
+    fn default() -> Self {
+        Batching {
+            bytes: COALESCE_BYTES,
+            wait: Some(COALESCE_WAIT),
+            gzip: None,
+        }
+    }
 }
 
 /// State shared with the writer thread.
@@ -88,6 +115,8 @@ struct Shared {
     dest: Destination,
     /// Most bytes `State::buf` may hold.
     capacity: usize,
+    /// How lines are gathered into writes.
+    batching: Batching,
     /// The buffer and bookkeeping.
     state: Mutex<State>,
     /// Wakes the writer: data, reopen or close.
@@ -155,6 +184,15 @@ impl LogWriter {
     /// Opens `dest` now (so a bad path is an `[emerg]` at startup) and starts
     /// its writer thread `log#N`, buffering at most `capacity` bytes.
     pub fn open(dest: Destination, capacity: usize) -> Result<LogWriter, SysError> {
+        LogWriter::open_batched(dest, capacity, Batching::default())
+    }
+
+    /// [`LogWriter::open`] gathering lines as `batching` says.
+    pub fn open_batched(
+        dest: Destination,
+        capacity: usize,
+        batching: Batching,
+    ) -> Result<LogWriter, SysError> {
         let sink = match &dest {
             Destination::Stderr => Sink::Stderr,
             Destination::File(p) => Sink::File(open_file(p)?),
@@ -162,6 +200,7 @@ impl LogWriter {
         let shared = Arc::new(Shared {
             dest,
             capacity,
+            batching,
             state: Mutex::new(State {
                 buf: Vec::new(),
                 lines: 0,
@@ -171,6 +210,7 @@ impl LogWriter {
                 reopen_done: 0,
                 reopen_error: None,
                 closing: false,
+                flush_asked: false,
                 gone: false,
             }),
             wake: Condvar::new(),
@@ -212,14 +252,17 @@ impl LogWriter {
             return false;
         }
         let was_empty = st.buf.is_empty();
+        let below = st.buf.len() < s.batching.bytes;
         st.buf.extend_from_slice(line);
         st.buf.push(b'\n');
         st.lines += 1;
         st.accepted += 1;
+        let filled = below && st.buf.len() >= s.batching.bytes;
         drop(st);
-        // The writer sleeps only on an empty buffer, so only the first line
-        // of a batch needs to wake it: no futex call per line under load.
-        if was_empty {
+        // The writer sleeps on an empty buffer, then waits for a batch to
+        // gather: only the first line of a batch, and the one that fills
+        // it, need to wake it — no futex call per line under load.
+        if was_empty || filled {
             s.wake.notify_one();
         }
         true
@@ -240,6 +283,8 @@ impl LogWriter {
     pub fn flush(&self) {
         let mut st = self.shared.lock();
         let target = st.accepted;
+        st.flush_asked = true;
+        self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             st = self
                 .shared
@@ -254,6 +299,8 @@ impl LogWriter {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         let target = st.accepted;
+        st.flush_asked = true;
+        self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -341,13 +388,29 @@ fn run(shared: &Shared, mut sink: Sink) {
         // wake and a write() per request into one per interval under load
         // (what nginx's `access_log … flush=` buys). `flush`, `reopen` and
         // `close` notify and cut the wait short.
-        if st.buf.len() < COALESCE_BYTES && st.reopen_asked == st.reopen_done && !st.closing {
-            st = shared
-                .wake
-                .wait_timeout(st, COALESCE_WAIT)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+        let gather = |st: &State| {
+            st.buf.len() < shared.batching.bytes
+                && st.reopen_asked == st.reopen_done
+                && !st.closing
+                && !st.flush_asked
+        };
+        if gather(&st) {
+            match shared.batching.wait {
+                Some(wait) => {
+                    st = shared
+                        .wake
+                        .wait_timeout(st, wait)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                None => {
+                    while gather(&st) {
+                        st = shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            }
         }
+        st.flush_asked = false;
         // Double buffering: loops fill one vector while this thread writes
         // the other, and both keep their allocations.
         std::mem::swap(&mut st.buf, &mut batch);
@@ -358,6 +421,9 @@ fn run(shared: &Shared, mut sink: Sink) {
         drop(st);
 
         if !batch.is_empty() {
+            if let Some(level) = shared.batching.gzip {
+                batch = gzip_member(&batch, level);
+            }
             match sink.write_all(&batch) {
                 Ok(()) => {
                     shared.written.fetch_add(lines, Ordering::Relaxed);
@@ -390,6 +456,21 @@ fn run(shared: &Shared, mut sink: Sink) {
             shared.progress.notify_all();
             return;
         }
+    }
+}
+
+/// `bytes` as one gzip member at `level` (1-9), as nginx's buffered gzip
+/// access logs write each buffer. Compressing into memory cannot fail; the
+/// plain bytes are written if it somehow does.
+fn gzip_member(bytes: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compression, write::GzEncoder};
+    let mut enc = GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 2 + 64),
+        Compression::new(level),
+    );
+    match enc.write_all(bytes).and_then(|()| enc.finish()) {
+        Ok(out) => out,
+        Err(_) => bytes.to_vec(),
     }
 }
 

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::config::inherit::LocConf;
+use crate::body::chunked;
+use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
 use crate::http::date::DateCache;
 use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
@@ -25,8 +26,9 @@ use crate::log::Level;
 
 use super::access_log;
 use super::client::{BodyProgress, Client};
+use super::pace::Pace;
 use super::phases::{Handled, Walk};
-use super::read::{BodyDiscard, HeadRead, linger, read_head};
+use super::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
 use super::reply::{Body, Reply};
 use super::request::{Req, Sent};
 use super::send::{self, SendParams, SocketForPools};
@@ -57,8 +59,11 @@ pub struct ConnInfo {
 enum Next {
     /// Read the next request.
     KeepAlive,
-    /// Close (after a lingering close when `linger`).
-    Close { linger: bool },
+    /// Close (after a lingering close for `linger`: `lingering_time` and
+    /// `lingering_timeout`).
+    Close {
+        linger: Option<(Duration, Duration)>,
+    },
 }
 
 /// Serves a connection until it closes.
@@ -100,7 +105,7 @@ pub async fn serve(
                     ..Sent::default()
                 };
                 access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
-                site.error_log.log(
+                default_server.conf.error_log.log.log(
                     Level::Info,
                     Some(info.conn_no),
                     format_args!(
@@ -168,11 +173,13 @@ pub async fn serve(
         }
         match next {
             Next::KeepAlive => {}
-            Next::Close { linger: true } => {
-                linger(stream).await;
+            Next::Close {
+                linger: Some((time, timeout)),
+            } => {
+                linger_for(stream, time, timeout).await;
                 return;
             }
-            Next::Close { linger: false } => return,
+            Next::Close { linger: None } => return,
         }
         let conf = r.conf;
         idle_timeout = conf.keepalive_timeout;
@@ -195,7 +202,7 @@ async fn reject(
     status: crate::http::status::Status,
     msg: &str,
 ) {
-    site.error_log.log(
+    server.conf.error_log.log.log(
         Level::Info,
         Some(info.conn_no),
         format_args!("{msg}, client: {}", info.peer.ip()),
@@ -255,7 +262,7 @@ async fn respond(
             ..Sent::default()
         };
         log_request(site, r, conf, &reply, &sent, false);
-        return Next::Close { linger: false };
+        return Next::Close { linger: None };
     }
     // A client that asked to be told before sending its body hears
     // `100 Continue` when the request found content, as from nginx.
@@ -267,7 +274,7 @@ async fn respond(
             .await
             .is_err()
     {
-        return Next::Close { linger: false };
+        return Next::Close { linger: None };
     }
     // Drop the part of an unread body already read, as nginx does before
     // it answers; a body that is already invalid ends keep-alive.
@@ -282,30 +289,56 @@ async fn respond(
     };
     let http09 = head.version == Version::Http09;
     let head_only = head.method == Method::Head && !http09;
-    // A body of unknown length: chunked to an HTTP/1.1 client, else the
-    // end of the connection marks its end.
+    // nginx's chunked filter: a body of unknown length, or one with
+    // trailers, goes chunked to an HTTP/1.1 client under
+    // `chunked_transfer_encoding`; otherwise one of unknown length ends
+    // with the connection.
     let mut close_delimited = reply.http09;
-    if reply.http09 {
-        // An HTTP/0.9 upstream's bytes go out as they are, then the end.
-    } else if reply.announced_length().is_none() && !bodiless(&reply, head_only) {
-        if head.version == Version::Http11 {
-            reply.chunked = true;
-        } else {
-            close_delimited = true;
+    if !reply.http09 && !bodiless(&reply, head_only) {
+        let unknown = reply.announced_length().is_none();
+        if unknown || reply.trailers {
+            if head.version == Version::Http11 && conf.chunked_transfer_encoding {
+                reply.chunked = true;
+            } else if unknown {
+                close_delimited = true;
+            }
         }
     }
     let keep_alive = head.keep_alive
         && !http09
         && !reply.close
         && !close_delimited
-        && !conf.keepalive_timeout.is_zero()
-        && requests < conf.keepalive_requests
+        && !*quit.borrow()
         && body_ok
-        && !*quit.borrow();
+        && keepalive_allowed(r, conf, requests);
     let head_bytes = if http09 || reply.http09 {
         Vec::new()
     } else {
         response_head(&reply, conf, keep_alive)
+    };
+    let pace = limit_rate(r, conf);
+    // Trailers are made when the body ends, from the reply as sent.
+    let view = (reply.chunked && reply.trailers && !head_only).then(|| reply.head_copy());
+    let trailer = |written: &send::Written| {
+        let Some(view) = &view else {
+            return chunked::LAST_CHUNK.to_vec();
+        };
+        let sent = Sent {
+            status: view.status.0,
+            body_bytes: written.body,
+            bytes: written.total,
+            complete: true,
+        };
+        let resp = Response {
+            sent: &sent,
+            reply: view,
+            keep_alive,
+            keep_alive_header: keepalive_header(conf),
+        };
+        let list = super::headers_filter::trailers(r, view, resp);
+        let mut out = Vec::new();
+        chunked::last_chunk_with_trailers(&list, &mut out);
+        out
     };
     let params = SendParams {
         timeout: conf.send_timeout,
@@ -317,12 +350,14 @@ async fn respond(
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
         spill: reply.spill.clone(),
+        pace: pace.as_ref(),
+        trailer: &trailer,
     };
     if matches!(reply.body, Body::Upgrade(_)) {
         return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;
     }
     let mut written = send::Written::default();
-    let result = if send::from_memory(&reply.body, head_only) {
+    let result = if send::from_memory(&reply.body, head_only) && pace.is_none() && !reply.chunked {
         send::send_from_memory(
             stream,
             head_bytes,
@@ -356,12 +391,21 @@ async fn respond(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     });
     if let Err(e) = result {
-        log_send_error(site, r, e);
-        return Next::Close { linger: false };
+        if matches!(e, send::SendError::TimedOut) && conf.reset_timedout_connection {
+            let _ = crate::sys::socket::set_reset_on_close(stream);
+        }
+        log_send_error(r, e);
+        return Next::Close { linger: None };
     }
     if !keep_alive {
-        let linger = reply.close || head.has_body();
-        return Next::Close { linger };
+        let linger = match conf.lingering_close {
+            LingeringClose::Off => false,
+            LingeringClose::Always => true,
+            LingeringClose::On => reply.close || head.has_body(),
+        };
+        return Next::Close {
+            linger: linger.then_some((conf.lingering_time, conf.lingering_timeout)),
+        };
     }
     // The body is read and thrown away after the answer (a handler that
     // took none), so that the next request starts where it ends.
@@ -369,7 +413,7 @@ async fn respond(
         if !d.is_done() {
             if let Err(status) = d.finish(stream, buf).await {
                 if let Some(status) = status {
-                    site.error_log.log(
+                    r.error_log().log(
                         Level::Info,
                         Some(r.conn_no),
                         format_args!(
@@ -379,7 +423,9 @@ async fn respond(
                         ),
                     );
                 }
-                return Next::Close { linger: true };
+                return Next::Close {
+                    linger: Some((conf.lingering_time, conf.lingering_timeout)),
+                };
             }
         }
     }
@@ -398,7 +444,7 @@ async fn upgrade(
     head: Vec<u8>,
 ) -> Next {
     let Body::Upgrade(tunnel) = std::mem::replace(&mut reply.body, Body::Empty) else {
-        return Next::Close { linger: false };
+        return Next::Close { linger: None };
     };
     let ok = send::write_all(stream, &head, conf.send_timeout)
         .await
@@ -413,7 +459,7 @@ async fn upgrade(
         let leftover = std::mem::take(buf);
         match tunnel.run(stream, leftover).await {
             Ok(()) => sent.complete = true,
-            Err(e) => site.error_log.log(
+            Err(e) => r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("{e}{}", r.log_context()),
@@ -421,7 +467,7 @@ async fn upgrade(
         }
     }
     log_request(site, r, conf, &reply, &sent, false);
-    Next::Close { linger: false }
+    Next::Close { linger: None }
 }
 
 /// Whether the reply has no body on the wire (HEAD, 204, 304, 1xx).
@@ -438,19 +484,84 @@ fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &S
             sent,
             reply,
             keep_alive: keep,
+            keep_alive_header: keepalive_header(conf),
         },
     );
 }
 
+/// `keepalive_timeout`'s second parameter, when set.
+fn keepalive_header(conf: &LocConf) -> Option<u64> {
+    (conf.keepalive_header > 0).then_some(conf.keepalive_header)
+}
+
+/// Whether the location lets the connection serve another request after
+/// this one (nginx's `ngx_http_update_location_config`): keep-alive on,
+/// requests and age within `keepalive_requests` and `keepalive_time`, and
+/// no browser `keepalive_disable` names.
+fn keepalive_allowed(r: &Req<'_>, conf: &LocConf, requests: u64) -> bool {
+    if conf.keepalive_timeout.is_zero()
+        || requests >= conf.keepalive_requests
+        || r.start.saturating_duration_since(r.conn_start) > conf.keepalive_time
+    {
+        return false;
+    }
+    let disable = conf.keepalive_disable;
+    if !disable.msie6 && !disable.safari {
+        return true;
+    }
+    let Some(ua) = r.head.header("user-agent") else {
+        return true;
+    };
+    let browser = crate::http::user_agent::classify(ua);
+    !(browser.msie6 && r.head.method == Method::Post && disable.msie6
+        || browser.safari && disable.safari)
+}
+
+/// `limit_rate` and `limit_rate_after` of the request: a `$limit_rate`
+/// set by `set` or `X-Accel-Limit-Rate` wins over the location's.
+fn limit_rate(r: &Req<'_>, conf: &LocConf) -> Option<Pace> {
+    let rate = match r.limit_rate {
+        Some(n) => n,
+        None => size_value(r, &conf.limit_rate),
+    };
+    if rate == 0 {
+        return None;
+    }
+    let after = size_value(r, &conf.limit_rate_after);
+    Pace::new(rate, after, r.start)
+}
+
+/// A size that may hold variables, as `ngx_http_complex_value_size`: a bad
+/// one is logged and counts as 0.
+fn size_value(r: &Req<'_>, v: &SizeValue) -> u64 {
+    match v {
+        SizeValue::Fixed(n) => *n,
+        SizeValue::Var(t) => {
+            let text = r.expand_lossy(t);
+            match crate::config::set_core_http::size_plain(&text) {
+                Some(n) => n,
+                None => {
+                    r.error_log().log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!("invalid size \"{text}\"{}", r.log_context()),
+                    );
+                    0
+                }
+            }
+        }
+    }
+}
+
 /// The error log line for a reply that could not be sent whole.
-fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
+fn log_send_error(r: &Req<'_>, e: send::SendError) {
     let (level, msg) = match e {
         send::SendError::TimedOut => (
             Level::Info,
             "client timed out while sending response to client".to_string(),
         ),
         send::SendError::File(crate::io::file::FileError::Overflow(o)) => {
-            site.error_log
+            r.error_log()
                 .log(Level::Error, Some(r.conn_no), format_args!("{o}"));
             return;
         }
@@ -462,7 +573,7 @@ fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
         send::SendError::Source(e) => (Level::Error, e.message),
         send::SendError::Io(_) => return,
     };
-    site.error_log.log(
+    r.error_log().log(
         level,
         Some(r.conn_no),
         format_args!("{msg}{}", r.log_context()),
@@ -486,7 +597,12 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
             .collect();
         let mut h = ResponseHead::new(reply.status, server, date);
         h.content_type = reply.content_type.as_deref();
-        h.content_length = reply.announced_length();
+        h.content_length = if reply.chunked {
+            None
+        } else {
+            reply.announced_length()
+        };
+        h.keep_alive_header = keepalive_header(conf);
         h.last_modified = reply.last_modified;
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;

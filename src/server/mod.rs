@@ -15,6 +15,13 @@
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals, ranges.
+//! - [`headers_filter`]: `expires`, `add_header`, `add_trailer` on a reply.
+//! - [`pace`]: `limit_rate`: how fast a response may be written.
+//! - [`range_filter`]: `Range` and `If-Range` on a static handler's reply.
+//! - [`redirect`]: absolute `Location`s, `auto_redirect`, MSIE pages.
+//! - [`try_files`]: the precontent phase.
+//! - [`file_rules`]: a location's `disable_symlinks` and `open_file_cache`
+//!   rules for one lookup.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`shared`]: what outlives a reload (pools, idle upstream connections,
@@ -24,12 +31,17 @@
 pub mod access_log;
 pub mod client;
 pub mod conn;
+pub mod file_rules;
+pub mod headers_filter;
 pub mod listen;
 pub mod locate;
 pub mod named;
+pub mod pace;
 pub mod phases;
 pub mod proxy;
+pub mod range_filter;
 pub mod read;
+pub mod redirect;
 pub mod reply;
 pub mod request;
 pub mod rewrite;
@@ -39,6 +51,7 @@ pub mod shared;
 pub mod site;
 pub mod static_file;
 pub mod stream;
+pub mod try_files;
 pub mod vars;
 pub mod vhost;
 pub mod worker;

@@ -229,6 +229,11 @@ impl BodyDiscard {
 /// client still sends for a bounded time, so that our last response is not
 /// destroyed by a reset.
 pub async fn linger(stream: TcpStream) {
+    linger_for(stream, LINGERING_TIME, LINGERING_TIMEOUT).await
+}
+
+/// [`linger`] with a location's `lingering_time` and `lingering_timeout`.
+pub async fn linger_for(stream: TcpStream, time: Duration, timeout: Duration) {
     let std = match stream.into_std() {
         Ok(s) => s,
         Err(_) => return,
@@ -237,10 +242,10 @@ pub async fn linger(stream: TcpStream) {
     let Ok(stream) = TcpStream::from_std(std) else {
         return;
     };
-    let until = tokio::time::Instant::now() + LINGERING_TIME;
+    let until = tokio::time::Instant::now() + time;
     let mut scratch = [0u8; 4096];
     loop {
-        match tokio::time::timeout(LINGERING_TIMEOUT, read_into(&stream, &mut scratch)).await {
+        match tokio::time::timeout(timeout, read_into(&stream, &mut scratch)).await {
             Ok(Ok(n)) if n > 0 && tokio::time::Instant::now() < until => continue,
             _ => return,
         }

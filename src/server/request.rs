@@ -90,6 +90,12 @@ pub struct Req<'a> {
     pub body: BodyVars,
     /// What the upstream exchanges of this request were (`$upstream_*`).
     pub upstream: UpstreamVars,
+    /// The trailers made so far at the end of the body
+    /// (`$sent_trailer_*`).
+    pub trailers: RefCell<Vec<(String, String)>>,
+    /// `$uri` names the file under a regex location's `alias` (nginx's
+    /// `r->add_uri_to_alias`, set by `try_files`).
+    pub add_uri_to_alias: bool,
 }
 
 /// The captures of a regular expression match: the subject and the spans,
@@ -237,7 +243,15 @@ impl<'a> Req<'a> {
             realpath_root: None,
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
+            trailers: RefCell::new(Vec::new()),
+            add_uri_to_alias: false,
         }
+    }
+
+    /// The error log of where the request is served (its location's
+    /// `error_log`, else the server's, http's or the main one).
+    pub fn error_log(&self) -> &crate::log::ErrorLog {
+        &self.conf.error_log.log
     }
 
     /// Whether the request target as received still names this request

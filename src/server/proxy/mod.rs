@@ -282,7 +282,7 @@ fn target(
     match &pass.target {
         ProxyTarget::Static(url) => {
             let group = site.upstreams.get(&url.upstream).cloned().ok_or_else(|| {
-                site.error_log.log(
+                r.error_log().log(
                     Level::Error,
                     Some(r.conn_no),
                     format_args!("no upstream \"{}\"{}", url.upstream, r.log_context()),
@@ -327,7 +327,7 @@ fn dynamic_target(
         } else {
             "invalid URL prefix"
         };
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("{what} in \"{url}\"{}", r.log_context()),
@@ -340,7 +340,7 @@ fn dynamic_target(
         resolve: false,
     };
     let parsed = parse_url(rest, opts).map_err(|e| {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("{e} in upstream \"{rest}\"{}", r.log_context()),
@@ -370,7 +370,7 @@ fn dynamic_target(
         });
     }
     let Some(addr) = parsed.addrs.first() else {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!(
@@ -464,7 +464,7 @@ async fn prepare_body(
             Ok(BodyPlan::File(t))
         }
         Err(e) => {
-            site.error_log.log(
+            r.error_log().log(
                 e.level,
                 Some(r.conn_no),
                 format_args!("{}{}", e.message, r.log_context()),
@@ -516,7 +516,7 @@ async fn exchange<'a>(
         let peer = match group.peers.pick(&ctx, &mut tried, now) {
             Pick::Peer(p) => p,
             Pick::NoLive => {
-                site.error_log.log(
+                r.error_log().log(
                     Level::Error,
                     Some(r.conn_no),
                     format_args!(
@@ -614,7 +614,7 @@ async fn exchange<'a>(
                 return reply(Reply::aborted(Status(499)));
             }
             Err(f) => {
-                site.error_log.log(
+                r.error_log().log(
                     f.level,
                     Some(r.conn_no),
                     format_args!("{}{ctx_text}", f.message),
@@ -738,7 +738,7 @@ async fn cached_answer(
 
 /// Gives the peer back to its balancer; logs when a failure takes it out.
 fn release(
-    site: &Site,
+    _site: &Site,
     r: &Req<'_>,
     group: &Group,
     tried: &mut Tried,
@@ -747,7 +747,7 @@ fn release(
     ctx: &str,
 ) {
     if group.peers.done(tried, peer, outcome, Instant::now()) {
-        site.error_log.log(
+        r.error_log().log(
             Level::Warn,
             Some(r.conn_no),
             format_args!("upstream server temporarily disabled while reading response header from upstream{ctx}"),
@@ -1286,7 +1286,7 @@ fn fill_plan(
             fast: conf.aio_fast_path,
             write: conf.aio_write,
         },
-        log: site.error_log.clone(),
+        log: r.error_log().clone(),
     })
 }
 
@@ -1330,7 +1330,7 @@ fn respond(
         .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
         .collect();
     let (mut rep, accel) = if got.http09 {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!(
@@ -1383,7 +1383,7 @@ fn respond(
         shared: site.shared.clone(),
     };
     let log = LogCtx {
-        log: site.error_log.clone(),
+        log: r.error_log().clone(),
         conn_no: r.conn_no,
         context: ctx.to_string(),
     };
