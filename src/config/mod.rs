@@ -187,10 +187,16 @@ pub fn errno_text(e: &std::io::Error) -> String {
     }
 }
 
-/// The `-T` dump: every file read, each under nginx's header line.
+/// The `-T` dump: every file read, each under nginx's header line, once
+/// however often it was included (nginx's `ngx_conf_add_dump` keeps the
+/// first reading of a name).
 pub fn dump(config: &Config) -> String {
     let mut out = String::new();
+    let mut seen = std::collections::HashSet::new();
     for f in &config.files {
+        if !seen.insert(&f.path) {
+            continue;
+        }
         out.push_str(&format!("# configuration file {}:\n", f.path.display()));
         out.push_str(&f.text);
         if !f.text.ends_with('\n') {

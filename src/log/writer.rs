@@ -123,6 +123,8 @@ struct Shared {
     wake: Condvar,
     /// Wakes flush/reopen/close callers: the writer made progress.
     progress: Condvar,
+    /// The same for tasks on event loops awaiting [`LogWriter::written`].
+    progress_async: tokio::sync::Notify,
     /// Lines written.
     written: AtomicU64,
     /// Lines dropped.
@@ -215,6 +217,7 @@ impl LogWriter {
             }),
             wake: Condvar::new(),
             progress: Condvar::new(),
+            progress_async: tokio::sync::Notify::new(),
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
@@ -244,12 +247,18 @@ impl LogWriter {
     /// Queues `line` plus a `\n` for writing. Never waits for I/O: returns
     /// `false` and counts a drop if the buffer is full or the writer closed.
     pub fn write_line(&self, line: &[u8]) -> bool {
+        self.write_line_seq(line).is_some()
+    }
+
+    /// [`LogWriter::write_line`], giving the line's number for
+    /// [`LogWriter::written`] (`None`: dropped).
+    pub fn write_line_seq(&self, line: &[u8]) -> Option<u64> {
         let s = &self.shared;
         let mut st = s.lock();
         if st.closing || st.buf.len() + line.len() + 1 > s.capacity {
             drop(st);
             s.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
+            return None;
         }
         let was_empty = st.buf.is_empty();
         let below = st.buf.len() < s.batching.bytes;
@@ -258,6 +267,7 @@ impl LogWriter {
         st.lines += 1;
         st.accepted += 1;
         let filled = below && st.buf.len() >= s.batching.bytes;
+        let seq = st.accepted;
         drop(st);
         // The writer sleeps on an empty buffer, then waits for a batch to
         // gather: only the first line of a batch, and the one that fills
@@ -265,7 +275,30 @@ impl LogWriter {
         if was_empty || filled {
             s.wake.notify_one();
         }
-        true
+        Some(seq)
+    }
+
+    /// Resolves once line `seq` (from [`LogWriter::write_line_seq`]) has
+    /// been handed to `write()`, or the writer is gone; the writer stops
+    /// gathering a batch for it. Awaited by a connection before it closes,
+    /// so that a client that sees the close finds its line in the file, as
+    /// with nginx, which writes before it closes; never a blocking wait.
+    pub async fn written(&self, seq: u64) {
+        let s = &self.shared;
+        loop {
+            let notified = s.progress_async.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = s.lock();
+                if st.done >= seq || st.gone {
+                    return;
+                }
+                st.flush_asked = true;
+            }
+            s.wake.notify_one();
+            notified.await;
+        }
     }
 
     /// Counters.
@@ -451,9 +484,11 @@ fn run(shared: &Shared, mut sink: Sink) {
             st.reopen_error = reopen_error;
         }
         shared.progress.notify_all();
+        shared.progress_async.notify_waiters();
         if st.closing && st.buf.is_empty() && st.reopen_asked == st.reopen_done {
             st.gone = true;
             shared.progress.notify_all();
+            shared.progress_async.notify_waiters();
             return;
         }
     }

@@ -59,9 +59,10 @@ fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&Var) -> Option<Cow<'a, [
 /// The lines of an answered request: one per `access_log` of `conf` whose
 /// `if=` holds, to its file, or — for a name with variables — to the
 /// dynamic log writer with the file's name.
-pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) {
+pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> Written {
+    let mut tickets = Vec::new();
     let AccessLogs::Logs(logs) = &conf.access_log else {
-        return;
+        return tickets;
     };
     let var = |v: &Var| r.var(v, Some(resp));
     for l in logs {
@@ -77,7 +78,9 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) {
         match &l.target {
             AccessTarget::Fixed(t) => {
                 if let Some(w) = site.access_writer(t) {
-                    w.write_line(&line(format, &var));
+                    if let Some(seq) = w.write_line_seq(&line(format, &var)) {
+                        tickets.push((w.clone(), seq));
+                    }
                 }
             }
             AccessTarget::Variable(name) => {
@@ -111,6 +114,28 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) {
             }
         }
     }
+    tickets
+}
+
+/// The lines a request's log lines are, in their writers: awaited before
+/// the connection closes (see [`crate::log::LogWriter::written`]).
+pub type Written = Vec<(std::sync::Arc<crate::log::LogWriter>, u64)>;
+
+/// The longest a closing connection waits for its log lines to be written:
+/// a stalled disk delays the close no more than this.
+pub const CLOSE_WAIT_FOR_LOG: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Waits (at most [`CLOSE_WAIT_FOR_LOG`]) until `lines` are written.
+pub async fn written(lines: Written) {
+    if lines.is_empty() {
+        return;
+    }
+    let all = async {
+        for (w, seq) in &lines {
+            w.written(*seq).await;
+        }
+    };
+    let _ = tokio::time::timeout(CLOSE_WAIT_FOR_LOG, all).await;
 }
 
 /// The lines of a request rejected while its head was read: what is known

@@ -261,7 +261,8 @@ async fn respond(
             status: reply.status.0,
             ..Sent::default()
         };
-        log_request(site, r, conf, &reply, &sent, false);
+        let lines = log_request(site, r, conf, &reply, &sent, false);
+        access_log::written(lines).await;
         return Next::Close { linger: None };
     }
     // A client that asked to be told before sending its body hears
@@ -385,7 +386,7 @@ async fn respond(
         bytes: written.total,
         complete: result.is_ok(),
     };
-    log_request(site, r, conf, &reply, &sent, keep_alive);
+    let lines = log_request(site, r, conf, &reply, &sent, keep_alive);
     crate::metrics::worker::with(|m| {
         m.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -395,9 +396,13 @@ async fn respond(
             let _ = crate::sys::socket::set_reset_on_close(stream);
         }
         log_send_error(r, e);
+        access_log::written(lines).await;
         return Next::Close { linger: None };
     }
     if !keep_alive {
+        // As nginx, which logs before it closes: a client that sees the
+        // close finds its line written.
+        access_log::written(lines).await;
         let linger = match conf.lingering_close {
             LingeringClose::Off => false,
             LingeringClose::Always => true,
@@ -466,7 +471,8 @@ async fn upgrade(
             ),
         }
     }
-    log_request(site, r, conf, &reply, &sent, false);
+    let lines = log_request(site, r, conf, &reply, &sent, false);
+    access_log::written(lines).await;
     Next::Close { linger: None }
 }
 
@@ -475,7 +481,14 @@ fn bodiless(reply: &Reply, head_only: bool) -> bool {
     head_only || matches!(reply.status.0, 100..=199 | 204 | 304)
 }
 
-fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &Sent, keep: bool) {
+fn log_request(
+    site: &Site,
+    r: &Req<'_>,
+    conf: &LocConf,
+    reply: &Reply,
+    sent: &Sent,
+    keep: bool,
+) -> access_log::Written {
     access_log::request(
         site,
         r,
@@ -486,7 +499,7 @@ fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &S
             keep_alive: keep,
             keep_alive_header: keepalive_header(conf),
         },
-    );
+    )
 }
 
 /// `keepalive_timeout`'s second parameter, when set.

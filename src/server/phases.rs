@@ -137,6 +137,9 @@ pub struct Walk<'a> {
     /// The `Location` of the reply an `error_page` replaced: nginx keeps
     /// the header it had set, and the page's reply carries it.
     error_location: Option<String>,
+    /// The other fields of that reply (an intercepted 401's
+    /// `WWW-Authenticate`): nginx's header list outlives the redirect.
+    error_fields: Vec<(String, String)>,
 }
 
 impl<'a> Walk<'a> {
@@ -150,6 +153,7 @@ impl<'a> Walk<'a> {
             as_get: false,
             paused: None,
             error_location: None,
+            error_fields: Vec::new(),
         }
     }
 
@@ -538,6 +542,9 @@ impl<'a> Walk<'a> {
             if reply.location.is_none() {
                 reply.location = self.error_location.take();
             }
+            let mut kept = std::mem::take(&mut self.error_fields);
+            kept.append(&mut reply.extra);
+            reply.extra = kept;
         } else if !reply.special {
             // nginx's header filters on the handler's reply, in their
             // order: headers (`expires`, `add_header`), then ranges, which
@@ -557,6 +564,7 @@ impl<'a> Walk<'a> {
                 .find(|p| p.codes.contains(&status.0))
             {
                 self.error_location = reply.location.take();
+                self.error_fields = std::mem::take(&mut reply.extra);
                 match self.error_page(r, page, status) {
                     None => return Err(()),
                     Some(other) => reply = other,

@@ -963,6 +963,10 @@ async fn send_request(
         } => {
             conn.write_all(head, timeout).await.map_err(send_failure)?;
             *started = true;
+            // A body that fits the body buffer stays readable as
+            // `$request_body`, as nginx's last buffers do when it streams.
+            let keep_max = r.conf.client_body_buffer_size as usize;
+            let mut kept = Some(Vec::new());
             loop {
                 let piece = client
                     .next_piece(r.head, r.conf)
@@ -983,9 +987,18 @@ async fn send_request(
                             .map_err(send_failure)?;
                         sent += 5;
                     }
+                    if let Some(body) = kept.take() {
+                        r.body.in_memory = Some(Arc::new(body));
+                    }
                     break;
                 };
                 r.body.received += piece.len() as u64;
+                kept = kept
+                    .filter(|k| k.len() + piece.len() <= keep_max)
+                    .map(|mut k| {
+                        k.extend_from_slice(&piece);
+                        k
+                    });
                 if *chunked {
                     let mut framed = Vec::with_capacity(piece.len() + 12);
                     crate::body::chunked::chunk_head(piece.len(), &mut framed);
@@ -1392,7 +1405,13 @@ fn respond(
     } else {
         rep.length_override
     };
-    let limit_rate = accel.limit_rate.unwrap_or(conf.proxy_limit_rate);
+    // `X-Accel-Limit-Rate` paces the client (nginx's `r->limit_rate`), for
+    // this response and any it redirects to; `proxy_limit_rate` paces the
+    // upstream reads.
+    if let Some(rate) = accel.limit_rate {
+        r.limit_rate = Some(rate);
+    }
+    let limit_rate = conf.proxy_limit_rate;
     let source = UpstreamBody::new(
         got.conn,
         got.leftover,
@@ -1417,9 +1436,25 @@ fn respond(
             .any(|p| p.codes.contains(&rep.status.0))
     {
         drop(source);
-        return reply(Reply::special(rep.status));
+        let mut special = Reply::special(rep.status);
+        if rep.status.0 == 401 {
+            // nginx keeps the upstream's (first) challenge on an
+            // intercepted 401 (`ngx_http_upstream_intercept_errors`).
+            if let Some(h) = rep
+                .extra
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("WWW-Authenticate"))
+            {
+                special.extra.push(h.clone());
+            }
+        }
+        return reply(special);
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
+    if !buffering {
+        // nginx sends unbuffered responses unpaced.
+        r.limit_rate = Some(0);
+    }
     rep.read_ahead = if buffering {
         let (n, size) = conf.proxy_buffers;
         (n as u64 * size).max(conf.proxy_buffer_size) as usize
