@@ -282,8 +282,15 @@ async fn respond(
     let (mut discard, body_ok) = match &progress {
         BodyProgress::Untouched => {
             let mut d = BodyDiscard::new(head, conf.client_max_body_size);
-            let ok = d.feed(buf).is_ok();
-            (Some(d), ok)
+            let fed = d.feed(buf);
+            if let (Err(status), true) = (fed, reply.content && !reply.special) {
+                // nginx's content handlers (`return` with a text, static
+                // files) discard the body before answering: one already
+                // known to be invalid answers instead (400, 413).
+                reply = Reply::special(status);
+                reply.fill_special_page(crate::signature(conf.server_tokens));
+            }
+            (Some(d), fed.is_ok())
         }
         BodyProgress::Reading(reader) => (None, reader.is_done()),
         BodyProgress::Failed => (None, false),
