@@ -961,12 +961,35 @@ async fn send_request(
         BodyPlan::Stream {
             chunked, started, ..
         } => {
-            conn.write_all(head, timeout).await.map_err(send_failure)?;
+            // The part of the body that came with the head goes in the same
+            // write, as nginx sends it.
+            let preread = client.preread_piece(r.head, r.conf);
+            let mut first = head.to_vec();
+            if let Some(p) = &preread {
+                if *chunked {
+                    crate::body::chunked::chunk_head(p.len(), &mut first);
+                    first.extend_from_slice(p);
+                    first.extend_from_slice(crate::body::chunked::CHUNK_END);
+                } else {
+                    first.extend_from_slice(p);
+                }
+            }
+            conn.write_all(&first, timeout)
+                .await
+                .map_err(send_failure)?;
+            sent += (first.len() - head.len()) as u64;
             *started = true;
             // A body that fits the body buffer stays readable as
             // `$request_body`, as nginx's last buffers do when it streams.
             let keep_max = r.conf.client_body_buffer_size as usize;
             let mut kept = Some(Vec::new());
+            if let Some(p) = &preread {
+                r.body.received += p.len() as u64;
+                kept = kept.filter(|_| p.len() <= keep_max).map(|mut k| {
+                    k.extend_from_slice(p);
+                    k
+                });
+            }
             loop {
                 let piece = client
                     .next_piece(r.head, r.conf)
@@ -992,27 +1015,42 @@ async fn send_request(
                     }
                     break;
                 };
-                r.body.received += piece.len() as u64;
-                kept = kept
-                    .filter(|k| k.len() + piece.len() <= keep_max)
-                    .map(|mut k| {
-                        k.extend_from_slice(&piece);
-                        k
-                    });
-                if *chunked {
-                    let mut framed = Vec::with_capacity(piece.len() + 12);
-                    crate::body::chunked::chunk_head(piece.len(), &mut framed);
-                    framed.extend_from_slice(&piece);
-                    framed.extend_from_slice(crate::body::chunked::CHUNK_END);
-                    conn.write_all(&framed, timeout)
-                        .await
-                        .map_err(send_failure)?;
-                    sent += framed.len() as u64;
-                } else {
-                    conn.write_all(&piece, timeout)
-                        .await
-                        .map_err(send_failure)?;
-                    sent += piece.len() as u64;
+                // What else already arrived (the end of the body among it)
+                // goes in the same write, as nginx passes what it read.
+                let mut out = Vec::with_capacity(piece.len() + 12);
+                let mut next = Some(piece);
+                let mut ended = false;
+                while let Some(piece) = next.take() {
+                    r.body.received += piece.len() as u64;
+                    kept = kept
+                        .filter(|k| k.len() + piece.len() <= keep_max)
+                        .map(|mut k| {
+                            k.extend_from_slice(&piece);
+                            k
+                        });
+                    if *chunked {
+                        crate::body::chunked::chunk_head(piece.len(), &mut out);
+                        out.extend_from_slice(&piece);
+                        out.extend_from_slice(crate::body::chunked::CHUNK_END);
+                    } else {
+                        out.extend_from_slice(&piece);
+                    }
+                    match client.buffered_piece() {
+                        Some(Some(more)) => next = Some(more),
+                        Some(None) => ended = true,
+                        None => {}
+                    }
+                }
+                if ended && *chunked {
+                    out.extend_from_slice(crate::body::chunked::LAST_CHUNK);
+                }
+                conn.write_all(&out, timeout).await.map_err(send_failure)?;
+                sent += out.len() as u64;
+                if ended {
+                    if let Some(body) = kept.take() {
+                        r.body.in_memory = Some(Arc::new(body));
+                    }
+                    break;
                 }
             }
         }
