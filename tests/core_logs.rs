@@ -40,8 +40,11 @@ fn the_line_is_written_before_the_connection_closes() {
     );
     for i in 0..5 {
         let path = format!("/n{i}");
-        assert_eq!(get(s.port(), &path).status, 404);
-        // Read at once, as nginx's own tests do.
+        let mut c = common::Conn::open(s.port());
+        c.send(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes());
+        assert_eq!(c.response().expect("a response").status, 404);
+        assert_eq!(c.wait_closed(Duration::from_secs(5)), common::State::Closed);
+        // Read at once after the close, as nginx's own tests do.
         assert!(read_text(&log).contains(&format!("{path}:404")), "{i}");
     }
 }

@@ -29,7 +29,7 @@ fn serve(f: &Fixture) -> common::Server {
          location /nx { }
          location /header { alias {root}/t1; add_header X-Var foo; }
          location /not_chunked { alias {root}/t1; chunked_transfer_encoding off; }
-         location /empty { add_trailer X-Var $host; }",
+         location /nothere { add_trailer X-Var $host; }",
     )
 }
 
@@ -60,8 +60,9 @@ fn always_trailers_on_errors_only() {
     assert!(r.starts_with("HTTP/1.1 404"), "{r}");
     assert!(r.contains("X-Always: localhost"), "{r}");
     assert!(!r.contains("X-Var"), "{r}");
-    // No trailer applies: no chunked body either.
-    let r = get(s.port(), "/empty", "HTTP/1.1");
+    // The location's own list replaces the server's, and none applies to
+    // its 404: no chunked body either.
+    let r = get(s.port(), "/nothere", "HTTP/1.1");
     assert!(!r.contains("X-Var"), "{r}");
     assert!(r.contains("Content-Length"), "{r}");
 }

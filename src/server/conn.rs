@@ -623,7 +623,14 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
             reply.announced_length()
         };
         h.keep_alive_header = keepalive_header(conf);
-        h.last_modified = reply.last_modified;
+        // A `Last-Modified` among the fields (an upstream's, or one
+        // `add_header` set) is the one sent, where it stands.
+        h.last_modified = reply.last_modified.filter(|_| {
+            !reply
+                .extra
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("Last-Modified"))
+        });
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;
         h.chunked = reply.chunked;
