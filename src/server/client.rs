@@ -236,13 +236,8 @@ impl<'c> Client<'c> {
         let BodyProgress::Reading(reader) = &mut self.body else {
             return None;
         };
-        match reader.take(self.buf, READ_CHUNK) {
-            Ok(piece) => piece,
-            Err(_) => {
-                // Left for `next_piece` to report.
-                None
-            }
-        }
+        // An error is left for `next_piece` to report.
+        reader.take(self.buf, READ_CHUNK).ok().flatten()
     }
 
     /// What of the body is already here, without waiting: `Some(Some(_))`
