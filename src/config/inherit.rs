@@ -357,6 +357,11 @@ inherited! {
         /// in a regex location (the alias names the whole file), `None`
         /// under `root` (nginx's `clcf->alias`).
         alias_len: Option<usize> = None,
+        /// `resolver`: looks up names `proxy_pass` makes from variables
+        /// (`None`: such names answer 502, as nginx without a resolver).
+        resolver: Option<Arc<crate::upstream::resolve::Resolver>> = None,
+        /// `resolver_timeout`.
+        resolver_timeout: Duration = Duration::from_secs(30),
     }
 }
 

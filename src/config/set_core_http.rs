@@ -477,6 +477,53 @@ pub fn try_files(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
     set_once(slot, tf, &d.name)
 }
 
+msec!(resolver_timeout, resolver_timeout);
+
+/// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off];`
+/// (`ngx_resolver_create`): names of servers are resolved now, each
+/// address asked in turn at request time.
+pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    if ls(scope).resolver.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
+    let mut servers = Vec::new();
+    let (mut valid, mut ipv4, mut ipv6) = (None, true, true);
+    for w in &d.args {
+        let v = w.value.as_str();
+        if let Some(t) = v.strip_prefix("valid=") {
+            valid = Some(value::time(t, false).ok_or_else(|| format!("invalid parameter \"{v}\""))?);
+        } else if let Some(f) = v.strip_prefix("ipv4=") {
+            ipv4 = value::flag(f).ok_or_else(|| format!("invalid parameter \"{v}\""))?;
+        } else if let Some(f) = v.strip_prefix("ipv6=") {
+            ipv6 = value::flag(f).ok_or_else(|| format!("invalid parameter \"{v}\""))?;
+        } else {
+            let opts = super::url::UrlOptions {
+                default_port: crate::upstream::resolve::DNS_PORT,
+                uri_part: false,
+                resolve: true,
+            };
+            let u = super::url::parse_url(v, opts).map_err(|e| format!("{e} in resolver \"{v}\""))?;
+            for a in u.addrs {
+                match a {
+                    super::model::UpstreamAddr::Inet(a) => servers.push(a),
+                    super::model::UpstreamAddr::Unix(_) => {
+                        return Err(format!("invalid parameter \"{v}\""));
+                    }
+                }
+            }
+        }
+    }
+    if !ipv4 && !ipv6 {
+        return Err("\"ipv4\" and \"ipv6\" cannot both be \"off\"".into());
+    }
+    if servers.is_empty() {
+        return Err("no name servers defined".into());
+    }
+    let r = crate::upstream::resolve::Resolver::new(servers, valid, ipv4, ipv6);
+    ls(scope).resolver = Some(Some(std::sync::Arc::new(r)));
+    Ok(())
+}
+
 /// `worker_shutdown_timeout time;` (main).
 pub fn worker_shutdown_timeout(
     _: &mut Builder,

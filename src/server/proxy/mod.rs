@@ -175,7 +175,7 @@ pub async fn handle<'a>(
     let Some(pass) = r.location.and_then(|l| l.proxy_pass.as_ref()) else {
         return reply(Reply::special(Status::INTERNAL_SERVER_ERROR));
     };
-    let target = match target(site, r, pass) {
+    let target = match target(site, r, pass).await {
         Ok(t) => t,
         Err(status) => return reply(Reply::special(status)),
     };
@@ -274,7 +274,7 @@ async fn drain(mut source: Box<dyn crate::body::Source>) {
 }
 
 /// The group and URI a `proxy_pass` names for this request.
-fn target(
+async fn target(
     site: &Site,
     r: &mut Req<'_>,
     pass: &crate::config::model::ProxyPass,
@@ -303,16 +303,16 @@ fn target(
                 dynamic: false,
             })
         }
-        ProxyTarget::Dynamic => dynamic_target(site, r, pass),
+        ProxyTarget::Dynamic => dynamic_target(site, r, pass).await,
     }
 }
 
 /// `proxy_pass` with variables (`ngx_http_proxy_eval`): the URL is
 /// evaluated, its host looked up among the groups, else used directly when
-/// it is an address. A name that no group has would need a resolver: nginx
-/// answers 502 (`no resolver defined to resolve …`), and so does nowait,
-/// which resolves nothing on its loops.
-fn dynamic_target(
+/// it is an address, else resolved by the location's `resolver` (without
+/// one, nginx answers 502: `no resolver defined to resolve …`). The
+/// addresses found make a round-robin group of their own.
+async fn dynamic_target(
     site: &Site,
     r: &mut Req<'_>,
     pass: &crate::config::model::ProxyPass,
@@ -369,29 +369,54 @@ fn dynamic_target(
             dynamic: true,
         });
     }
-    let Some(addr) = parsed.addrs.first() else {
-        r.error_log().log(
-            Level::Error,
-            Some(r.conn_no),
-            format_args!(
-                "no resolver defined to resolve {}{}",
-                parsed.host,
-                r.log_context()
-            ),
-        );
-        return Err(Status::BAD_GATEWAY);
+    let specs = match parsed.addrs.first() {
+        Some(addr) => {
+            let name = addr.to_string();
+            let addr = match addr {
+                crate::config::model::UpstreamAddr::Inet(a) => PeerAddr::Inet(*a),
+                crate::config::model::UpstreamAddr::Unix(p) => PeerAddr::Unix(p.clone()),
+            };
+            vec![PeerSpec::new(addr, &name, rest)]
+        }
+        None => {
+            let Some(resolver) = r.conf.resolver.clone() else {
+                r.error_log().log(
+                    Level::Error,
+                    Some(r.conn_no),
+                    format_args!(
+                        "no resolver defined to resolve {}{}",
+                        parsed.host,
+                        r.log_context()
+                    ),
+                );
+                return Err(Status::BAD_GATEWAY);
+            };
+            let found = resolver
+                .resolve(&parsed.host, r.conf.resolver_timeout)
+                .await
+                .map_err(|e| {
+                    r.error_log().log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!(
+                            "{} could not be resolved ({e}){}",
+                            parsed.host,
+                            r.log_context()
+                        ),
+                    );
+                    Status::BAD_GATEWAY
+                })?;
+            found
+                .into_iter()
+                .map(|ip| {
+                    let a = std::net::SocketAddr::new(ip, parsed.port);
+                    PeerSpec::new(PeerAddr::Inet(a), &a.to_string(), rest)
+                })
+                .collect()
+        }
     };
-    let name = addr.to_string();
-    let addr = match addr {
-        crate::config::model::UpstreamAddr::Inet(a) => PeerAddr::Inet(*a),
-        crate::config::model::UpstreamAddr::Unix(p) => PeerAddr::Unix(p.clone()),
-    };
-    let peers = PeerGroup::new(
-        vec![PeerSpec::new(addr, &name, rest)],
-        Vec::new(),
-        crate::upstream::Balance::RoundRobin,
-    )
-    .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
+    let peers = PeerGroup::new(specs, Vec::new(), crate::upstream::Balance::RoundRobin)
+        .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
     Ok(Target {
         url_prefix,
         group: Arc::new(Group {
