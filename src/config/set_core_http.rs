@@ -491,7 +491,8 @@ pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
     for w in &d.args {
         let v = w.value.as_str();
         if let Some(t) = v.strip_prefix("valid=") {
-            valid = Some(value::time(t, false).ok_or_else(|| format!("invalid parameter \"{v}\""))?);
+            valid =
+                Some(value::time(t, false).ok_or_else(|| format!("invalid parameter \"{v}\""))?);
         } else if let Some(f) = v.strip_prefix("ipv4=") {
             ipv4 = value::flag(f).ok_or_else(|| format!("invalid parameter \"{v}\""))?;
         } else if let Some(f) = v.strip_prefix("ipv6=") {
@@ -502,7 +503,8 @@ pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
                 uri_part: false,
                 resolve: true,
             };
-            let u = super::url::parse_url(v, opts).map_err(|e| format!("{e} in resolver \"{v}\""))?;
+            let u =
+                super::url::parse_url(v, opts).map_err(|e| format!("{e} in resolver \"{v}\""))?;
             for a in u.addrs {
                 match a {
                     super::model::UpstreamAddr::Inet(a) => servers.push(a),

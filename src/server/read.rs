@@ -62,7 +62,11 @@ pub async fn read_head(
     loop {
         let started = !buf.is_empty();
         if started {
-            match request::parse_head(buf) {
+            let rules = request::HeaderRules {
+                ignore_invalid: srv.ignore_invalid_headers,
+                underscores: srv.underscores_in_headers,
+            };
+            match request::parse_head_with(buf, rules) {
                 Ok(Some((h, n))) => {
                     if n > srv.client_header_buffer_size as usize {
                         if let Some(e) = oversized(&buf[..n], max_line, max_total) {

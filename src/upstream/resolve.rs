@@ -88,7 +88,11 @@ impl Resolver {
     }
 
     /// The addresses of `name`, from the cache or asked within `timeout`.
-    pub async fn resolve(&self, name: &str, timeout: Duration) -> Result<Vec<IpAddr>, ResolveError> {
+    pub async fn resolve(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<Vec<IpAddr>, ResolveError> {
         let key = name.to_ascii_lowercase();
         let now = Instant::now();
         {
@@ -113,7 +117,11 @@ impl Resolver {
 
     /// Asks `server` for the records of `name`; the addresses and the
     /// smallest TTL.
-    async fn ask(&self, server: SocketAddr, name: &str) -> Result<(Vec<IpAddr>, u32), ResolveError> {
+    async fn ask(
+        &self,
+        server: SocketAddr,
+        name: &str,
+    ) -> Result<(Vec<IpAddr>, u32), ResolveError> {
         let local: SocketAddr = if server.is_ipv4() {
             (Ipv4Addr::UNSPECIFIED, 0).into()
         } else {
@@ -347,10 +355,7 @@ mod tests {
 
     #[test]
     fn errors_in_nginx_words() {
-        assert_eq!(
-            ResolveError { code: 3 }.to_string(),
-            "3: Host not found"
-        );
+        assert_eq!(ResolveError { code: 3 }.to_string(), "3: Host not found");
         assert_eq!(
             ResolveError { code: 110 }.to_string(),
             "110: Operation timed out"
