@@ -344,10 +344,7 @@ type Sorted = (usize, Vec<u8>, Vec<ExtraField>);
 /// incomplete. A name that starts with `:` or holds a control character is
 /// refused, as nginx's parser refuses it; other bad lines (obsolete
 /// folding, bad bytes in values) are kept for `httparse` to refuse.
-fn invalid_lines(
-    section: &[u8],
-    rules: HeaderRules,
-) -> Result<Option<Sorted>, HeadError> {
+fn invalid_lines(section: &[u8], rules: HeaderRules) -> Result<Option<Sorted>, HeadError> {
     let mut kept = Vec::with_capacity(section.len());
     let mut extra = Vec::new();
     let mut pos = 0;

@@ -116,7 +116,23 @@ pub async fn serve(
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
+                if default_server
+                    .conf
+                    .error_pages
+                    .iter()
+                    .any(|p| p.codes.contains(&status.0))
+                {
+                    // nginx's special response handler applies the default
+                    // server's `error_page` to these too.
+                    default_server.conf.error_log.log.log(
+                        Level::Info,
+                        Some(info.conn_no),
+                        format_args!("{msg}, client: {}", info.peer.ip()),
+                    );
+                    fail_with_page(&stream, &mut buf, &site, default_server, &info, status).await;
+                } else {
+                    reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
+                }
                 linger(stream).await;
                 return;
             }
@@ -190,6 +206,61 @@ pub async fn serve(
             let _ = stream.set_nodelay(nodelay);
         }
     }
+}
+
+/// Answers a head that could not be read with the default server's
+/// `error_page` for `status`: the request as far as its line could be read
+/// (else `GET /`) walks to the page; the connection closes after it.
+async fn fail_with_page(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    site: &Site,
+    server: &crate::config::model::Server,
+    info: &ConnInfo,
+    status: crate::http::status::Status,
+) {
+    let line_end = buf.iter().position(|&c| c == b'\n');
+    let parsed = line_end.and_then(|end| {
+        let mut line = buf[..end].to_vec();
+        line.extend_from_slice(b"\n\r\n");
+        crate::http::request::parse_head(&line).ok().flatten()
+    });
+    let head = match parsed {
+        Some((head, _)) => head,
+        None => match crate::http::request::parse_head(b"GET / HTTP/1.0\r\n\r\n") {
+            Ok(Some((head, _))) => head,
+            _ => return,
+        },
+    };
+    let head_len = line_end.map_or(0, |n| n + 1);
+    buf.clear();
+    let start = crate::metrics::timed::now();
+    let mut r = Req::new(site, &head, server, info, 1, start, head_len);
+    let handled = {
+        let mut client = Client::new(stream, buf);
+        let mut walk = Walk::new(site);
+        match walk.fail(&mut r, status) {
+            Some(h) => h,
+            None => walk.content(&mut r, &mut client).await,
+        }
+    };
+    let mut handled = handled;
+    handled.reply.close = true;
+    let mut pool_sock = SocketForPools::default();
+    let (_, quit) = watch::channel(false);
+    respond(
+        stream,
+        buf,
+        site,
+        &r,
+        handled,
+        &mut pool_sock,
+        false,
+        BodyProgress::Failed,
+        1,
+        &quit,
+    )
+    .await;
 }
 
 /// Answers a head that could not be read (400, 414, 494 …) and logs it.

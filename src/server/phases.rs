@@ -168,6 +168,23 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Starts the walk with an error found before the phases (a head
+    /// refused after its request line): `Some` when it is final, `None`
+    /// when an `error_page` led to a content handler (call
+    /// [`Walk::content`]).
+    pub fn fail(&mut self, r: &mut Req<'a>, status: Status) -> Option<Handled<'a>> {
+        match self.after(r, Reply::special(status), None) {
+            Ok(h) => Some(h),
+            Err(()) => {
+                let located = self.locate(r);
+                match self.proceed(r, located) {
+                    Next::Done(h) => Some(h),
+                    Next::Content | Next::Wait => None,
+                }
+            }
+        }
+    }
+
     /// Finishes a paused script, runs the content handler `route` stopped
     /// at, then the rest of the walk (internal redirects, `error_page`),
     /// until a final reply.
