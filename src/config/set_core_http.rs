@@ -101,7 +101,6 @@ flag!(recursive_error_pages, recursive_error_pages);
 msec!(keepalive_time, keepalive_time);
 msec!(lingering_time, lingering_time);
 msec!(lingering_timeout, lingering_timeout);
-size!(send_lowat, ls, send_lowat);
 size!(postpone_output, ls, postpone_output);
 size!(read_ahead, ls, read_ahead);
 size!(
@@ -113,6 +112,14 @@ size!(connection_pool_size, ss, connection_pool_size);
 size!(request_pool_size, ss, request_pool_size);
 num!(types_hash_max_size, types_hash_max_size);
 num!(types_hash_bucket_size, types_hash_bucket_size);
+
+/// `send_lowat size;`: Linux has no `SO_SNDLOWAT` to set; nginx warns
+/// and ignores it there, and so does nowait.
+pub fn send_lowat(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = slot::size(d, 0)?;
+    b.warn(format!("\"{}\" is not supported, ignored", d.name), &d.loc);
+    set_once(&mut ls(scope).send_lowat, v, &d.name)
+}
 
 /// `ignore_invalid_headers on | off;`
 pub fn ignore_invalid_headers(
@@ -461,7 +468,7 @@ pub fn try_files(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
     let fallback = if let Some(code) = last.strip_prefix('=') {
         match value::number(code) {
             Some(c) if c <= 999 => TryFallback::Code(c as u16),
-            _ => return Err(format!("invalid code \"{code}\"")),
+            _ => return Err(format!("invalid code \"{last}\"")),
         }
     } else if last.starts_with('@') {
         TryFallback::Named(last.to_string())
@@ -479,7 +486,7 @@ pub fn try_files(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
 
 msec!(resolver_timeout, resolver_timeout);
 
-/// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off];`
+/// `resolver address ... [valid=time] [ipv6=on|off];`
 /// (`ngx_resolver_create`): names of servers are resolved now, each
 /// address asked in turn at request time.
 pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
@@ -487,16 +494,19 @@ pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
         return Err(format!("\"{}\" directive is duplicate", d.name));
     }
     let mut servers = Vec::new();
-    let (mut valid, mut ipv4, mut ipv6) = (None, true, true);
+    // nginx 1.22 knows `valid=` and `ipv6=` (its `ipv4=` came in 1.23.1).
+    let (mut valid, mut ipv6) = (None, true);
     for w in &d.args {
         let v = w.value.as_str();
+        let bad = || format!("invalid parameter: {v}");
         if let Some(t) = v.strip_prefix("valid=") {
-            valid =
-                Some(value::time(t, false).ok_or_else(|| format!("invalid parameter \"{v}\""))?);
-        } else if let Some(f) = v.strip_prefix("ipv4=") {
-            ipv4 = value::flag(f).ok_or_else(|| format!("invalid parameter \"{v}\""))?;
+            valid = Some(value::time(t, false).ok_or_else(bad)?);
         } else if let Some(f) = v.strip_prefix("ipv6=") {
-            ipv6 = value::flag(f).ok_or_else(|| format!("invalid parameter \"{v}\""))?;
+            ipv6 = match f {
+                "on" => true,
+                "off" => false,
+                _ => return Err(bad()),
+            };
         } else {
             let opts = super::url::UrlOptions {
                 default_port: crate::upstream::resolve::DNS_PORT,
@@ -508,20 +518,15 @@ pub fn resolver(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result
             for a in u.addrs {
                 match a {
                     super::model::UpstreamAddr::Inet(a) => servers.push(a),
-                    super::model::UpstreamAddr::Unix(_) => {
-                        return Err(format!("invalid parameter \"{v}\""));
-                    }
+                    super::model::UpstreamAddr::Unix(_) => return Err(bad()),
                 }
             }
         }
     }
-    if !ipv4 && !ipv6 {
-        return Err("\"ipv4\" and \"ipv6\" cannot both be \"off\"".into());
-    }
     if servers.is_empty() {
         return Err("no name servers defined".into());
     }
-    let r = crate::upstream::resolve::Resolver::new(servers, valid, ipv4, ipv6);
+    let r = crate::upstream::resolve::Resolver::new(servers, valid, true, ipv6);
     ls(scope).resolver = Some(Some(std::sync::Arc::new(r)));
     Ok(())
 }

@@ -218,7 +218,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("request_pool_size", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::request_pool_size, "request_pool_size size;", "4k"),
     spec!("ignore_invalid_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::ignore_invalid_headers, "ignore_invalid_headers on | off;", "on"),
     spec!("underscores_in_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::underscores_in_headers, "underscores_in_headers on | off;", "off"),
-    spec!("resolver", HSL, AtLeast(1), false, Ready, set_core_http::resolver, "resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off];", "—"),
+    spec!("resolver", HSL, AtLeast(1), false, Ready, set_core_http::resolver, "resolver address ... [valid=time] [ipv6=on|off];", "—"),
     spec!("resolver_timeout", HSL, Exactly(1), false, Ready, set_core_http::resolver_timeout, "resolver_timeout time;", "30s"),
     spec!("open_log_file_cache", HSL, Between(1, 4), false, Ready, set_log::open_log_file_cache, "open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time] | off;", "off"),
     // server
