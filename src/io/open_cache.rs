@@ -70,18 +70,6 @@ pub struct Lookup<'a> {
     pub links: Links,
 }
 
-impl Lookup<'_> {
-    /// A lookup with no cache, following links: what a location without
-    /// these directives does.
-    pub const PLAIN: Lookup<'static> = Lookup {
-        cache: None,
-        valid: Duration::from_secs(60),
-        min_uses: 1,
-        errors: false,
-        links: Links::FOLLOW,
-    };
-}
-
 /// A failed lookup as kept: enough to give the same error again.
 #[derive(Clone, Copy, Debug)]
 struct Failure {

@@ -7,7 +7,7 @@
 //! 416, or a 200 with `Accept-Ranges`. Must not: read the file (the body
 //! stays a range of the open file) or parse the header (`http::range`).
 
-use crate::http::range::{self, ByteRange, Multipart, RangeSpec};
+use crate::http::range::{self, Multipart, RangeSpec};
 use crate::http::request::Version;
 use crate::http::status::Status;
 
@@ -93,12 +93,4 @@ fn next_boundary() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The range of the whole of a file of `size` bytes.
-pub fn whole(size: u64) -> ByteRange {
-    ByteRange {
-        start: 0,
-        end: size,
-    }
 }
