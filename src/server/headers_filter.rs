@@ -67,11 +67,9 @@ pub fn apply(reply: &mut Reply, r: &Req<'_>) {
 /// One `add_header` field, with nginx's special names.
 fn set_header(reply: &mut Reply, name: &str, value: String) {
     if name.eq_ignore_ascii_case("Last-Modified") {
-        reply.last_modified = if value.is_empty() {
-            None
-        } else {
-            Some(parse_http_date(&value).unwrap_or(-1))
-        };
+        // A date that does not parse leaves no time to compare with, as
+        // nginx's -1.
+        reply.last_modified = parse_http_date(&value);
         replace_field(reply, "Last-Modified", value);
     } else if name.eq_ignore_ascii_case("ETag") {
         if reply.etag.is_some() {

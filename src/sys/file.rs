@@ -882,4 +882,63 @@ mod tests {
         a.read_to_string(&mut got).unwrap();
         assert_eq!(got, "xyz");
     }
+
+    /// `disable_symlinks`: a link anywhere after the unchecked prefix
+    /// fails with `ELOOP` (`on`), the same owner passes (`if_not_owner`),
+    /// and the loop's form answers `EAGAIN` for the walk it cannot make.
+    #[test]
+    fn link_rules() {
+        let dir = std::env::temp_dir().join(format!("nowait-links-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("real")).unwrap();
+        fs::write(dir.join("real/f"), b"x").unwrap();
+        std::os::unix::fs::symlink("real", dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("f", dir.join("real/flink")).unwrap();
+        let refuse = Links {
+            policy: LinkPolicy::Refuse,
+            from: 0,
+        };
+        let owner = Links {
+            policy: LinkPolicy::RefuseIfNotOwner,
+            from: 0,
+        };
+        let errno =
+            |r: io::Result<(Option<OwnedFd>, FileMeta)>| r.err().and_then(|e| e.raw_os_error());
+        assert!(open_regular_links(&dir.join("real/f"), false, refuse).is_ok());
+        assert_eq!(
+            errno(open_regular_links(&dir.join("link/f"), false, refuse)),
+            Some(libc::ELOOP)
+        );
+        assert_eq!(
+            errno(open_regular_links(&dir.join("real/flink"), false, refuse)),
+            Some(libc::ELOOP)
+        );
+        // The walk nginx makes without openat2 refuses them too.
+        use std::os::unix::ffi::OsStrExt;
+        let walk = |p: &std::path::Path| walk_open(p.as_os_str().as_bytes(), 0, READ_FLAGS, false);
+        assert!(walk(&dir.join("real/f")).is_ok());
+        assert!(walk(&dir.join("link/f")).is_err());
+        assert_eq!(
+            walk(&dir.join("real/flink"))
+                .err()
+                .and_then(|e| e.raw_os_error()),
+            Some(libc::ELOOP)
+        );
+        // Links of the same owner pass `if_not_owner`.
+        assert!(open_regular_links(&dir.join("link/flink"), false, owner).is_ok());
+        assert_eq!(
+            errno(open_regular_links(&dir.join("real/f"), true, owner)),
+            Some(libc::EAGAIN)
+        );
+        // `from=`: the link inside the unchecked prefix is followed.
+        let prefix = dir.join("link");
+        let from = Links {
+            policy: LinkPolicy::Refuse,
+            from: prefix.as_os_str().len(),
+        };
+        assert!(open_regular_links(&dir.join("link/f"), false, from).is_ok());
+        assert!(stat_links(&dir.join("link"), false, refuse).is_err());
+        assert!(stat_links(&dir.join("real"), false, refuse).is_ok());
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
