@@ -46,12 +46,27 @@ pub const NAME: &str = "nowait";
 /// The version printed by `-v` and in `Server` headers.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// What the `Server` header and error pages say: `nowait/VERSION`, or just
-/// `nowait` under `server_tokens off`.
-pub fn signature(server_tokens: bool) -> &'static str {
-    if server_tokens {
-        concat!("nowait/", env!("CARGO_PKG_VERSION"))
-    } else {
-        NAME
+/// A build label given at compile time (`NOWAIT_BUILD=…`), nowait's
+/// counterpart of nginx's `--build=`: shown by `server_tokens build` and
+/// `-V`.
+pub const BUILD: Option<&str> = option_env!("NOWAIT_BUILD");
+
+/// What the `Server` header and error pages say: `nowait/VERSION` under
+/// `server_tokens on`, `nowait` under `off`, and `nowait/VERSION (BUILD)`
+/// under `build` when a build label was compiled in (nginx's
+/// `NGINX_VER_BUILD`).
+pub fn signature(tokens: config::inherit::ServerTokens) -> &'static str {
+    use config::inherit::ServerTokens;
+    const WITH_VERSION: &str = concat!("nowait/", env!("CARGO_PKG_VERSION"));
+    match tokens {
+        ServerTokens::Off => NAME,
+        ServerTokens::On => WITH_VERSION,
+        ServerTokens::Build => match BUILD {
+            Some(b) => {
+                static WITH_BUILD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+                WITH_BUILD.get_or_init(|| format!("{WITH_VERSION} ({b})"))
+            }
+            None => WITH_VERSION,
+        },
     }
 }

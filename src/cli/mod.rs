@@ -83,7 +83,7 @@ fn version_facts() -> String {
          features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n\
          configure arguments: --prefix={prefix} --conf-path={prefix}{conf} --error-log-path={prefix}logs/error.log \
          --pid-path={prefix}logs/{name}.pid --http-log-path={prefix}logs/access.log \
-         --http-client-body-temp-path={prefix}{body_temp} {flags}\n",
+         --http-client-body-temp-path={prefix}{body_temp}{build} {flags}\n",
         compat = NGINX_COMPAT_VERSION,
         arch = std::env::consts::ARCH,
         profile = if cfg!(debug_assertions) {
@@ -96,6 +96,7 @@ fn version_facts() -> String {
         name = crate::NAME,
         body_temp = config::inherit::DEFAULT_CLIENT_BODY_TEMP_PATH,
         flags = config::modules::configure_flags().join(" "),
+        build = crate::BUILD.map_or(String::new(), |b| format!(" --build={b}")),
     )
 }
 

@@ -15,6 +15,9 @@ use super::table::{self, Contexts, Status};
 use super::template::Template;
 use super::zones::Zones;
 
+/// `buffer=`, `flush=` and `gzip=` of a buffered access log.
+pub type BufferedParams = (Option<u64>, Option<std::time::Duration>, Option<u32>);
+
 /// Main-context values as written, before defaults (so duplicates show).
 #[derive(Debug, Default)]
 pub struct MainSet {
@@ -32,6 +35,8 @@ pub struct MainSet {
     pub error_logs: Vec<super::model::ErrorLogConf>,
     /// `thread_pool`.
     pub thread_pools: Vec<super::model::ThreadPoolConf>,
+    /// `worker_shutdown_timeout`.
+    pub worker_shutdown_timeout: Option<std::time::Duration>,
     /// `events`.
     pub events: Option<EventsConf>,
     /// The events block's own duplicates tracker.
@@ -151,6 +156,9 @@ pub struct Builder {
     pub unknown_cache_zones: HashSet<String>,
     /// `access_log … FORMAT` uses, checked against `log_format`.
     pub log_format_uses: Vec<(String, Loc)>,
+    /// Buffered access log files and their `(buffer, flush, gzip)`: one
+    /// file may not be buffered two ways.
+    pub buffered_logs: Vec<(PathBuf, BufferedParams)>,
     /// Whether any template uses `$realpath_root` (resolving it costs a
     /// file-system walk per request, made only when needed).
     pub uses_realpath_root: bool,
@@ -189,6 +197,7 @@ impl Builder {
             cache_zone_uses: Vec::new(),
             unknown_cache_zones: HashSet::new(),
             log_format_uses: Vec::new(),
+            buffered_logs: Vec::new(),
             uses_realpath_root: false,
             uses_request_body_file: false,
             upstreams: Vec::new(),
@@ -354,5 +363,6 @@ pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> Main
             set.error_logs
         },
         thread_pools: set.thread_pools,
+        worker_shutdown_timeout: set.worker_shutdown_timeout,
     }
 }

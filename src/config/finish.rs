@@ -12,8 +12,8 @@ use super::finish_cache;
 use super::finish_proxy::{self, MergeChecks};
 use super::inherit::{LocConf, SrvConf};
 use super::model::{
-    AccessLogs, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget, MainConf, Root,
-    ThreadPoolConf, VarDef,
+    AccessLogs, AccessTarget, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget,
+    MainConf, Root, ThreadPoolConf, VarDef,
 };
 use super::template::{Part, Template, Var};
 
@@ -149,8 +149,8 @@ fn absolute_defaults(prefix: &Path) -> LocConf {
     d.proxy_temp_path.path = prefix.join(&d.proxy_temp_path.path);
     if let AccessLogs::Logs(logs) = &mut d.access_log {
         for l in logs {
-            if let LogTarget::File(p) = &l.target {
-                l.target = LogTarget::File(prefix.join(p));
+            if let AccessTarget::Fixed(LogTarget::File(p)) = &l.target {
+                l.target = AccessTarget::Fixed(LogTarget::File(prefix.join(p)));
             }
         }
     }

@@ -15,6 +15,10 @@ use super::cache_model::{
 };
 #[cfg(doc)]
 use super::cache_model::{DEFAULT_VALID_STATUSES, VALID_ANY};
+pub use super::core_model::{
+    DisableSymlinks, ErrorLogs, Expires, KeepaliveDisable, LingeringClose, OpenFileCache,
+    OpenLogFileCache, ServerTokens, SizeValue,
+};
 use super::filter_model::{
     AutoindexFormat, CHARSET_DEFAULT_TYPES, CharsetSpec, DEFAULT_GZIP_BUFFERS, DEFAULT_MEM_LEVEL,
     GZIP_DEFAULT_TYPES, GzipHttpVersion, GzipProxied, GzipStatic, MAX_WINDOW_BITS,
@@ -26,6 +30,7 @@ use super::model::{
 };
 use super::template::Template;
 use super::type_list::TypeList;
+pub use crate::http::conditional::IfModifiedSince;
 use crate::log::Level;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with
@@ -113,8 +118,9 @@ inherited! {
         keepalive_requests: u64 = 1000,
         /// `send_timeout`.
         send_timeout: Duration = Duration::from_secs(60),
-        /// `server_tokens`: version in `Server` header and error pages.
-        server_tokens: bool = true,
+        /// `server_tokens`: version (and build) in `Server` header and
+        /// error pages.
+        server_tokens: ServerTokens = ServerTokens::On,
         /// `aio`.
         aio: Aio = Aio::Off,
         /// `aio_fast_path` (nowait's): with `aio threads`, try each file
@@ -413,6 +419,88 @@ inherited! {
         real_ip_header: RealIpHeader = RealIpHeader::XRealIp,
         /// `real_ip_recursive`.
         real_ip_recursive: bool = false,
+        /// `expires`: `Expires` and `Cache-Control` of successful replies.
+        expires: Expires = Expires::default(),
+        /// `add_trailer`: all of a level's entries replace the parent's.
+        add_trailers: Vec<AddHeader> = Vec::new(),
+        /// `chunked_transfer_encoding`: bodies of unknown length (and those
+        /// with trailers) go chunked to HTTP/1.1 clients.
+        chunked_transfer_encoding: bool = true,
+        /// `etag`: the static handler sends an `ETag`.
+        etag: bool = true,
+        /// `if_modified_since off | exact | before`.
+        if_modified_since: IfModifiedSince = IfModifiedSince::Exact,
+        /// `error_log` of this level (empty: the main context's).
+        error_log: ErrorLogs = ErrorLogs::default(),
+        /// `log_not_found`: "No such file" errors are logged.
+        log_not_found: bool = true,
+        /// `log_subrequest`: subrequests are written to the access log.
+        log_subrequest: bool = false,
+        /// `absolute_redirect`: redirects made by nowait carry scheme and host.
+        absolute_redirect: bool = true,
+        /// `server_name_in_redirect`: the server's name, not `Host`, in them.
+        server_name_in_redirect: bool = false,
+        /// `port_in_redirect`: the port, unless the default one, in them.
+        port_in_redirect: bool = true,
+        /// `msie_padding`: error pages padded for MSIE.
+        msie_padding: bool = true,
+        /// `msie_refresh`: redirects answered to MSIE with a refresh page.
+        msie_refresh: bool = false,
+        /// `limit_rate`: bytes per second to the client (0: none).
+        limit_rate: SizeValue = SizeValue::Fixed(0),
+        /// `limit_rate_after`: bytes sent before `limit_rate` applies.
+        limit_rate_after: SizeValue = SizeValue::Fixed(0),
+        /// `keepalive_timeout`'s second parameter: `Keep-Alive: timeout=N`
+        /// is sent when not 0 (merged apart from the first, as nginx does).
+        keepalive_header: u64 = 0,
+        /// `keepalive_time`: a connection older than this serves no more
+        /// requests.
+        keepalive_time: Duration = Duration::from_secs(3600),
+        /// `keepalive_disable` (default `msie6`).
+        keepalive_disable: KeepaliveDisable = KeepaliveDisable { msie6: true, safari: false },
+        /// `lingering_close`.
+        lingering_close: LingeringClose = LingeringClose::On,
+        /// `lingering_time`: the longest a closing connection is read.
+        lingering_time: Duration = Duration::from_secs(30),
+        /// `lingering_timeout`: the longest wait for more bytes then.
+        lingering_timeout: Duration = Duration::from_secs(5),
+        /// `reset_timedout_connection`: a timed-out connection is reset.
+        reset_timedout_connection: bool = false,
+        /// `send_lowat` (accepted: Linux has no `SO_SNDLOWAT` to set).
+        send_lowat: u64 = 0,
+        /// `disable_symlinks`.
+        disable_symlinks: DisableSymlinks = DisableSymlinks::default(),
+        /// `open_file_cache` (`None`: off).
+        open_file_cache: Option<OpenFileCache> = None,
+        /// `open_file_cache_valid`: how long an entry is trusted unchecked.
+        open_file_cache_valid: Duration = Duration::from_secs(60),
+        /// `open_file_cache_min_uses`: uses within `inactive` before an
+        /// entry keeps its descriptor.
+        open_file_cache_min_uses: u32 = 1,
+        /// `open_file_cache_errors`: failed lookups are cached too.
+        open_file_cache_errors: bool = false,
+        /// `open_file_cache_events` (accepted: nginx uses it only with kqueue).
+        open_file_cache_events: bool = false,
+        /// `types_hash_max_size` (sizes nginx's types hash only).
+        types_hash_max_size: u64 = 1024,
+        /// `types_hash_bucket_size` (sizes nginx's types hash only).
+        types_hash_bucket_size: u64 = 64,
+        /// `open_log_file_cache` (`None`: off).
+        open_log_file_cache: Option<OpenLogFileCache> = None,
+        /// `read_ahead` (accepted: the kernel's read-ahead is left alone).
+        read_ahead: u64 = 0,
+        /// `recursive_error_pages`.
+        recursive_error_pages: bool = false,
+        /// How much of the URI an `alias` replaces: the length of the name
+        /// of the location that wrote it (inherited with it), `usize::MAX`
+        /// in a regex location (the alias names the whole file), `None`
+        /// under `root` (nginx's `clcf->alias`).
+        alias_len: Option<usize> = None,
+        /// `resolver`: looks up names `proxy_pass` makes from variables
+        /// (`None`: such names answer 502, as nginx without a resolver).
+        resolver: Option<Arc<crate::upstream::resolve::Resolver>> = None,
+        /// `resolver_timeout`.
+        resolver_timeout: Duration = Duration::from_secs(30),
     }
 }
 
@@ -470,5 +558,13 @@ inherited! {
         large_client_header_buffers: (u32, u64) = (4, 8 * KB),
         /// `merge_slashes`: `//` runs in a request's path count as one `/`.
         merge_slashes: bool = true,
+        /// `connection_pool_size` (accepted: it sizes nginx's pools only).
+        connection_pool_size: u64 = 512,
+        /// `request_pool_size` (accepted: it sizes nginx's pools only).
+        request_pool_size: u64 = PAGE_SIZE,
+        /// `ignore_invalid_headers`: header lines with bad names are dropped.
+        ignore_invalid_headers: bool = true,
+        /// `underscores_in_headers`: `_` is valid in header names.
+        underscores_in_headers: bool = false,
     }
 }

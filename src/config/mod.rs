@@ -11,6 +11,7 @@
 pub mod access_model;
 pub mod build;
 pub mod cache_model;
+pub mod core_model;
 pub mod dirs;
 pub mod embedded;
 pub mod error;
@@ -32,9 +33,12 @@ pub mod set_cache;
 pub mod set_cache_path;
 pub mod set_charset;
 pub mod set_core;
+pub mod set_core_http;
 pub mod set_gzip;
+pub mod set_headers;
 pub mod set_http;
 pub mod set_limit;
+pub mod set_log;
 pub mod set_map;
 pub mod set_output;
 pub mod set_proxy;
@@ -195,10 +199,16 @@ pub fn errno_text(e: &std::io::Error) -> String {
     }
 }
 
-/// The `-T` dump: every file read, each under nginx's header line.
+/// The `-T` dump: every file read, each under nginx's header line, once
+/// however often it was included (nginx's `ngx_conf_add_dump` keeps the
+/// first reading of a name).
 pub fn dump(config: &Config) -> String {
     let mut out = String::new();
+    let mut seen = std::collections::HashSet::new();
     for f in &config.files {
+        if !seen.insert(&f.path) {
+            continue;
+        }
         out.push_str(&format!("# configuration file {}:\n", f.path.display()));
         out.push_str(&f.text);
         if !f.text.ends_with('\n') {

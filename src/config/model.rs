@@ -14,6 +14,7 @@ use super::source::{Loc, SourceFile};
 use super::template::Template;
 
 pub use super::cache_model::{CachePath, ProxyStore};
+pub use super::core_model::{TryFallback, TryFile, TryFiles};
 pub use super::map::Map;
 pub use super::script::{
     Condition, FileTest, If, Return, Rewrite, RewriteFlag, RewriteOp, SetTarget, SetVar,
@@ -78,6 +79,9 @@ pub struct MainConf {
     /// `thread_pool`, in order of appearance, plus `default` when `aio
     /// threads` names no pool and none called `default` was declared.
     pub thread_pools: Vec<ThreadPoolConf>,
+    /// `worker_shutdown_timeout`: how long a worker told to quit lets its
+    /// connections finish before it closes them (`None`: no limit).
+    pub worker_shutdown_timeout: Option<std::time::Duration>,
 }
 
 /// Where an error log goes.
@@ -182,9 +186,29 @@ pub struct HttpConf {
     pub limit_req_zones: Vec<super::access_model::LimitZone>,
     /// `limit_conn_zone` declarations.
     pub limit_conn_zones: Vec<super::access_model::LimitZone>,
+    /// `variables_hash_max_size` (accepted: nowait resolves variables
+    /// when loading, without a hash).
+    pub variables_hash_max_size: Option<u64>,
+    /// `variables_hash_bucket_size` (accepted, as above).
+    pub variables_hash_bucket_size: Option<u64>,
 }
 
 impl HttpConf {
+    /// Calls `f` on every resolved inherited configuration, as
+    /// [`HttpConf::loc_confs`] lists them (e.g. to give each its open
+    /// error log).
+    pub fn each_loc_conf_mut(&mut self, f: &mut dyn FnMut(&mut LocConf)) {
+        fn walk(l: &mut Location, f: &mut dyn FnMut(&mut LocConf)) {
+            f(&mut l.conf);
+            l.children_mut().for_each(|c| walk(c, f));
+        }
+        f(&mut self.conf);
+        for s in &mut self.servers {
+            f(&mut s.conf);
+            s.locations.iter_mut().for_each(|l| walk(l, f));
+        }
+    }
+
     /// Every resolved inherited configuration: http, each server, and each
     /// location at any depth (e.g. to open every access log once).
     pub fn loc_confs(&self) -> Vec<&LocConf> {
@@ -226,6 +250,8 @@ pub struct Server {
     /// The content handler of requests no location matches (`stub_status`
     /// at server level).
     pub handler: Handler,
+    /// `try_files` at server level: for requests no location matches.
+    pub try_files: Option<TryFiles>,
 }
 
 impl Server {
@@ -364,6 +390,10 @@ pub struct Location {
     pub lmt: bool,
     /// Where the block starts.
     pub loc: Loc,
+    /// `try_files` (not inherited by nested locations, as in nginx).
+    pub try_files: Option<TryFiles>,
+    /// `internal`: only internal redirects may enter.
+    pub internal: bool,
 }
 
 impl Location {
@@ -382,6 +412,8 @@ impl Location {
             limit_except: None,
             lmt: false,
             loc,
+            try_files: None,
+            internal: false,
         }
     }
 
@@ -469,28 +501,52 @@ impl AccessLogs {
     /// nginx's default: `logs/access.log combined` (made absolute by the loader).
     pub fn default_log() -> AccessLogs {
         AccessLogs::Logs(vec![AccessLog {
-            target: LogTarget::File(PathBuf::from("logs/access.log")),
+            target: AccessTarget::Fixed(LogTarget::File(PathBuf::from("logs/access.log"))),
             format: "combined".into(),
+            condition: None,
+            buffer: None,
+            flush: None,
+            gzip: None,
         }])
     }
+}
+
+/// Where an access log's lines go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccessTarget {
+    /// A file named without variables, or stderr: opened at start.
+    Fixed(LogTarget),
+    /// A file name with variables, made absolute: opened per line by the
+    /// log's writer thread (through `open_log_file_cache`, if set).
+    Variable(Template),
 }
 
 /// One access log destination.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccessLog {
     /// Where lines go.
-    pub target: LogTarget,
+    pub target: AccessTarget,
     /// The `log_format` name.
     pub format: String,
+    /// `if=condition`: a line is written only when it is neither empty nor `0`.
+    pub condition: Option<Template>,
+    /// `buffer=size`: lines are gathered up to this many bytes before a write.
+    pub buffer: Option<u64>,
+    /// `flush=time`: the longest a buffered line waits.
+    pub flush: Option<std::time::Duration>,
+    /// `gzip[=level]`: each write is a gzip member at this level.
+    pub gzip: Option<u32>,
 }
 
-/// `log_format NAME string…`.
+/// `log_format NAME [escape=…] string…`.
 #[derive(Clone, Debug)]
 pub struct LogFormat {
     /// The name.
     pub name: String,
     /// The concatenated format.
     pub template: Template,
+    /// `escape=default | json | none`.
+    pub escape: super::core_model::LogEscape,
 }
 
 /// The predefined `combined` format.

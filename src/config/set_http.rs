@@ -7,8 +7,7 @@ use std::sync::Arc;
 use super::build::{Builder, Scope, invalid, set_flag, set_once};
 use super::inherit::{LocSet, SrvSet};
 use super::model::{
-    AccessLog, AccessLogs, AddHeader, Aio, COMBINED_FORMAT, ErrorPage, HttpConf, LogFormat,
-    LogTarget, Root, Types,
+    AddHeader, Aio, COMBINED_FORMAT, ErrorPage, HttpConf, LocationMatch, LogFormat, Root, Types,
 };
 use super::syntax::Directive;
 use super::template::{Part, Template};
@@ -40,6 +39,7 @@ pub fn http(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(),
         LogFormat {
             name: "combined".into(),
             template: Template::parse(COMBINED_FORMAT).map_err(|e| e.to_string())?,
+            escape: super::core_model::LogEscape::Default,
         },
     );
     b.walk(
@@ -48,43 +48,6 @@ pub fn http(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(),
     );
     b.http_end = Some(d.end.clone().unwrap_or_else(|| d.loc.clone()));
     m.http = Some(h);
-    Ok(())
-}
-
-/// `log_format name [escape=default] string ...;`
-pub fn log_format(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    let Scope::Http(h) = scope else {
-        unreachable!("the table allows log_format in http only")
-    };
-    let name = d.arg(0).to_string();
-    if h.log_formats.contains_key(&name) {
-        return Err(format!("duplicate \"log_format\" name \"{name}\""));
-    }
-    let mut rest = &d.args[1..];
-    if let Some(first) = rest.first() {
-        if let Some(mode) = first.value.strip_prefix("escape=") {
-            match mode {
-                "default" => {}
-                "json" | "none" => {
-                    return Err(format!(
-                        "\"escape={mode}\" of \"log_format\" is not implemented yet"
-                    ));
-                }
-                _ => return Err(format!("unknown log format escaping \"{mode}\"")),
-            }
-            rest = &rest[1..];
-        }
-    }
-    if rest.is_empty() {
-        return Err(format!(
-            "invalid number of arguments in \"{}\" directive",
-            d.name
-        ));
-    }
-    let text: String = rest.iter().map(|w| w.value.as_str()).collect();
-    let template = b.template(&text, &d.loc)?;
-    h.log_formats
-        .insert(name.clone(), LogFormat { name, template });
     Ok(())
 }
 
@@ -122,60 +85,6 @@ pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
 /// `default_type mime-type;`
 pub fn default_type(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     set_once(&mut ls(scope).default_type, d.arg(0).to_string(), &d.name)
-}
-
-/// `access_log path [format] | off;` — several at one level all apply.
-pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    if let Some(extra) = d.args.get(2) {
-        return Err(format!(
-            "parameter \"{}\" of \"access_log\" is not implemented yet",
-            extra.value
-        ));
-    }
-    let path = d.arg(0);
-    let set = ls(scope);
-    if path == "off" {
-        if d.args.len() > 1 {
-            return Err(format!(
-                "invalid number of arguments in \"{}\" directive",
-                d.name
-            ));
-        }
-        if matches!(set.access_log, Some(AccessLogs::Logs(_))) {
-            return Err(
-                "\"access_log off\" cannot be combined with other access logs at one level".into(),
-            );
-        }
-        return set_once(&mut set.access_log, AccessLogs::Off, &d.name);
-    }
-    if path.starts_with("syslog:") {
-        return Err("syslog access logs are not implemented yet".into());
-    }
-    let format = d
-        .args
-        .get(1)
-        .map_or("combined", |w| w.value.as_str())
-        .to_string();
-    b.log_format_uses.push((format.clone(), d.loc.clone()));
-    let log = AccessLog {
-        target: if path == "stderr" {
-            LogTarget::Stderr
-        } else {
-            LogTarget::File(b.full_path(path))
-        },
-        format,
-    };
-    let set = ls(scope);
-    match &mut set.access_log {
-        Some(AccessLogs::Logs(v)) => v.push(log),
-        Some(AccessLogs::Off) => {
-            return Err(
-                "\"access_log off\" cannot be combined with other access logs at one level".into(),
-            );
-        }
-        None => set.access_log = Some(AccessLogs::Logs(vec![log])),
-    }
-    Ok(())
 }
 
 macro_rules! flag_setter {
@@ -225,7 +134,6 @@ pub fn server_names_hash_bucket_size(
 }
 flag_setter!(tcp_nopush, tcp_nopush);
 flag_setter!(tcp_nodelay, tcp_nodelay);
-flag_setter!(server_tokens, server_tokens);
 flag_setter!(aio_write, aio_write);
 flag_setter!(aio_fast_path, aio_fast_path);
 
@@ -255,21 +163,6 @@ pub fn client_max_body_size(
 ) -> Result<(), String> {
     let v = size_arg(d, 0)?;
     set_once(&mut ls(scope).client_max_body_size, v, &d.name)
-}
-
-/// `keepalive_timeout timeout;`
-pub fn keepalive_timeout(
-    _: &mut Builder,
-    scope: &mut Scope<'_>,
-    d: &Directive,
-) -> Result<(), String> {
-    if d.args.len() > 1 {
-        return Err(
-            "the header_timeout parameter of \"keepalive_timeout\" is not implemented yet".into(),
-        );
-    }
-    let v = time_arg(d, 0)?;
-    set_once(&mut ls(scope).keepalive_timeout, v, &d.name)
 }
 
 /// `keepalive_requests number;`
@@ -420,7 +313,19 @@ fn root_or_alias(
         _ => {}
     }
     let v = if alias { Root::Alias(t) } else { Root::Root(t) };
-    set_once(&mut set.root, v, &d.name)
+    set_once(&mut set.root, v, &d.name)?;
+    let alias_len = match scope {
+        Scope::Location(l) if alias => Some(match &l.matcher {
+            LocationMatch::Regex { .. } => usize::MAX,
+            LocationMatch::Exact(n)
+            | LocationMatch::Prefix(n)
+            | LocationMatch::PrefixNoRegex(n)
+            | LocationMatch::Named(n) => n.len(),
+        }),
+        _ => None,
+    };
+    ls(scope).alias_len = Some(alias_len);
+    Ok(())
 }
 
 /// `root path;`
@@ -510,6 +415,13 @@ pub fn client_body_temp_path(
 
 /// `add_header name value [always];`
 pub fn add_header(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let h = header_entry(b, d)?;
+    ls(scope).add_headers.get_or_insert_with(Vec::new).push(h);
+    Ok(())
+}
+
+/// The field of an `add_header` or `add_trailer` directive.
+pub(super) fn header_entry(b: &mut Builder, d: &Directive) -> Result<AddHeader, String> {
     let always = match d.args.get(2) {
         None => false,
         Some(w) if w.value == "always" => true,
@@ -520,13 +432,9 @@ pub fn add_header(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         return Err(invalid(d, name));
     }
     let value = b.template(d.arg(1), &d.loc)?;
-    ls(scope)
-        .add_headers
-        .get_or_insert_with(Vec::new)
-        .push(AddHeader {
-            name: name.to_string(),
-            value,
-            always,
-        });
-    Ok(())
+    Ok(AddHeader {
+        name: name.to_string(),
+        value,
+        always,
+    })
 }

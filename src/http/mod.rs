@@ -21,6 +21,7 @@
 //! - [`gzip`]: when a response may be compressed (`Accept-Encoding`, `gzip_proxied`).
 //! - [`unsafe_uri`]: URIs the server writes itself (SSI `include`): split,
 //!   decoded, checked.
+//! - [`user_agent`]: the browser families nginx reads from `User-Agent`.
 
 pub mod charset;
 pub mod chunked;
@@ -38,3 +39,4 @@ pub mod response;
 pub mod status;
 pub mod unsafe_uri;
 pub mod uri;
+pub mod user_agent;

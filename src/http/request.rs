@@ -109,6 +109,12 @@ pub struct Fields {
 }
 
 impl Fields {
+    /// [`Fields::push`] for a name kept from a line that is not a token
+    /// (`ignore_invalid_headers off`).
+    fn push_str(&mut self, name: &[u8], value: &[u8]) {
+        self.push(&String::from_utf8_lossy(name), value);
+    }
+
     fn push(&mut self, name: &str, value: &[u8]) {
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name.as_bytes());
@@ -205,6 +211,47 @@ impl RequestHead {
 /// Errors in the request line are reported as soon as the line is complete,
 /// as nginx does, even if the headers are not.
 pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError> {
+    parse_head_with(buf, HeaderRules::default())
+}
+
+/// Which header names a server accepts: nginx's `ignore_invalid_headers`
+/// and `underscores_in_headers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderRules {
+    /// A line whose name has characters other than letters, digits and
+    /// `-` (or `_`, see below) is dropped; off: kept.
+    pub ignore_invalid: bool,
+    /// `_` is a valid name character.
+    pub underscores: bool,
+}
+
+impl Default for HeaderRules {
+    /// nginx's defaults: invalid lines ignored, `_` invalid.
+    fn default() -> Self {
+        HeaderRules {
+            ignore_invalid: true,
+            underscores: false,
+        }
+    }
+}
+
+impl HeaderRules {
+    /// Whether a field named `name` is kept (nginx's `r->invalid_header`
+    /// with `ignore_invalid_headers`).
+    fn keeps(self, name: &[u8]) -> bool {
+        if !self.ignore_invalid {
+            return true;
+        }
+        name.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || (c == b'_' && self.underscores))
+    }
+}
+
+/// [`parse_head`] under a server's [`HeaderRules`].
+pub fn parse_head_with(
+    buf: &[u8],
+    rules: HeaderRules,
+) -> Result<Option<(RequestHead, usize)>, HeadError> {
     // RFC 9112 §2.2: ignore empty lines before the request line.
     let start = buf
         .iter()
@@ -233,19 +280,27 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError>
         parsed = httparse::parse_headers(&buf[line_end..], &mut all);
     }
     let (headers_len, headers) = match parsed {
-        Ok(httparse::Status::Complete((len, parsed))) => (len, collect_headers(parsed)),
+        Ok(httparse::Status::Complete((len, parsed))) => (len, collect_headers(parsed, rules)),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
         Err(httparse::Error::HeaderName | httparse::Error::Token) => {
-            // nginx's `ignore_invalid_headers on`: a line whose name has
-            // characters outside a token, or that has no colon at all, is
-            // skipped rather than refused. Parse again without such lines.
-            let Some((len, kept)) = without_invalid_lines(&buf[line_end..]) else {
+            // A name outside a token, or a line without a colon: nginx
+            // skips such lines (`ignore_invalid_headers on`) or keeps them
+            // (`off`); a name starting with a colon or holding a control
+            // character is refused either way. Parse again with them
+            // removed, or made into tokens nginx would keep.
+            let Some((len, kept, extra)) = invalid_lines(&buf[line_end..], rules)? else {
                 return Ok(None);
             };
             let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
             match httparse::parse_headers(&kept, &mut slots) {
-                Ok(httparse::Status::Complete((_, parsed))) => (len, collect_headers(parsed)),
+                Ok(httparse::Status::Complete((_, parsed))) => {
+                    let mut fields = collect_headers(parsed, rules);
+                    for (name, value) in &extra {
+                        fields.push_str(name, trim_ows(value));
+                    }
+                    (len, fields)
+                }
                 Ok(httparse::Status::Partial) => return Err(HeadError::InvalidHeaderLine),
                 Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
                 Err(_) => return Err(HeadError::InvalidHeaderLine),
@@ -257,10 +312,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(RequestHead, usize)>, HeadError>
     Ok(Some((head, line_end + headers_len)))
 }
 
-/// Owned header fields, without those nginx ignores: names with `_`
-/// (`underscores_in_headers off`).
-fn collect_headers(parsed: &[httparse::Header<'_>]) -> Fields {
-    let kept = || parsed.iter().filter(|h| !h.name.contains('_'));
+/// Owned header fields, without those nginx ignores under `rules`.
+fn collect_headers(parsed: &[httparse::Header<'_>], rules: HeaderRules) -> Fields {
+    let kept = || parsed.iter().filter(|h| rules.keeps(h.name.as_bytes()));
     let mut fields = Fields {
         bytes: Vec::with_capacity(kept().map(|h| h.name.len() + h.value.len()).sum()),
         spans: Vec::with_capacity(kept().count()),
@@ -276,37 +330,57 @@ fn is_tchar(c: u8) -> bool {
     c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
 }
 
-/// The header section (up to and including its empty line) with the lines
-/// nginx ignores removed, and the section's length in the original bytes;
-/// `None` while the section is incomplete. Lines that must be refused
-/// (obsolete folding, a space before the colon, bad bytes) are kept for
-/// `httparse` to refuse.
-fn without_invalid_lines(section: &[u8]) -> Option<(usize, Vec<u8>)> {
+/// A field kept from a line `httparse` refuses: its name and raw value.
+type ExtraField = (Vec<u8>, Vec<u8>);
+
+/// What [`invalid_lines`] found: the section's length, the lines left for
+/// `httparse`, and the fields kept apart.
+type Sorted = (usize, Vec<u8>, Vec<ExtraField>);
+
+/// The header section (up to and including its empty line) without the
+/// lines whose names are not tokens, the section's length in the original
+/// bytes, and those lines' fields when `rules` keep them
+/// (`ignore_invalid_headers off`); `Ok(None)` while the section is
+/// incomplete. A name that starts with `:` or holds a control character is
+/// refused, as nginx's parser refuses it; other bad lines (obsolete
+/// folding, bad bytes in values) are kept for `httparse` to refuse.
+fn invalid_lines(section: &[u8], rules: HeaderRules) -> Result<Option<Sorted>, HeadError> {
     let mut kept = Vec::with_capacity(section.len());
+    let mut extra = Vec::new();
     let mut pos = 0;
     loop {
-        let nl = section[pos..].iter().position(|&c| c == b'\n')? + pos;
+        let Some(nl) = section[pos..].iter().position(|&c| c == b'\n') else {
+            return Ok(None);
+        };
+        let nl = nl + pos;
         let line = &section[pos..=nl];
         let body = line.strip_suffix(b"\n").unwrap_or(line);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         pos = nl + 1;
         if body.is_empty() {
             kept.extend_from_slice(line);
-            return Some((pos, kept));
+            return Ok(Some((pos, kept, extra)));
         }
         let folded = matches!(body[0], b' ' | b'\t');
-        let ignorable = !folded
-            && match body.iter().position(|&c| c == b':') {
-                None => !body.contains(&0) && !body.contains(&b'\r'),
-                Some(colon) => {
-                    let name = &body[..colon];
-                    !name.is_empty()
-                        && !name.iter().any(|&c| matches!(c, b' ' | b'\t' | 0 | b'\r'))
-                        && !name.iter().all(|&c| is_tchar(c))
-                }
-            };
-        if !ignorable {
+        if folded {
             kept.extend_from_slice(line);
+            continue;
+        }
+        let (name, value) = match body.iter().position(|&c| c == b':') {
+            None => (body, &b""[..]),
+            Some(colon) => (&body[..colon], &body[colon + 1..]),
+        };
+        if name.is_empty() || name.iter().any(|&c| c <= b' ' || c == 0x7f) {
+            return Err(HeadError::InvalidHeaderLine);
+        }
+        if value.contains(&0) || body.contains(&b'\r') {
+            kept.extend_from_slice(line);
+            continue;
+        }
+        if name.iter().all(|&c| is_tchar(c)) && body.contains(&b':') {
+            kept.extend_from_slice(line);
+        } else if rules.keeps(name) {
+            extra.push((name.to_vec(), value.to_vec()));
         }
     }
 }

@@ -393,3 +393,40 @@ fn oversized_heads() {
         Status::BAD_REQUEST
     );
 }
+
+/// nginx's `ignore_invalid_headers` and `underscores_in_headers`.
+#[test]
+fn header_name_rules() {
+    let text = "GET / HTTP/1.0\r\nx_foo: a\r\nx.bar: b\r\n</kie>: c\r\nok: d\r\n\r\n";
+    let names = |rules| {
+        let (h, _) = parse_head_with(text.as_bytes(), rules).unwrap().unwrap();
+        h.headers
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(HeaderRules::default()), ["ok"]);
+    let underscores = HeaderRules {
+        ignore_invalid: true,
+        underscores: true,
+    };
+    assert_eq!(names(underscores), ["x_foo", "ok"]);
+    let off = HeaderRules {
+        ignore_invalid: false,
+        underscores: false,
+    };
+    let all = names(off);
+    assert!(
+        ["x_foo", "x.bar", "</kie>", "ok"]
+            .iter()
+            .all(|n| all.contains(&n.to_string()))
+    );
+    // A control character or a leading colon is refused whatever the rules.
+    for bad in [
+        "GET / HTTP/1.0\r\nfoo\x02: x\r\n\r\n",
+        "GET / HTTP/1.0\r\n:foo: x\r\n\r\n",
+    ] {
+        assert!(parse_head_with(bad.as_bytes(), off).is_err(), "{bad:?}");
+        assert!(parse_head(bad.as_bytes()).is_err(), "{bad:?}");
+    }
+}

@@ -143,6 +143,46 @@ fn is_plain(path: &[u8]) -> bool {
             .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
 }
 
+/// Where the authority of an absolute-form target ends, as nginx's request
+/// line parser reads it (`sw_host`, `sw_host_ip_literal`, `sw_port`): a
+/// name of letters, digits, `.` and `-`, or a bracketed literal of
+/// unreserved and sub-delimiter characters and `:`; then an optional port
+/// of digits; then `/`, `?` or the end. `None`: anything else (400).
+fn authority_end(after: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    if after.first() == Some(&b'[') {
+        i = 1;
+        loop {
+            let c = *after.get(i)?;
+            i += 1;
+            match c {
+                b']' => break,
+                c if c.is_ascii_alphanumeric() => {}
+                b':' | b'-' | b'.' | b'_' | b'~' => {}
+                b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
+                _ => return None,
+            }
+        }
+    } else {
+        while after
+            .get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-'))
+        {
+            i += 1;
+        }
+    }
+    if after.get(i) == Some(&b':') {
+        i += 1;
+        while after.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    match after.get(i) {
+        None | Some(b'/' | b'?') => Some(i),
+        Some(_) => None,
+    }
+}
+
 /// Splits `scheme://host[:port]rest` into the validated host and `rest`.
 fn split_absolute(target: &[u8]) -> Result<(String, &[u8]), UriError> {
     // nginx accepts any alphabetic scheme here.
@@ -153,18 +193,8 @@ fn split_absolute(target: &[u8]) -> Result<(String, &[u8]), UriError> {
     let after = target[scheme_end..]
         .strip_prefix(b"://")
         .ok_or(UriError::UnsupportedForm)?;
-    let auth_end = after
-        .iter()
-        .position(|&c| matches!(c, b'/' | b'?' | b'#'))
-        .unwrap_or(after.len());
+    let auth_end = authority_end(after).ok_or(UriError::InvalidHost)?;
     let authority = &after[..auth_end];
-    // Only host characters, a bracketed IPv6 literal, and a numeric port.
-    let ok = authority.iter().all(|&c| {
-        c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b'[' | b']' | b':')
-    });
-    if !ok {
-        return Err(UriError::InvalidHost);
-    }
     let host = validate_host(authority).ok_or(UriError::InvalidHost)?;
     Ok((host, &after[auth_end..]))
 }
@@ -519,5 +549,45 @@ mod tests {
             percent_encode_path(b"/ok-._~:@!$&'()*+,;="),
             "/ok-._~:@!$&'()*+,;="
         );
+    }
+}
+
+#[cfg(test)]
+mod authority_tests {
+    use super::authority_end;
+
+    /// The hosts of nginx's http_host.t in absolute-form targets.
+    #[test]
+    fn authorities_as_nginx_reads_them() {
+        for ok in [
+            &b"example.com/"[..],
+            b"example.com.:8080/",
+            b"123.40.56.78:9000",
+            b"[abcd::ef98:0:7654:321]:80/x",
+            b"[v1.0:-._~!$&'()*+,;=:]/",
+            b"example.com?a",
+            b"",
+        ] {
+            assert!(
+                authority_end(ok).is_some(),
+                "{}",
+                String::from_utf8_lossy(ok)
+            );
+        }
+        for bad in [
+            &b"example.com.:./"[..],
+            b"123.40.56.78:9000:80/",
+            b"[abcd::ef98:0:7654:321]./",
+            b"extra[abcd::ef98:0:7654:321]/",
+            b"[abcd::ef98:0:7654:321/",
+            b"under_score/",
+            b"host#frag",
+        ] {
+            assert!(
+                authority_end(bad).is_none(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

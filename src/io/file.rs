@@ -32,7 +32,7 @@ use super::fault;
 use super::{Lane, Pool, SubmitError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
-use crate::sys::file::{self as sysfile, FileMeta};
+use crate::sys::file::{self as sysfile, FileMeta, LinkPolicy, Links};
 
 /// A file opened for reading, with its metadata.
 #[derive(Clone, Debug)]
@@ -235,6 +235,67 @@ impl<'a> FileLayer<'a> {
         self.run("open", move || open_slow(p)).await?
     }
 
+    /// [`open`](Self::open) under the link rule `links` (`disable_symlinks`):
+    /// `Refuse` has a fast path (`openat2(RESOLVE_NO_SYMLINKS|RESOLVE_CACHED)`);
+    /// `RefuseIfNotOwner` walks the path where `aio` says.
+    pub async fn open_links(&self, path: &Path, links: Links) -> Result<Opened, FileError> {
+        if links.policy == LinkPolicy::Follow {
+            return self.open(path).await;
+        }
+        let owned: Arc<Path> = Arc::from(path);
+        if self.fast_enabled() && fault::stall_for(path).is_none() {
+            match sysfile::open_regular_links(&owned, true, links) {
+                Ok(found) => {
+                    metrics::fast(FastOp::Open, FastOutcome::Hit);
+                    return Ok(opened(found, &owned));
+                }
+                Err(e) if would_block(&e) || unsupported(&e) => {
+                    metrics::fast(FastOp::Open, FastOutcome::Miss);
+                }
+                Err(e) => {
+                    metrics::fast(FastOp::Open, FastOutcome::Hit);
+                    return Err(open_error(&owned, e));
+                }
+            }
+        }
+        let p = owned.clone();
+        self.run("open", move || {
+            fault::stall(&p);
+            sysfile::open_regular_links(&p, false, links)
+                .map(|found| opened(found, &p))
+                .map_err(|e| open_error(&p, e))
+        })
+        .await?
+    }
+
+    /// [`stat`](Self::stat) under the link rule `links`.
+    pub async fn stat_links(&self, path: &Path, links: Links) -> Result<FileMeta, FileError> {
+        if links.policy == LinkPolicy::Follow {
+            return self.stat(path).await;
+        }
+        if self.fast_enabled() && fault::stall_for(path).is_none() {
+            match sysfile::stat_links(path, true, links) {
+                Ok(m) => {
+                    metrics::fast(FastOp::Stat, FastOutcome::Hit);
+                    return Ok(m);
+                }
+                Err(e) if would_block(&e) || unsupported(&e) => {
+                    metrics::fast(FastOp::Stat, FastOutcome::Miss);
+                }
+                Err(e) => {
+                    metrics::fast(FastOp::Stat, FastOutcome::Hit);
+                    return Err(stat_error(path, e, links));
+                }
+            }
+        }
+        let p: PathBuf = path.to_path_buf();
+        self.run("stat", move || {
+            fault::stall(&p);
+            sysfile::stat_links(&p, false, links).map_err(|e| stat_error(&p, e, links))
+        })
+        .await?
+    }
+
     /// `stat()` of `path` (following symlinks), for directory and index checks.
     pub async fn stat(&self, path: &Path) -> Result<FileMeta, FileError> {
         if self.fast_enabled() {
@@ -399,6 +460,37 @@ impl<'a> FileLayer<'a> {
         .await?
     }
 }
+
+/// What an open under a link rule found, as an [`Opened`].
+fn opened(found: (Option<OwnedFd>, FileMeta), path: &Arc<Path>) -> Opened {
+    match found {
+        (Some(fd), meta) => Opened::Regular(OpenFile {
+            fd: Arc::new(fd),
+            meta,
+            path: path.clone(),
+        }),
+        (None, meta) => Opened::Other(meta),
+    }
+}
+
+/// A failed open under a link rule, named as nginx names it: `openat()`
+/// when links were checked.
+fn open_error(path: &Path, e: io::Error) -> FileError {
+    FileError::Sys(SysError::with_path(OPENAT, path.to_path_buf(), e))
+}
+
+/// A failed stat under a link rule (`openat()` when links were checked).
+fn stat_error(path: &Path, e: io::Error, links: Links) -> FileError {
+    let call = if links.policy == LinkPolicy::Follow {
+        sysfile::STAT
+    } else {
+        OPENAT
+    };
+    FileError::Sys(SysError::with_path(call, path.to_path_buf(), e))
+}
+
+/// nginx's name for the call that failed when symbolic links are checked.
+const OPENAT: &str = "openat";
 
 /// The blocking open, for the pool or for `aio off`.
 fn open_slow(p: Arc<Path>) -> Result<Opened, FileError> {

@@ -10,6 +10,8 @@
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
 //! - [`stream`]: a file's bytes as a streamed body, read through the file
 //!   layer, for the filters that rewrite bodies (gzip, charset).
+//! - [`open_cache`]: `open_file_cache`: descriptors, metadata and errors kept
+//!   across requests; every lookup it makes goes through [`file`].
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
@@ -19,6 +21,7 @@ pub mod completion;
 pub mod dir;
 pub mod fault;
 pub mod file;
+pub mod open_cache;
 pub mod pool;
 pub mod pools;
 pub mod stream;

@@ -4,7 +4,7 @@
 //! nginx's `ngx_conf_open_file`, they share one open file (here, one writer
 //! thread and one buffer), so their lines never interleave mid-line.
 
-use super::writer::{DEFAULT_BUFFER_BYTES, Destination, LogWriter};
+use super::writer::{Batching, DEFAULT_BUFFER_BYTES, Destination, LogWriter};
 use crate::sys::error::SysError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,10 +35,22 @@ impl LogFiles {
         dest: Destination,
         capacity: usize,
     ) -> Result<Arc<LogWriter>, SysError> {
+        self.open_batched(dest, capacity, Batching::default())
+    }
+
+    /// [`LogFiles::open_with_capacity`] gathering lines as `batching` says
+    /// (`access_log … buffer= flush= gzip`); an existing writer keeps how it
+    /// was opened.
+    pub fn open_batched(
+        &mut self,
+        dest: Destination,
+        capacity: usize,
+        batching: Batching,
+    ) -> Result<Arc<LogWriter>, SysError> {
         if let Some(w) = self.writers.get(&dest) {
             return Ok(Arc::clone(w));
         }
-        let w = Arc::new(LogWriter::open(dest.clone(), capacity)?);
+        let w = Arc::new(LogWriter::open_batched(dest.clone(), capacity, batching)?);
         self.writers.insert(dest, Arc::clone(&w));
         Ok(w)
     }

@@ -11,6 +11,9 @@
 //! - [`error_log`]: [`ErrorLog`], nginx's error-log line
 //!   (`2026/11/22 01:47:34 [error] 12345#12346: *7 message`), and the stderr
 //!   form used before the configuration is loaded (`nowait: [emerg] message`).
+//! - [`dynamic`]: [`DynamicLogs`], the thread that writes access logs whose
+//!   file name has variables, opening each file (or keeping it open under
+//!   `open_log_file_cache`) off the loops.
 //! - [`clock`]: per-thread timestamps cached per second (`localtime_r` takes a
 //!   process-wide lock in glibc).
 //!
@@ -22,14 +25,16 @@
 //! the signal thread and the exit path.
 
 pub mod clock;
+pub mod dynamic;
 pub mod error_log;
 pub mod files;
 pub mod level;
 pub mod writer;
 
+pub use dynamic::DynamicLogs;
 pub use error_log::{
     ErrorLog, open_startup_file, startup_message, write_startup_file, write_startup_message,
 };
 pub use files::LogFiles;
 pub use level::Level;
-pub use writer::{Destination, LogWriter, WriterStats};
+pub use writer::{Batching, Destination, LogWriter, WriterStats};

@@ -78,6 +78,8 @@ struct State {
     reopen_error: Option<io::Error>,
     /// No more lines accepted; the thread drains `buf` and exits.
     closing: bool,
+    /// A flush waits: the batch is written without gathering more.
+    flush_asked: bool,
     /// The thread has exited: nobody waits for progress any more.
     gone: bool,
     /// A line in `buf` is written at once, without gathering a batch (an
@@ -87,18 +89,47 @@ struct State {
     urgent: bool,
 }
 
+/// How a writer gathers lines into writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batching {
+    /// A batch this large is written at once.
+    pub bytes: usize,
+    /// The longest the first line of a batch waits for more (`None`: until
+    /// the batch is full, a flush, a reopen or the end, as nginx's
+    /// `access_log … buffer=` without `flush=`).
+    pub wait: Option<Duration>,
+    /// Each write is one gzip member at this level (`access_log … gzip`).
+    pub gzip: Option<u32>,
+}
+
+impl Default for Batching {
+    /// Lines of a busy second gathered for [`COALESCE_WAIT`], up to
+    /// [`COALESCE_BYTES`]: a write per interval instead of per line.
+    fn default() -> Self {
+        Batching {
+            bytes: COALESCE_BYTES,
+            wait: Some(COALESCE_WAIT),
+            gzip: None,
+        }
+    }
+}
+
 /// State shared with the writer thread.
 struct Shared {
     /// Where lines go; also the path reopened on `SIGUSR1`.
     dest: Destination,
     /// Most bytes `State::buf` may hold.
     capacity: usize,
+    /// How lines are gathered into writes.
+    batching: Batching,
     /// The buffer and bookkeeping.
     state: Mutex<State>,
     /// Wakes the writer: data, reopen or close.
     wake: Condvar,
     /// Wakes flush/reopen/close callers: the writer made progress.
     progress: Condvar,
+    /// The same for tasks on event loops awaiting [`LogWriter::written`].
+    progress_async: tokio::sync::Notify,
     /// Lines written.
     written: AtomicU64,
     /// Lines dropped.
@@ -160,6 +191,15 @@ impl LogWriter {
     /// Opens `dest` now (so a bad path is an `[emerg]` at startup) and starts
     /// its writer thread `log#N`, buffering at most `capacity` bytes.
     pub fn open(dest: Destination, capacity: usize) -> Result<LogWriter, SysError> {
+        LogWriter::open_batched(dest, capacity, Batching::default())
+    }
+
+    /// [`LogWriter::open`] gathering lines as `batching` says.
+    pub fn open_batched(
+        dest: Destination,
+        capacity: usize,
+        batching: Batching,
+    ) -> Result<LogWriter, SysError> {
         let sink = match &dest {
             Destination::Stderr => Sink::Stderr,
             Destination::File(p) => Sink::File(open_file(p)?),
@@ -167,6 +207,7 @@ impl LogWriter {
         let shared = Arc::new(Shared {
             dest,
             capacity,
+            batching,
             state: Mutex::new(State {
                 buf: Vec::new(),
                 lines: 0,
@@ -177,10 +218,12 @@ impl LogWriter {
                 reopen_done: 0,
                 reopen_error: None,
                 closing: false,
+                flush_asked: false,
                 gone: false,
             }),
             wake: Condvar::new(),
             progress: Condvar::new(),
+            progress_async: tokio::sync::Notify::new(),
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
@@ -210,38 +253,71 @@ impl LogWriter {
     /// Queues `line` plus a `\n` for writing. Never waits for I/O: returns
     /// `false` and counts a drop if the buffer is full or the writer closed.
     pub fn write_line(&self, line: &[u8]) -> bool {
-        self.queue(line, false)
+        self.queue(line, false).is_some()
     }
 
     /// [`LogWriter::write_line`] for a line written without waiting for a
     /// batch to gather (error-log lines).
     pub fn write_line_now(&self, line: &[u8]) -> bool {
-        self.queue(line, true)
+        self.queue(line, true).is_some()
     }
 
-    fn queue(&self, line: &[u8], urgent: bool) -> bool {
+    /// [`LogWriter::write_line`], giving the line's number for
+    /// [`LogWriter::written`] (`None`: dropped).
+    pub fn write_line_seq(&self, line: &[u8]) -> Option<u64> {
+        self.queue(line, false)
+    }
+
+    fn queue(&self, line: &[u8], urgent: bool) -> Option<u64> {
         let s = &self.shared;
         let mut st = s.lock();
         if st.closing || st.buf.len() + line.len() + 1 > s.capacity {
             drop(st);
             s.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
+            return None;
         }
         let was_empty = st.buf.is_empty();
-        let wake = was_empty || (urgent && !st.urgent);
+        let below = st.buf.len() < s.batching.bytes;
+        let wake_urgent = urgent && !st.urgent;
         st.urgent |= urgent;
         st.buf.extend_from_slice(line);
         st.buf.push(b'\n');
         st.lines += 1;
         st.accepted += 1;
+        let filled = below && st.buf.len() >= s.batching.bytes;
+        let seq = st.accepted;
         drop(st);
-        // The writer sleeps only on an empty buffer, so only the first line
-        // of a batch needs to wake it: no futex call per line under load
-        // (and the first urgent one, to cut the batch's wait short).
-        if wake {
+        // The writer sleeps on an empty buffer, then waits for a batch to
+        // gather: only the first line of a batch, the one that fills it and
+        // the first urgent one (to cut the batch's wait short) need to wake
+        // it — no futex call per line under load.
+        if was_empty || filled || wake_urgent {
             s.wake.notify_one();
         }
-        true
+        Some(seq)
+    }
+
+    /// Resolves once line `seq` (from [`LogWriter::write_line_seq`]) has
+    /// been handed to `write()`, or the writer is gone; the writer stops
+    /// gathering a batch for it. Awaited by a connection before it closes,
+    /// so that a client that sees the close finds its line in the file, as
+    /// with nginx, which writes before it closes; never a blocking wait.
+    pub async fn written(&self, seq: u64) {
+        let s = &self.shared;
+        loop {
+            let notified = s.progress_async.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = s.lock();
+                if st.done >= seq || st.gone {
+                    return;
+                }
+                st.flush_asked = true;
+            }
+            s.wake.notify_one();
+            notified.await;
+        }
     }
 
     /// Counters.
@@ -259,6 +335,8 @@ impl LogWriter {
     pub fn flush(&self) {
         let mut st = self.shared.lock();
         let target = st.accepted;
+        st.flush_asked = true;
+        self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             st = self
                 .shared
@@ -273,6 +351,8 @@ impl LogWriter {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         let target = st.accepted;
+        st.flush_asked = true;
+        self.shared.wake.notify_one();
         while st.done < target && !st.gone {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -360,17 +440,30 @@ fn run(shared: &Shared, mut sink: Sink) {
         // wake and a write() per request into one per interval under load
         // (what nginx's `access_log … flush=` buys). `flush`, `reopen` and
         // `close` notify and cut the wait short.
-        if st.buf.len() < COALESCE_BYTES
-            && st.reopen_asked == st.reopen_done
-            && !st.closing
-            && !st.urgent
-        {
-            st = shared
-                .wake
-                .wait_timeout(st, COALESCE_WAIT)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+        let gather = |st: &State| {
+            st.buf.len() < shared.batching.bytes
+                && st.reopen_asked == st.reopen_done
+                && !st.closing
+                && !st.flush_asked
+                && !st.urgent
+        };
+        if gather(&st) {
+            match shared.batching.wait {
+                Some(wait) => {
+                    st = shared
+                        .wake
+                        .wait_timeout(st, wait)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                None => {
+                    while gather(&st) {
+                        st = shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            }
         }
+        st.flush_asked = false;
         // Double buffering: loops fill one vector while this thread writes
         // the other, and both keep their allocations.
         std::mem::swap(&mut st.buf, &mut batch);
@@ -382,6 +475,9 @@ fn run(shared: &Shared, mut sink: Sink) {
         drop(st);
 
         if !batch.is_empty() {
+            if let Some(level) = shared.batching.gzip {
+                batch = gzip_member(&batch, level);
+            }
             match sink.write_all(&batch) {
                 Ok(()) => {
                     shared.written.fetch_add(lines, Ordering::Relaxed);
@@ -409,11 +505,28 @@ fn run(shared: &Shared, mut sink: Sink) {
             st.reopen_error = reopen_error;
         }
         shared.progress.notify_all();
+        shared.progress_async.notify_waiters();
         if st.closing && st.buf.is_empty() && st.reopen_asked == st.reopen_done {
             st.gone = true;
             shared.progress.notify_all();
+            shared.progress_async.notify_waiters();
             return;
         }
+    }
+}
+
+/// `bytes` as one gzip member at `level` (1-9), as nginx's buffered gzip
+/// access logs write each buffer. Compressing into memory cannot fail; the
+/// plain bytes are written if it somehow does.
+fn gzip_member(bytes: &[u8], level: u32) -> Vec<u8> {
+    use flate2::{Compression, write::GzEncoder};
+    let mut enc = GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 2 + 64),
+        Compression::new(level),
+    );
+    match enc.write_all(bytes).and_then(|()| enc.finish()) {
+        Ok(out) => out,
+        Err(_) => bytes.to_vec(),
     }
 }
 

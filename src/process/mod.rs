@@ -50,7 +50,7 @@ impl Generation {
         for w in self.workers {
             let _ = w.thread.join();
         }
-        self.site.log_files.flush_all();
+        self.site.flush_logs();
         let shared = self.site.shared.clone();
         drop(self.site);
         // Pools this generation alone held (a reload dropped them) go now.
@@ -88,9 +88,15 @@ fn check_logs(c: &Config) -> Result<(), String> {
         for conf in confs {
             if let crate::config::model::AccessLogs::Logs(list) = &conf.access_log {
                 for l in list {
-                    if let LogTarget::File(p) = &l.target {
+                    if let crate::config::model::AccessTarget::Fixed(LogTarget::File(p)) = &l.target
+                    {
                         paths.push(p.clone());
                     }
+                }
+            }
+            for e in &conf.error_log.confs {
+                if let LogTarget::File(p) = &e.target {
+                    paths.push(p.clone());
                 }
             }
         }
@@ -344,7 +350,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                 shared.shutdown_pools();
                 site.error_log
                     .log(Level::Notice, None, format_args!("exit"));
-                site.log_files.flush_all();
+                site.flush_logs();
                 return 0;
             }
         }

@@ -6,43 +6,136 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 
+use crate::config::core_model::LogEscape;
 use crate::config::inherit::LocConf;
-use crate::config::model::AccessLogs;
+use crate::config::model::{AccessLogs, AccessTarget, LogFormat};
 use crate::config::template::Part;
 use crate::config::vars::{Builtin, Var};
+use crate::log::dynamic::{CacheSpec, Job};
 
 use super::request::{Req, Sent};
 use super::site::Site;
 use super::vars::Response;
 
-/// Writes one line per `access_log` of `conf`, expanding variables with `var`.
+/// One line of `format`, variables expanded with `var` and escaped as the
+/// format says: a variable that is not found is `-` under the default
+/// escaping and nothing under `json` and `none` (nginx's
+/// `ngx_http_log_variable` and its two siblings).
+fn line<'a>(format: &LogFormat, var: &impl Fn(&Var) -> Option<Cow<'a, [u8]>>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    for p in &format.template.parts {
+        match p {
+            Part::Literal(s) => line.extend_from_slice(s.as_bytes()),
+            Part::Var(v) => match (var(v), format.escape) {
+                (Some(val), LogEscape::Default) => escape(&val, &mut line),
+                (Some(val), LogEscape::Json) => escape_json(&val, &mut line),
+                (Some(val), LogEscape::None) => line.extend_from_slice(&val),
+                (None, LogEscape::Default) => line.push(b'-'),
+                (None, _) => {}
+            },
+        }
+    }
+    line
+}
+
+/// Writes one line per `access_log` of `conf` whose fixed file is open,
+/// expanding variables with `var` (the lines of rejected requests).
 fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&Var) -> Option<Cow<'a, [u8]>>) {
     let AccessLogs::Logs(logs) = &conf.access_log else {
         return;
     };
     for l in logs {
-        let (Some(format), Some(writer)) =
-            (site.log_format(&l.format), site.access_writer(&l.target))
+        let AccessTarget::Fixed(t) = &l.target else {
+            continue;
+        };
+        let (Some(format), Some(writer)) = (site.log_format(&l.format), site.access_writer(t))
         else {
             continue;
         };
-        let mut line = Vec::with_capacity(256);
-        for p in &format.template.parts {
-            match p {
-                Part::Literal(s) => line.extend_from_slice(s.as_bytes()),
-                Part::Var(v) => match var(v) {
-                    Some(val) if !val.is_empty() => escape(&val, &mut line),
-                    _ => line.push(b'-'),
-                },
-            }
-        }
-        writer.write_line(&line);
+        writer.write_line(&line(format, &var));
     }
 }
 
-/// The lines of an answered request.
-pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) {
-    write(site, conf, |v| r.var(v, Some(resp)));
+/// The lines of an answered request: one per `access_log` of `conf` whose
+/// `if=` holds, to its file, or — for a name with variables — to the
+/// dynamic log writer with the file's name.
+pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> Written {
+    let mut tickets = Vec::new();
+    let AccessLogs::Logs(logs) = &conf.access_log else {
+        return tickets;
+    };
+    let var = |v: &Var| r.var(v, Some(resp));
+    for l in logs {
+        if let Some(cond) = &l.condition {
+            let v = r.expand(cond);
+            if v.is_empty() || v == b"0" {
+                continue;
+            }
+        }
+        let Some(format) = site.log_format(&l.format) else {
+            continue;
+        };
+        match &l.target {
+            AccessTarget::Fixed(t) => {
+                if let Some(w) = site.access_writer(t) {
+                    if let Some(seq) = w.write_line_seq(&line(format, &var)) {
+                        tickets.push((w.clone(), seq));
+                    }
+                }
+            }
+            AccessTarget::Variable(name) => {
+                let Some(dynamic) = &site.dynamic_logs else {
+                    continue;
+                };
+                let path: std::path::PathBuf =
+                    <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(
+                        r.expand(name),
+                    )
+                    .into();
+                let root = std::path::PathBuf::from(r.document_root());
+                let root_links = super::file_rules::links(r, conf, r.document_root().as_bytes());
+                let links = super::file_rules::links(r, conf, path.as_os_str().as_encoded_bytes());
+                dynamic.send(Job {
+                    path,
+                    root: Some((root, root_links)),
+                    links,
+                    cache: conf.open_log_file_cache.map(|c| CacheSpec {
+                        id: c.id,
+                        max: c.max,
+                        inactive: c.inactive,
+                        min_uses: c.min_uses,
+                        valid: c.valid,
+                    }),
+                    line: line(format, &var),
+                    log: r.error_log().clone(),
+                    conn: r.conn_no,
+                    context: r.log_context(),
+                });
+            }
+        }
+    }
+    tickets
+}
+
+/// The lines a request's log lines are, in their writers: awaited before
+/// the connection closes (see [`crate::log::LogWriter::written`]).
+pub type Written = Vec<(std::sync::Arc<crate::log::LogWriter>, u64)>;
+
+/// The longest a closing connection waits for its log lines to be written:
+/// a stalled disk delays the close no more than this.
+pub const CLOSE_WAIT_FOR_LOG: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Waits (at most [`CLOSE_WAIT_FOR_LOG`]) until `lines` are written.
+pub async fn written(lines: Written) {
+    if lines.is_empty() {
+        return;
+    }
+    let all = async {
+        for (w, seq) in &lines {
+            w.written(*seq).await;
+        }
+    };
+    let _ = tokio::time::timeout(CLOSE_WAIT_FOR_LOG, all).await;
 }
 
 /// The lines of a request rejected while its head was read: what is known
@@ -57,6 +150,8 @@ pub fn rejected(site: &Site, conf: &LocConf, peer: SocketAddr, head: &[u8], sent
             return None;
         };
         let text = match b {
+            // nginx has an empty URI for a request line it could read.
+            Builtin::Uri | Builtin::DocumentUri if line.is_some() => String::new(),
             Builtin::RemoteAddr => peer.ip().to_string(),
             Builtin::RemotePort => peer.port().to_string(),
             Builtin::Request => line.clone()?,
@@ -84,8 +179,44 @@ fn escape(s: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// nginx's JSON escaping (`ngx_escape_json`): `"` and `\\` with a
+/// backslash, control characters as `\\n`, `\\t` … or `\\u00XX`; other
+/// bytes as they are.
+fn escape_json(s: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in s {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..=0x1f => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                b'0' + (b >> 4),
+                HEX[(b & 15) as usize],
+            ]),
+            _ => out.push(b),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_escapes_like_nginx() {
+        let mut out = Vec::new();
+        super::escape_json(b"/escape/\"1 \x1b\x1c \"2\n\\\x7f", &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "/escape/\\\"1 \\u001B\\u001C \\\"2\\n\\\\\x7f"
+        );
+    }
+
     fn escape(s: &str) -> String {
         let mut out = Vec::new();
         super::escape(s.as_bytes(), &mut out);

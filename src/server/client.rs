@@ -235,6 +235,40 @@ impl<'c> Client<'c> {
         Ok(())
     }
 
+    /// The part of the body that arrived with the head, if it can be
+    /// taken without waiting (and no `100 Continue` is due first): what
+    /// nginx sends upstream in one write with the request head.
+    pub fn preread_piece(&mut self, head: &RequestHead, conf: &LocConf) -> Option<Bytes> {
+        if self.buf.is_empty() || head.expect_continue {
+            return None;
+        }
+        if matches!(self.body, BodyProgress::Untouched) {
+            self.body = BodyProgress::Reading(BodyReader::new(head, conf.client_max_body_size));
+        }
+        let BodyProgress::Reading(reader) = &mut self.body else {
+            return None;
+        };
+        // An error is left for `next_piece` to report.
+        reader.take(self.buf, READ_CHUNK).ok().flatten()
+    }
+
+    /// What of the body is already here, without waiting: `Some(Some(_))`
+    /// a piece, `Some(None)` the end, `None` nothing yet (or an error that
+    /// [`Client::next_piece`] reports).
+    pub fn buffered_piece(&mut self) -> Option<Option<Bytes>> {
+        let BodyProgress::Reading(reader) = &mut self.body else {
+            return None;
+        };
+        if reader.is_done() {
+            return Some(None);
+        }
+        match reader.take(self.buf, READ_CHUNK) {
+            Ok(Some(piece)) => Some(Some(piece)),
+            Ok(None) if reader.is_done() => Some(None),
+            _ => None,
+        }
+    }
+
     /// The next piece of the body as it arrives; `Ok(None)` at its end.
     pub async fn next_piece(
         &mut self,

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::config::inherit::LocConf;
+use crate::body::chunked;
+use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
 use crate::http::date::DateCache;
 use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
@@ -25,8 +26,9 @@ use crate::log::Level;
 
 use super::access_log;
 use super::client::{BodyProgress, Client};
+use super::pace::Pace;
 use super::phases::{Handled, Walk};
-use super::read::{BodyDiscard, HeadRead, linger, read_head};
+use super::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
 use super::reply::{Body, Reply};
 use super::request::{Req, Sent};
 use super::send::{self, SendParams, SocketForPools};
@@ -57,8 +59,11 @@ pub struct ConnInfo {
 enum Next {
     /// Read the next request.
     KeepAlive,
-    /// Close (after a lingering close when `linger`).
-    Close { linger: bool },
+    /// Close (after a lingering close for `linger`: `lingering_time` and
+    /// `lingering_timeout`).
+    Close {
+        linger: Option<(Duration, Duration)>,
+    },
 }
 
 /// Serves a connection until it closes.
@@ -103,7 +108,7 @@ pub async fn serve(
                     ..Sent::default()
                 };
                 access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
-                site.error_log.log(
+                default_server.conf.error_log.log.log(
                     Level::Info,
                     Some(info.conn_no),
                     format_args!(
@@ -114,7 +119,23 @@ pub async fn serve(
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
+                if default_server
+                    .conf
+                    .error_pages
+                    .iter()
+                    .any(|p| p.codes.contains(&status.0))
+                {
+                    // nginx's special response handler applies the default
+                    // server's `error_page` to these too.
+                    default_server.conf.error_log.log.log(
+                        Level::Info,
+                        Some(info.conn_no),
+                        format_args!("{msg}, client: {}", info.peer.ip()),
+                    );
+                    fail_with_page(&stream, &mut buf, &site, default_server, &info, status).await;
+                } else {
+                    reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
+                }
                 linger(stream).await;
                 return;
             }
@@ -175,11 +196,13 @@ pub async fn serve(
         }
         match next {
             Next::KeepAlive => stats.waiting(),
-            Next::Close { linger: true } => {
-                linger(stream).await;
+            Next::Close {
+                linger: Some((time, timeout)),
+            } => {
+                linger_for(stream, time, timeout).await;
                 return;
             }
-            Next::Close { linger: false } => return,
+            Next::Close { linger: None } => return,
         }
         let conf = r.conf;
         idle_timeout = conf.keepalive_timeout;
@@ -192,6 +215,61 @@ pub async fn serve(
     }
 }
 
+/// Answers a head that could not be read with the default server's
+/// `error_page` for `status`: the request as far as its line could be read
+/// (else `GET /`) walks to the page; the connection closes after it.
+async fn fail_with_page(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    site: &Site,
+    server: &crate::config::model::Server,
+    info: &ConnInfo,
+    status: crate::http::status::Status,
+) {
+    let line_end = buf.iter().position(|&c| c == b'\n');
+    let parsed = line_end.and_then(|end| {
+        let mut line = buf[..end].to_vec();
+        line.extend_from_slice(b"\n\r\n");
+        crate::http::request::parse_head(&line).ok().flatten()
+    });
+    let head = match parsed {
+        Some((head, _)) => head,
+        None => match crate::http::request::parse_head(b"GET / HTTP/1.0\r\n\r\n") {
+            Ok(Some((head, _))) => head,
+            _ => return,
+        },
+    };
+    let head_len = line_end.map_or(0, |n| n + 1);
+    buf.clear();
+    let start = crate::metrics::timed::now();
+    let mut r = Req::new(site, &head, server, info, 1, start, head_len);
+    let handled = {
+        let mut client = Client::new(stream, buf);
+        let mut walk = Walk::new(site);
+        match walk.fail(&mut r, status) {
+            Some(h) => h,
+            None => walk.content(&mut r, &mut client).await,
+        }
+    };
+    let mut handled = handled;
+    handled.reply.close = true;
+    let mut pool_sock = SocketForPools::default();
+    let (_, quit) = watch::channel(false);
+    respond(
+        stream,
+        buf,
+        site,
+        &r,
+        handled,
+        &mut pool_sock,
+        false,
+        BodyProgress::Failed,
+        1,
+        &quit,
+    )
+    .await;
+}
+
 /// Answers a head that could not be read (400, 414, 494 …) and logs it.
 async fn reject(
     stream: &TcpStream,
@@ -202,7 +280,7 @@ async fn reject(
     status: crate::http::status::Status,
     msg: &str,
 ) {
-    site.error_log.log(
+    server.conf.error_log.log.log(
         Level::Info,
         Some(info.conn_no),
         format_args!("{msg}, client: {}", info.peer.ip()),
@@ -261,8 +339,9 @@ async fn respond(
             status: reply.status.0,
             ..Sent::default()
         };
-        log_request(site, r, conf, &reply, &sent, false);
-        return Next::Close { linger: false };
+        let lines = log_request(site, r, conf, &reply, &sent, false);
+        access_log::written(lines).await;
+        return Next::Close { linger: None };
     }
     // A client that asked to be told before sending its body hears
     // `100 Continue` when the request found content, as from nginx.
@@ -274,15 +353,22 @@ async fn respond(
             .await
             .is_err()
     {
-        return Next::Close { linger: false };
+        return Next::Close { linger: None };
     }
     // Drop the part of an unread body already read, as nginx does before
     // it answers; a body that is already invalid ends keep-alive.
     let (mut discard, body_ok) = match &progress {
         BodyProgress::Untouched => {
             let mut d = BodyDiscard::new(head, conf.client_max_body_size);
-            let ok = d.feed(buf).is_ok();
-            (Some(d), ok)
+            let fed = d.feed(buf);
+            if let (Err(status), true) = (fed, reply.content && !reply.special) {
+                // nginx's content handlers (`return` with a text, static
+                // files) discard the body before answering: one already
+                // known to be invalid answers instead (400, 413).
+                reply = Reply::special(status);
+                reply.fill_special_page(crate::signature(conf.server_tokens));
+            }
+            (Some(d), fed.is_ok())
         }
         BodyProgress::Reading(reader) => (None, reader.is_done()),
         BodyProgress::Failed => (None, false),
@@ -305,31 +391,57 @@ async fn respond(
             pool.as_ref(),
         )
     };
-    // A body of unknown length: chunked to an HTTP/1.1 client, else the
-    // end of the connection marks its end.
+    // nginx's chunked filter: a body of unknown length, or one with
+    // trailers, goes chunked to an HTTP/1.1 client under
+    // `chunked_transfer_encoding`; otherwise one of unknown length ends
+    // with the connection.
     let mut close_delimited = reply.http09;
-    if reply.http09 {
-        // An HTTP/0.9 upstream's bytes go out as they are, then the end.
-    } else if reply.announced_length().is_none() && !bodiless(&reply, head_only) {
-        if head.version == Version::Http11 {
-            reply.chunked = true;
-        } else {
-            close_delimited = true;
+    if !reply.http09 && !bodiless(&reply, head_only) {
+        let unknown = reply.announced_length().is_none();
+        if unknown || reply.trailers {
+            if head.version == Version::Http11 && conf.chunked_transfer_encoding {
+                reply.chunked = true;
+            } else if unknown {
+                close_delimited = true;
+            }
         }
     }
     let keep_alive = head.keep_alive
         && !http09
         && !reply.close
         && !close_delimited
-        && !conf.keepalive_timeout.is_zero()
-        && requests < conf.keepalive_requests
+        && !*quit.borrow()
         && body_ok
         && reply.status.0 != 101
-        && !*quit.borrow();
+        && keepalive_allowed(r, conf, requests);
     let head_bytes = if http09 || reply.http09 {
         Vec::new()
     } else {
         response_head(&reply, conf, keep_alive)
+    };
+    let pace = limit_rate(r, conf);
+    // Trailers are made when the body ends, from the reply as sent.
+    let view = (reply.chunked && reply.trailers && !head_only).then(|| reply.head_copy());
+    let trailer = |written: &send::Written| {
+        let Some(view) = &view else {
+            return chunked::LAST_CHUNK.to_vec();
+        };
+        let sent = Sent {
+            status: view.status.0,
+            body_bytes: written.body,
+            bytes: written.total,
+            complete: true,
+        };
+        let resp = Response {
+            sent: &sent,
+            reply: view,
+            keep_alive,
+            keep_alive_header: keepalive_header(conf),
+        };
+        let list = super::headers_filter::trailers(r, view, resp);
+        let mut out = Vec::new();
+        chunked::last_chunk_with_trailers(&list, &mut out);
+        out
     };
     let params = SendParams {
         timeout: conf.send_timeout,
@@ -346,6 +458,8 @@ async fn respond(
         } else {
             0
         },
+        pace: pace.as_ref(),
+        trailer: &trailer,
     };
     if matches!(reply.body, Body::Upgrade(_)) {
         return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;
@@ -353,7 +467,7 @@ async fn respond(
     let mut written = send::Written::default();
     let result = if let Some(source) = filtered.as_mut() {
         send::send_source(stream, head_bytes, source.as_mut(), &params, &mut written).await
-    } else if send::from_memory(&reply.body, head_only) {
+    } else if send::from_memory(&reply.body, head_only) && pace.is_none() && !reply.chunked {
         send::send_from_memory(
             stream,
             head_bytes,
@@ -381,18 +495,31 @@ async fn respond(
         bytes: written.total,
         complete: result.is_ok(),
     };
-    log_request(site, r, conf, &reply, &sent, keep_alive);
+    let lines = log_request(site, r, conf, &reply, &sent, keep_alive);
     crate::metrics::worker::with(|m| {
         m.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     });
     if let Err(e) = result {
-        log_send_error(site, r, e);
-        return Next::Close { linger: false };
+        if matches!(e, send::SendError::TimedOut) && conf.reset_timedout_connection {
+            let _ = crate::sys::socket::set_reset_on_close(stream);
+        }
+        log_send_error(r, e);
+        access_log::written(lines).await;
+        return Next::Close { linger: None };
     }
     if !keep_alive {
-        let linger = reply.close || head.has_body();
-        return Next::Close { linger };
+        // As nginx, which logs before it closes: a client that sees the
+        // close finds its line written.
+        access_log::written(lines).await;
+        let linger = match conf.lingering_close {
+            LingeringClose::Off => false,
+            LingeringClose::Always => true,
+            LingeringClose::On => reply.close || head.has_body(),
+        };
+        return Next::Close {
+            linger: linger.then_some((conf.lingering_time, conf.lingering_timeout)),
+        };
     }
     // The body is read and thrown away after the answer (a handler that
     // took none), so that the next request starts where it ends.
@@ -400,7 +527,7 @@ async fn respond(
         if !d.is_done() {
             if let Err(status) = d.finish(stream, buf).await {
                 if let Some(status) = status {
-                    site.error_log.log(
+                    r.error_log().log(
                         Level::Info,
                         Some(r.conn_no),
                         format_args!(
@@ -410,7 +537,9 @@ async fn respond(
                         ),
                     );
                 }
-                return Next::Close { linger: true };
+                return Next::Close {
+                    linger: Some((conf.lingering_time, conf.lingering_timeout)),
+                };
             }
         }
     }
@@ -429,7 +558,7 @@ async fn upgrade(
     head: Vec<u8>,
 ) -> Next {
     let Body::Upgrade(tunnel) = std::mem::replace(&mut reply.body, Body::Empty) else {
-        return Next::Close { linger: false };
+        return Next::Close { linger: None };
     };
     let ok = send::write_all(stream, &head, conf.send_timeout)
         .await
@@ -445,7 +574,7 @@ async fn upgrade(
         let through = std::cell::Cell::new(0);
         match tunnel.run(stream, leftover, &through).await {
             Ok(()) => sent.complete = true,
-            Err(e) => site.error_log.log(
+            Err(e) => r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("{e}{}", r.log_context()),
@@ -456,8 +585,9 @@ async fn upgrade(
         sent.body_bytes = through.get();
         sent.bytes += through.get();
     }
-    log_request(site, r, conf, &reply, &sent, false);
-    Next::Close { linger: false }
+    let lines = log_request(site, r, conf, &reply, &sent, false);
+    access_log::written(lines).await;
+    Next::Close { linger: None }
 }
 
 /// Whether the reply has no body on the wire (HEAD, 204, 304, 1xx).
@@ -465,7 +595,14 @@ fn bodiless(reply: &Reply, head_only: bool) -> bool {
     head_only || matches!(reply.status.0, 100..=199 | 204 | 304)
 }
 
-fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &Sent, keep: bool) {
+fn log_request(
+    site: &Site,
+    r: &Req<'_>,
+    conf: &LocConf,
+    reply: &Reply,
+    sent: &Sent,
+    keep: bool,
+) -> access_log::Written {
     access_log::request(
         site,
         r,
@@ -474,19 +611,84 @@ fn log_request(site: &Site, r: &Req<'_>, conf: &LocConf, reply: &Reply, sent: &S
             sent,
             reply,
             keep_alive: keep,
+            keep_alive_header: keepalive_header(conf),
         },
-    );
+    )
+}
+
+/// `keepalive_timeout`'s second parameter, when set.
+fn keepalive_header(conf: &LocConf) -> Option<u64> {
+    (conf.keepalive_header > 0).then_some(conf.keepalive_header)
+}
+
+/// Whether the location lets the connection serve another request after
+/// this one (nginx's `ngx_http_update_location_config`): keep-alive on,
+/// requests and age within `keepalive_requests` and `keepalive_time`, and
+/// no browser `keepalive_disable` names.
+fn keepalive_allowed(r: &Req<'_>, conf: &LocConf, requests: u64) -> bool {
+    if conf.keepalive_timeout.is_zero()
+        || requests >= conf.keepalive_requests
+        || r.start.saturating_duration_since(r.conn_start) > conf.keepalive_time
+    {
+        return false;
+    }
+    let disable = conf.keepalive_disable;
+    if !disable.msie6 && !disable.safari {
+        return true;
+    }
+    let Some(ua) = r.head.header("user-agent") else {
+        return true;
+    };
+    let browser = crate::http::user_agent::classify(ua);
+    !(browser.msie6 && r.head.method == Method::Post && disable.msie6
+        || browser.safari && disable.safari)
+}
+
+/// `limit_rate` and `limit_rate_after` of the request: a `$limit_rate`
+/// set by `set` or `X-Accel-Limit-Rate` wins over the location's.
+fn limit_rate(r: &Req<'_>, conf: &LocConf) -> Option<Pace> {
+    let rate = match r.limit_rate {
+        Some(n) => n,
+        None => size_value(r, &conf.limit_rate),
+    };
+    if rate == 0 {
+        return None;
+    }
+    let after = size_value(r, &conf.limit_rate_after);
+    Pace::new(rate, after, r.start)
+}
+
+/// A size that may hold variables, as `ngx_http_complex_value_size`: a bad
+/// one is logged and counts as 0.
+fn size_value(r: &Req<'_>, v: &SizeValue) -> u64 {
+    match v {
+        SizeValue::Fixed(n) => *n,
+        SizeValue::Var(t) => {
+            let text = r.expand_lossy(t);
+            match crate::config::set_core_http::size_plain(&text) {
+                Some(n) => n,
+                None => {
+                    r.error_log().log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!("invalid size \"{text}\"{}", r.log_context()),
+                    );
+                    0
+                }
+            }
+        }
+    }
 }
 
 /// The error log line for a reply that could not be sent whole.
-fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
+fn log_send_error(r: &Req<'_>, e: send::SendError) {
     let (level, msg) = match e {
         send::SendError::TimedOut => (
             Level::Info,
             "client timed out while sending response to client".to_string(),
         ),
         send::SendError::File(crate::io::file::FileError::Overflow(o)) => {
-            site.error_log
+            r.error_log()
                 .log(Level::Error, Some(r.conn_no), format_args!("{o}"));
             return;
         }
@@ -500,7 +702,7 @@ fn log_send_error(site: &Site, r: &Req<'_>, e: send::SendError) {
         send::SendError::Source(e) => (Level::Error, e.message),
         send::SendError::Io(_) => return,
     };
-    site.error_log.log(
+    r.error_log().log(
         level,
         Some(r.conn_no),
         format_args!("{msg}{}", r.log_context()),
@@ -524,8 +726,20 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
             .collect();
         let mut h = ResponseHead::new(reply.status, server, date);
         h.content_type = reply.content_type.as_deref();
-        h.content_length = reply.announced_length();
-        h.last_modified = reply.last_modified;
+        h.content_length = if reply.chunked {
+            None
+        } else {
+            reply.announced_length()
+        };
+        h.keep_alive_header = keepalive_header(conf);
+        // A `Last-Modified` among the fields (an upstream's, or one
+        // `add_header` set) is the one sent, where it stands.
+        h.last_modified = reply.last_modified.filter(|_| {
+            !reply
+                .extra
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("Last-Modified"))
+        });
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;
         h.chunked = reply.chunked;

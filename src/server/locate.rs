@@ -7,19 +7,72 @@
 
 use crate::config::model::{Location, LocationMatch};
 
+/// What the search found.
+#[derive(Clone, Copy, Debug)]
+pub enum Found<'a> {
+    /// The request stands in this location.
+    In(&'a Location),
+    /// No location: the server's own settings apply.
+    None,
+    /// The URI is this location's name without its trailing `/`, and the
+    /// location passes requests upstream: answer 301 to the name (nginx's
+    /// `auto_redirect`).
+    Redirect(&'a Location),
+}
+
 /// Finds the location for `uri` among `locations` (one level and, through
 /// recursion, its nested levels).
 pub fn find<'a>(locations: &'a [Location], uri: &str) -> Option<&'a Location> {
-    find_level(locations, uri).0
+    match find_or_redirect(locations, uri) {
+        Found::In(l) => Some(l),
+        Found::None | Found::Redirect(_) => None,
+    }
 }
 
-/// Returns the match and whether it is final (exact, or found by a regex).
-fn find_level<'a>(locations: &'a [Location], uri: &str) -> (Option<&'a Location>, bool) {
+/// [`find`], telling also when nginx's `auto_redirect` answers: a
+/// location named `uri/` whose handler is the proxy, when no location is
+/// named `uri` itself at that level (an exact or a prefix one would be
+/// found first); the regexes of the level are then not tried.
+pub fn find_or_redirect<'a>(locations: &'a [Location], uri: &str) -> Found<'a> {
+    match find_level(locations, uri) {
+        (Some(l), _, true) => Found::Redirect(l),
+        (Some(l), _, false) => Found::In(l),
+        (None, ..) => Found::None,
+    }
+}
+
+/// The location whose name is `uri` with a `/` added, when it redirects
+/// there automatically.
+fn auto_redirect<'a>(locations: &'a [Location], uri: &str) -> Option<&'a Location> {
+    locations.iter().find(|l| match &l.matcher {
+        LocationMatch::Exact(s) | LocationMatch::Prefix(s) | LocationMatch::PrefixNoRegex(s) => {
+            l.handler == crate::config::model::Handler::Proxy
+                && s.len() == uri.len() + 1
+                && s.ends_with('/')
+                && s.starts_with(uri)
+        }
+        _ => false,
+    })
+}
+
+/// Returns the match, whether it is final (exact, or found by a regex),
+/// and whether it is an automatic redirect.
+fn find_level<'a>(locations: &'a [Location], uri: &str) -> (Option<&'a Location>, bool, bool) {
+    let named_uri = locations.iter().any(|l| {
+        matches!(&l.matcher,
+            LocationMatch::Exact(s) | LocationMatch::Prefix(s) | LocationMatch::PrefixNoRegex(s)
+                if s == uri)
+    });
+    if !named_uri {
+        if let Some(l) = auto_redirect(locations, uri) {
+            return (Some(l), true, true);
+        }
+    }
     let mut best: Option<&Location> = None;
     let mut best_len = 0;
     for l in locations {
         match &l.matcher {
-            LocationMatch::Exact(s) if s == uri => return (Some(l), true),
+            LocationMatch::Exact(s) if s == uri => return (Some(l), true, false),
             LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p)
                 if uri.starts_with(p.as_str()) && (best.is_none() || p.len() > best_len) =>
             {
@@ -33,9 +86,9 @@ fn find_level<'a>(locations: &'a [Location], uri: &str) -> (Option<&'a Location>
     if let Some(b) = best {
         noregex = matches!(b.matcher, LocationMatch::PrefixNoRegex(_));
         if !b.locations.is_empty() {
-            let (nested, done) = find_level(&b.locations, uri);
+            let (nested, done, redirect) = find_level(&b.locations, uri);
             if done {
-                return (nested, true);
+                return (nested, true, redirect);
             }
             if nested.is_some() {
                 best = nested;
@@ -47,16 +100,18 @@ fn find_level<'a>(locations: &'a [Location], uri: &str) -> (Option<&'a Location>
             if let LocationMatch::Regex { re, .. } = &l.matcher {
                 if re.is_match(uri) {
                     if !l.locations.is_empty() {
-                        if let (Some(n), _) = find_level(&l.locations, uri) {
-                            return (Some(n), true);
+                        // A redirect found below a regex location is not
+                        // one (nginx turns its NGX_DONE into NGX_OK there).
+                        if let (Some(n), ..) = find_level(&l.locations, uri) {
+                            return (Some(n), true, false);
                         }
                     }
-                    return (Some(l), true);
+                    return (Some(l), true, false);
                 }
             }
         }
     }
-    (best, false)
+    (best, false, false)
 }
 
 /// Finds a named location (`@name`) among the server's locations.

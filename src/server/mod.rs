@@ -19,10 +19,16 @@
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals,
 //!   `gzip_static`; [`autoindex`] directory listings.
+//! - [`headers_filter`]: `expires`, `add_header`, `add_trailer` on a reply.
 //! - [`filter`]: the output filters between a reply and its destination
 //!   (gunzip, charset, gzip, range, [`ssi`], [`sub_filter`], [`addition`]).
 //! - [`subrequest`]: running the phases for another URI on a request's
 //!   behalf (SSI `include`), output streamed in order or kept in memory.
+//! - [`pace`]: `limit_rate`: how fast a response may be written.
+//! - [`redirect`]: absolute `Location`s, `auto_redirect`, MSIE pages.
+//! - [`try_files`]: the precontent phase.
+//! - [`file_rules`]: a location's `disable_symlinks` and `open_file_cache`
+//!   rules for one lookup.
 //! - [`send`]: writing replies (`sendfile` or buffered reads).
 //! - [`stream`]: writing streamed bodies, reading ahead within a bound.
 //! - [`shared`]: what outlives a reload (pools, idle upstream connections,
@@ -35,13 +41,17 @@ pub mod addition;
 pub mod autoindex;
 pub mod client;
 pub mod conn;
+pub mod file_rules;
 pub mod filter;
+pub mod headers_filter;
 pub mod listen;
 pub mod locate;
 pub mod named;
+pub mod pace;
 pub mod phases;
 pub mod proxy;
 pub mod read;
+pub mod redirect;
 pub mod reply;
 pub mod request;
 pub mod rewrite;
@@ -55,6 +65,7 @@ pub mod stream;
 pub mod stub_status;
 pub mod sub_filter;
 pub mod subrequest;
+pub mod try_files;
 pub mod vars;
 pub mod vhost;
 pub mod worker;

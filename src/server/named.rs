@@ -38,7 +38,7 @@ impl Req<'_> {
         let def = *http.var_defs.get(name)?;
         let depth = self.var_depth.get();
         if depth >= MAX_VARIABLE_DEPTH {
-            self.site.error_log.log(
+            self.error_log().log(
                 Level::Error,
                 Some(self.conn_no),
                 format_args!(
@@ -55,7 +55,7 @@ impl Req<'_> {
             VarDef::Capture => None,
             VarDef::Set => {
                 if self.conf.uninitialized_variable_warn {
-                    self.site.error_log.log(
+                    self.error_log().log(
                         Level::Warn,
                         Some(self.conn_no),
                         format_args!(

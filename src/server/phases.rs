@@ -21,8 +21,9 @@
 //! server's script (nginx's post-rewrite phase); internal redirects start
 //! at the server's script. Both count toward the same limit.
 //!
-//! `error_page` is applied here too (once, as nginx's `recursive_error_pages
-//! off`): a reply the server made for an error that a page is configured for
+//! `error_page` is applied here too (once under nginx's default
+//! `recursive_error_pages off`; again for the page's own errors when on):
+//! a reply the server made for an error that a page is configured for
 //! becomes an internal redirect, with the method turned into GET.
 
 use std::sync::Arc;
@@ -38,12 +39,13 @@ use super::access;
 use super::client::Client;
 use super::locate;
 use super::proxy::{self, Proxied};
-use super::reply::{ADD_HEADER_STATUSES, Reply};
+use super::reply::Reply;
 use super::request::Req;
 use super::rewrite::{self, Flow, Paused};
 use super::site::Site;
 use super::static_file::{self, Fetch, Served};
 use super::stub_status;
+use super::try_files::Tried;
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -131,6 +133,9 @@ pub struct Walk<'a> {
     /// The status of the error an `error_page` is being served for, and
     /// its `=code` (nginx's `r->err_status`, `r->error_page`).
     error: Option<(Status, Option<Option<u16>>)>,
+    /// No more `error_page` applies: one was taken where
+    /// `recursive_error_pages` is off.
+    error_pages_done: bool,
     /// An `X-Accel-Redirect` turned the method into GET.
     as_get: bool,
     /// A script paused on a file test, and its phase: `content` finishes it.
@@ -157,6 +162,7 @@ impl<'a> Walk<'a> {
             redirects: 0,
             target: Target::Uri,
             error: None,
+            error_pages_done: false,
             as_get: false,
             paused: None,
             error_location: None,
@@ -176,6 +182,23 @@ impl<'a> Walk<'a> {
         match self.proceed(r, located) {
             Next::Done(h) => Some(h),
             Next::Content | Next::Wait => None,
+        }
+    }
+
+    /// Starts the walk with an error found before the phases (a head
+    /// refused after its request line): `Some` when it is final, `None`
+    /// when an `error_page` led to a content handler (call
+    /// [`Walk::content`]).
+    pub fn fail(&mut self, r: &mut Req<'a>, status: Status) -> Option<Handled<'a>> {
+        match self.after(r, Reply::special(status), None) {
+            Ok(h) => Some(h),
+            Err(()) => {
+                let located = self.locate(r);
+                match self.proceed(r, located) {
+                    Next::Done(h) => Some(h),
+                    Next::Content | Next::Wait => None,
+                }
+            }
         }
     }
 
@@ -253,6 +276,9 @@ impl<'a> Walk<'a> {
                             }
                         }
                     }
+                    if super::try_files::applies(r) {
+                        return Next::Content;
+                    }
                     match self.immediate(r) {
                         Some(reply) => reply,
                         None => return Next::Content,
@@ -278,14 +304,25 @@ impl<'a> Walk<'a> {
                     (Phase::Server, rewrite::run(r, script))
                 }
                 Target::Find => {
-                    let Some(l) = locate::find(&r.server.locations, &r.uri) else {
-                        // No location matches: the server's own settings
-                        // serve, without a location script.
-                        r.enter(None);
-                        return match self.body_too_large(r) {
-                            Some(reply) => Located::Reply(reply),
-                            None => Located::Content,
-                        };
+                    let l = match locate::find_or_redirect(&r.server.locations, &r.uri) {
+                        locate::Found::In(l) => l,
+                        locate::Found::Redirect(l) => {
+                            // nginx's `auto_redirect`: the location's
+                            // settings answer the 301.
+                            return match self.enter(r, l) {
+                                Some(reply) => Located::Reply(reply),
+                                None => Located::Reply(super::redirect::auto_redirect(r, l)),
+                            };
+                        }
+                        locate::Found::None => {
+                            // No location matches: the server's own
+                            // settings serve, without a location script.
+                            r.enter(None);
+                            return match self.body_too_large(r) {
+                                Some(reply) => Located::Reply(reply),
+                                None => Located::Content,
+                            };
+                        }
                     };
                     if let LocationMatch::Regex { re, .. } = &l.matcher {
                         // The location's expression matched: its captures
@@ -313,10 +350,13 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Enters a location found for the request: `Some` when its body is
-    /// too large for it.
+    /// Enters a location found for the request: `Some` when it is
+    /// `internal` and the request is not, or its body is too large for it.
     fn enter(&mut self, r: &mut Req<'a>, l: &'a Location) -> Option<Reply> {
         r.enter(Some(l));
+        if l.internal && !r.internal {
+            return Some(Reply::special(Status::NOT_FOUND));
+        }
         self.body_too_large(r)
     }
 
@@ -337,7 +377,7 @@ impl<'a> Walk<'a> {
             Flow::Relocate => {
                 self.redirects += 1;
                 if self.redirects > MAX_INTERNAL_REDIRECTS {
-                    self.site.error_log.log(
+                    r.error_log().log(
                         Level::Error,
                         Some(r.conn_no),
                         format_args!(
@@ -376,7 +416,7 @@ impl<'a> Walk<'a> {
         if max_body == 0 || len <= max_body {
             return None;
         }
-        self.site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!(
@@ -425,6 +465,28 @@ impl<'a> Walk<'a> {
         let files = FileLayer::for_conf(pool.as_ref(), r.conf);
         if site.config.uses_realpath_root && r.realpath_root.is_none() {
             r.realpath_root = realpath(r, files).await;
+        }
+        // The precontent phase: `try_files`.
+        match super::try_files::run(r, files).await {
+            Tried::Declined => {}
+            Tried::Reply(reply) => return (Outcome::Reply(reply), pool),
+            Tried::Uri(uri) => {
+                if self.redirect(r, uri, true) {
+                    return (Outcome::Redirected, pool);
+                }
+                let reply = Reply::special(Status::INTERNAL_SERVER_ERROR);
+                return (Outcome::Reply(Box::new(reply)), pool);
+            }
+            Tried::Named(name) => {
+                let reply = match self.enter_named(r, &name) {
+                    None => return (Outcome::Redirected, pool),
+                    Some(reply) => reply,
+                };
+                return (Outcome::Reply(Box::new(reply)), pool);
+            }
+        }
+        if let Some(reply) = self.immediate(r) {
+            return (Outcome::Reply(Box::new(reply)), pool);
         }
         match r.location.map_or(r.server.handler, |l| l.handler) {
             Handler::Proxy => match proxy::handle(site, r, client, files).await {
@@ -477,7 +539,7 @@ impl<'a> Walk<'a> {
                     }
                     Served::Error(status, msg) => {
                         if let Some(msg) = msg {
-                            site.error_log.log(
+                            r.error_log().log(
                                 Level::Error,
                                 Some(r.conn_no),
                                 format_args!("{msg}{}", r.log_context()),
@@ -487,7 +549,7 @@ impl<'a> Walk<'a> {
                     }
                     Served::Overflow(msg) => {
                         // nginx's line, exactly: the pool's own message, no request context.
-                        site.error_log
+                        r.error_log()
                             .log(Level::Error, Some(r.conn_no), format_args!("{msg}"));
                         Reply::special(OVERFLOW_STATUS)
                     }
@@ -506,7 +568,7 @@ impl<'a> Walk<'a> {
     fn redirect(&mut self, r: &mut Req<'a>, uri: String, split_args: bool) -> bool {
         self.redirects += 1;
         if self.redirects > MAX_INTERNAL_REDIRECTS {
-            self.site.error_log.log(
+            r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!(
@@ -553,6 +615,7 @@ impl<'a> Walk<'a> {
             }
             if !reply.special {
                 reply.accept_ranges = false;
+                reply.allow_ranges = false;
                 reply.close |= status.closes_connection();
             }
             if reply.location.is_none() {
@@ -562,7 +625,10 @@ impl<'a> Walk<'a> {
                 let kept = std::mem::take(&mut self.error_fields);
                 reply.extra.splice(0..0, kept);
             }
-        } else if reply.special {
+        }
+        // A page's own error is looked up again only under
+        // `recursive_error_pages on` (nginx's `r->error_page`).
+        if reply.special && !self.error_pages_done {
             let status = reply.status;
             if let Some(page) = r
                 .conf
@@ -570,6 +636,7 @@ impl<'a> Walk<'a> {
                 .iter()
                 .find(|p| p.codes.contains(&status.0))
             {
+                self.error_pages_done = !r.conf.recursive_error_pages;
                 self.error_location = reply.location.take();
                 self.error_fields = std::mem::take(&mut reply.extra);
                 match self.error_page(r, page, status) {
@@ -600,7 +667,9 @@ impl<'a> Walk<'a> {
     /// redirect to a URL, or a 500 when the page cannot be reached).
     fn error_page(&mut self, r: &mut Req<'a>, page: &ErrorPage, status: Status) -> Option<Reply> {
         let target = r.expand_lossy(&page.uri);
-        if target.starts_with("http://") || target.starts_with("https://") {
+        if !target.starts_with('/') && !target.starts_with('@') {
+            // Anything but a URI or a named location is a redirect
+            // (`ngx_http_send_error_page`): 302 unless the `=code` is one.
             let code = match page.overwrite {
                 Some(Some(c)) if [301, 302, 303, 307, 308].contains(&c) => c,
                 _ => 302,
@@ -610,31 +679,37 @@ impl<'a> Walk<'a> {
             return Some(reply);
         }
         self.error = Some((status, page.overwrite));
-        if let Some(name) = target.strip_prefix('@').map(|_| target.as_str()) {
-            match locate::find_named(&r.server.locations, name) {
-                Some(l) => {
-                    self.redirects += 1;
-                    r.internal = true;
-                    self.target = Target::Named(l);
-                    return None;
-                }
-                None => {
-                    self.site.error_log.log(
-                        Level::Error,
-                        Some(r.conn_no),
-                        format_args!(
-                            "could not find named location \"{name}\"{}",
-                            r.log_context()
-                        ),
-                    );
-                    return Some(Reply::special(Status::INTERNAL_SERVER_ERROR));
-                }
-            }
+        if target.starts_with('@') {
+            return self.enter_named(r, &target);
         }
         if self.redirect(r, target, true) {
             None
         } else {
             Some(Reply::special(Status::INTERNAL_SERVER_ERROR))
+        }
+    }
+
+    /// Moves the request into the named location `name` (`@x`): `None`
+    /// when the walk goes on there, else the 500 of a name no location has.
+    fn enter_named(&mut self, r: &mut Req<'a>, name: &str) -> Option<Reply> {
+        match locate::find_named(&r.server.locations, name) {
+            Some(l) => {
+                self.redirects += 1;
+                r.internal = true;
+                self.target = Target::Named(l);
+                None
+            }
+            None => {
+                r.error_log().log(
+                    Level::Error,
+                    Some(r.conn_no),
+                    format_args!(
+                        "could not find named location \"{name}\"{}",
+                        r.log_context()
+                    ),
+                );
+                Some(Reply::special(Status::INTERNAL_SERVER_ERROR))
+            }
         }
     }
 
@@ -660,7 +735,7 @@ fn pool_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Pool>>, Status> {
     match site.pools.get(&name) {
         Some(p) => Ok(Some(p.clone())),
         None => {
-            site.error_log.log(
+            r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("thread pool \"{name}\" not found{}", r.log_context()),
@@ -682,32 +757,54 @@ async fn realpath(r: &Req<'_>, files: FileLayer<'_>) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// The page body of special replies, `Allow` on a 405, `add_header` (the
-/// output filters' header part follows: `super::filter::headers`).
+/// What a final reply gets last: nginx's special response (the MSIE
+/// refresh page, the error page and its MSIE padding), `Allow` on a 405,
+/// the headers filter (`expires`, `add_header`, `add_trailer`) if the
+/// content filters did not run, and the absolute `Location`.
 fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
-    let signature = crate::signature(h.conf.server_tokens);
-    h.reply.fill_special_page(signature);
-    let status = h.reply.status.0;
+    let conf = h.conf;
+    let reply = &mut h.reply;
+    if reply.special
+        && matches!(reply.status.0, 301 | 302)
+        && reply.location.is_some()
+        && conf.msie_refresh
+        && super::redirect::from_msie(r)
+    {
+        super::redirect::msie_refresh(reply);
+    }
+    if reply.special && matches!(reply.body, super::reply::Body::Empty) {
+        reply.fill_special_page(crate::signature(conf.server_tokens));
+        if reply.status.0 >= 400 && conf.msie_padding && padded_browser(r) {
+            if let super::reply::Body::Bytes(page) = &mut reply.body {
+                page.extend_from_slice(super::redirect::MSIE_PADDING.as_bytes());
+            }
+        }
+    }
+    let status = reply.status.0;
     if status == 405
-        && !h
-            .reply
+        && !reply
             .extra
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("Allow"))
     {
         // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
-        h.reply
+        reply
             .extra
             .push(("Allow".to_string(), STATIC_METHODS.to_string()));
     }
-    crate::server::proxy::keep_accel_headers(&mut h.reply, r);
-    for a in &h.conf.add_headers {
-        if a.always || ADD_HEADER_STATUSES.contains(&status) {
-            // nginx adds no field for an empty value (`ngx_http_add_header`).
-            let value = r.expand_lossy(&a.value);
-            if !value.is_empty() {
-                h.reply.extra.push((a.name.clone(), value));
-            }
-        }
+    crate::server::proxy::keep_accel_headers(reply, r);
+    super::headers_filter::apply(reply, r);
+    super::redirect::finish_location(reply, r, conf);
+}
+
+/// Whether nginx pads error pages for this client: MSIE or Chrome, over
+/// HTTP/1.0 or later.
+fn padded_browser(r: &Req<'_>) -> bool {
+    if r.head.version == crate::http::request::Version::Http09 {
+        return false;
     }
+    r.head.header("user-agent").is_some_and(|ua| {
+        let b = crate::http::user_agent::classify(ua);
+        b.msie || b.chrome
+    })
 }

@@ -67,7 +67,11 @@ pub async fn read_head(
         if started {
             // A request begins with its first byte (nginx's "reading").
             stats.reading();
-            match request::parse_head(buf) {
+            let rules = request::HeaderRules {
+                ignore_invalid: srv.ignore_invalid_headers,
+                underscores: srv.underscores_in_headers,
+            };
+            match request::parse_head_with(buf, rules) {
                 Ok(Some((h, n))) => {
                     if n > srv.client_header_buffer_size as usize {
                         if let Some(e) = oversized(&buf[..n], max_line, max_total) {
@@ -234,6 +238,11 @@ impl BodyDiscard {
 /// client still sends for a bounded time, so that our last response is not
 /// destroyed by a reset.
 pub async fn linger(stream: TcpStream) {
+    linger_for(stream, LINGERING_TIME, LINGERING_TIMEOUT).await
+}
+
+/// [`linger`] with a location's `lingering_time` and `lingering_timeout`.
+pub async fn linger_for(stream: TcpStream, time: Duration, timeout: Duration) {
     let std = match stream.into_std() {
         Ok(s) => s,
         Err(_) => return,
@@ -242,10 +251,10 @@ pub async fn linger(stream: TcpStream) {
     let Ok(stream) = TcpStream::from_std(std) else {
         return;
     };
-    let until = tokio::time::Instant::now() + LINGERING_TIME;
+    let until = tokio::time::Instant::now() + time;
     let mut scratch = [0u8; 4096];
     loop {
-        match tokio::time::timeout(LINGERING_TIMEOUT, read_into(&stream, &mut scratch)).await {
+        match tokio::time::timeout(timeout, read_into(&stream, &mut scratch)).await {
             Ok(Ok(n)) if n > 0 && tokio::time::Instant::now() < until => continue,
             _ => return,
         }

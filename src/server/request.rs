@@ -100,6 +100,12 @@ pub struct Req<'a> {
     /// What the access and limit modules decided, and the `limit_conn`
     /// counts the request holds until it is dropped.
     pub access: super::access::ReqAccess,
+    /// The trailers made so far at the end of the body
+    /// (`$sent_trailer_*`).
+    pub trailers: RefCell<Vec<(String, String)>>,
+    /// `$uri` names the file under a regex location's `alias` (nginx's
+    /// `r->add_uri_to_alias`, set by `try_files`).
+    pub add_uri_to_alias: bool,
 }
 
 /// The captures of a regular expression match: the subject and the spans,
@@ -260,6 +266,8 @@ impl<'a> Req<'a> {
             upstream: UpstreamVars::default(),
             sub: None,
             access: super::access::ReqAccess::default(),
+            trailers: RefCell::new(Vec::new()),
+            add_uri_to_alias: false,
         }
     }
 
@@ -304,6 +312,8 @@ impl<'a> Req<'a> {
             sub: Some(sub),
             // nginx runs no access phase for a subrequest.
             access: super::access::ReqAccess::default(),
+            trailers: RefCell::new(Vec::new()),
+            add_uri_to_alias: false,
         }
     }
 
@@ -320,6 +330,12 @@ impl<'a> Req<'a> {
             Some(_) => &Method::Get,
             None => &self.head.method,
         }
+    }
+
+    /// The error log of where the request is served (its location's
+    /// `error_log`, else the server's, http's or the main one).
+    pub fn error_log(&self) -> &crate::log::ErrorLog {
+        &self.conf.error_log.log
     }
 
     /// Whether the request target as received still names this request

@@ -44,7 +44,6 @@ use crate::log::Level;
 use super::reply::{Body, Reply};
 use super::request::Req;
 use super::script_if::{self, Eval};
-use super::static_file::absolute_url;
 
 /// The first status `return` without text answers as an error (nginx's
 /// `NGX_HTTP_BAD_REQUEST`).
@@ -117,7 +116,9 @@ impl<'a> Paused<'a> {
             let crate::config::model::Condition::File { test, negative, .. } = op.cond else {
                 unreachable!("only a file test pauses a script")
             };
-            let stat = files.stat(&p.path).await;
+            let lookup =
+                super::file_rules::lookup(r, r.conf, p.path.as_os_str().as_encoded_bytes());
+            let stat = crate::io::open_cache::stat(files, &p.path, &lookup).await;
             let truth = match script_if::file_truth(r, test, negative, &p.path, stat) {
                 Ok(t) => t,
                 Err(reply) => return Flow::Reply(reply),
@@ -224,7 +225,7 @@ fn set(r: &mut Req<'_>, s: &SetVar) {
             let text = lossy(value);
             match crate::config::value::size(&text) {
                 Some(n) => r.limit_rate = Some(n),
-                None => r.site.error_log.log(
+                None => r.error_log().log(
                     Level::Error,
                     Some(r.conn_no),
                     format_args!("invalid $limit_rate \"{text}\"{}", r.log_context()),
@@ -236,7 +237,7 @@ fn set(r: &mut Req<'_>, s: &SetVar) {
 
 /// Logs a `rewrite_log` line at `notice`.
 fn notice(r: &Req<'_>, msg: std::fmt::Arguments<'_>) {
-    r.site.error_log.log(
+    r.error_log().log(
         Level::Notice,
         Some(r.conn_no),
         format_args!("{msg}{}", r.log_context()),
@@ -271,11 +272,8 @@ fn rewrite<'a>(r: &mut Req<'a>, rw: &Rewrite, run: &mut Run) -> Step<'a> {
             notice(r, format_args!("rewritten redirect: \"{location}\""));
         }
         let mut reply = Reply::special(Status(code));
-        reply.location = Some(if location.starts_with('/') {
-            absolute_url(r, &location)
-        } else {
-            location
-        });
+        // The header filter makes a path absolute (`absolute_redirect`).
+        reply.location = Some(location);
         return Step::Stop(Flow::Reply(Box::new(reply)));
     }
     if rw.flag == RewriteFlag::Break {
@@ -309,7 +307,7 @@ fn rewrite<'a>(r: &mut Req<'a>, rw: &Rewrite, run: &mut Run) -> Step<'a> {
         );
     }
     if uri.is_empty() {
-        r.site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("the rewritten URI has a zero length{}", r.log_context()),
@@ -371,11 +369,7 @@ pub fn reply_return(r: &Req<'_>, ret: &Return) -> Reply {
         Some(text) if redirect => {
             let text = r.expand_lossy(text);
             let mut reply = Reply::special(status);
-            reply.location = Some(if text.starts_with('/') {
-                absolute_url(r, &text)
-            } else {
-                text
-            });
+            reply.location = Some(text);
             return reply;
         }
         Some(text) => r.expand(text),

@@ -72,7 +72,7 @@ pub fn eval(r: &Req<'_>, cond: &Condition, log: bool) -> Eval {
 /// `rewrite_log`'s line for a regular expression tried on `subject`.
 pub fn log_match(r: &Req<'_>, pattern: &str, subject: &str, matched: bool) {
     let how = if matched { "matches" } else { "does not match" };
-    r.site.error_log.log(
+    r.error_log().log(
         Level::Notice,
         Some(r.conn_no),
         format_args!("\"{pattern}\" {how} \"{subject}\"{}", r.log_context()),
@@ -98,7 +98,7 @@ pub fn file_truth(
             return Err(Box::new(Reply::special(OVERFLOW_STATUS)));
         }
         Err(FileError::Lost(what)) => {
-            r.site.error_log.log(
+            r.error_log().log(
                 Level::Alert,
                 Some(r.conn_no),
                 format_args!("thread pool task for {what} was lost{}", r.log_context()),
@@ -116,7 +116,7 @@ pub fn file_truth(
                     None => e.source,
                 };
                 let why = SysError::with_path(crate::sys::file::STAT, path, source);
-                r.site.error_log.log(
+                r.error_log().log(
                     Level::Crit,
                     Some(r.conn_no),
                     format_args!("{why}{}", r.log_context()),

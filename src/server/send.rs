@@ -75,6 +75,10 @@ pub struct SendParams<'a> {
     /// body ends, as nginx's write filter holds them; a body that fails
     /// meanwhile ends the connection with none of it sent.
     pub postpone: usize,
+    /// `limit_rate`, when the response is paced.
+    pub pace: Option<&'a super::pace::Pace>,
+    /// The end of a chunked body: the last chunk with the trailers made now.
+    pub trailer: &'a dyn Fn(&Written) -> Vec<u8>,
 }
 
 /// Bytes written.
@@ -135,6 +139,43 @@ pub async fn write_all(
     Ok(())
 }
 
+/// [`write_all`] under the response's pace (`limit_rate`), if any.
+async fn write_paced(
+    stream: &TcpStream,
+    mut buf: &[u8],
+    p: &SendParams<'_>,
+) -> Result<(), SendError> {
+    let Some(pace) = p.pace else {
+        return write_all(stream, buf, p.timeout).await;
+    };
+    while !buf.is_empty() {
+        let n = pace.wait(buf.len()).await.max(1);
+        write_all(stream, &buf[..n], p.timeout).await?;
+        pace.wrote(n, std::time::Instant::now());
+        buf = &buf[n..];
+    }
+    Ok(())
+}
+
+/// The line before a chunked body of `len` bytes sent as one chunk (none
+/// for an empty body).
+fn chunk_line(len: u64, out: &mut Vec<u8>) {
+    if len > 0 {
+        crate::body::chunked::chunk_head(len as usize, out);
+    }
+}
+
+/// What closes a chunked body of `len` bytes sent as one chunk: the end of
+/// that chunk, then the last chunk with the trailers.
+fn chunk_end(len: u64, p: &SendParams<'_>, w: &Written) -> Vec<u8> {
+    let mut out = Vec::new();
+    if len > 0 {
+        out.extend_from_slice(crate::body::chunked::CHUNK_END);
+    }
+    out.extend_from_slice(&(p.trailer)(w));
+    out
+}
+
 /// How many body bytes are sent in the head's buffer (see
 /// [`send_from_memory`] and [`INLINE_FILE_MAX`]).
 pub fn appended_len(body: &Body) -> usize {
@@ -189,12 +230,30 @@ pub async fn send(
     w: &mut Written,
 ) -> Result<(), SendError> {
     let head_len = head.len() as u64;
+    if p.chunked && !head_only && !matches!(body, Body::Stream(_) | Body::Upgrade(_)) {
+        return send_chunked(stream, pool_sock, head, body, p, w).await;
+    }
     match body {
+        Body::Empty | Body::Bytes(_) if p.pace.is_some() => {
+            let mut out = head;
+            if let (Body::Bytes(b), false) = (&*body, head_only) {
+                out.extend_from_slice(b);
+            }
+            write_paced(stream, &out, p).await?;
+            metrics::ttfb(p.start.elapsed());
+            w.total += out.len() as u64;
+            w.body += out.len() as u64 - head_len;
+        }
         Body::Empty | Body::Bytes(_) => {
             return send_from_memory(stream, head, body, head_only, p, w).await;
         }
+        _ if head_only && p.pace.is_some() => {
+            write_paced(stream, &head, p).await?;
+            metrics::ttfb(p.start.elapsed());
+            w.total += head_len;
+        }
         _ if head_only => return send_from_memory(stream, head, body, head_only, p, w).await,
-        Body::File { file, range } if range.len() <= INLINE_FILE_MAX => {
+        Body::File { file, range } if range.len() <= INLINE_FILE_MAX && p.pace.is_none() => {
             let head_len = head.len();
             let len = range.len() as usize;
             let out = p
@@ -215,7 +274,7 @@ pub async fn send(
             if cork {
                 let _ = sysfile_cork(stream, true);
             }
-            write_all(stream, &head, p.timeout).await?;
+            write_paced(stream, &head, p).await?;
             metrics::ttfb(p.start.elapsed());
             w.total += head_len;
             send_range(stream, pool_sock, file, *range, p, w).await?;
@@ -224,21 +283,15 @@ pub async fn send(
             }
         }
         Body::Multipart { file, parts } => {
-            write_all(stream, &head, p.timeout).await?;
+            write_paced(stream, &head, p).await?;
             metrics::ttfb(p.start.elapsed());
             w.total += head_len;
-            for (part_head, range) in parts.parts() {
-                write_all(stream, part_head, p.timeout).await?;
-                w.count(part_head.len());
-                send_range(stream, pool_sock, file, range, p, w).await?;
-            }
-            write_all(stream, parts.trailer(), p.timeout).await?;
-            w.count(parts.trailer().len());
+            send_parts(stream, pool_sock, file, parts, p, w).await?;
         }
         // Sent by the connection itself (`conn::upgrade`), never here.
         Body::Upgrade(_) => return Err(SendError::Io(io::ErrorKind::Unsupported.into())),
         Body::Stream(source) => {
-            write_all(stream, &head, p.timeout).await?;
+            write_paced(stream, &head, p).await?;
             metrics::ttfb(p.start.elapsed());
             w.total += head_len;
             super::stream::send_stream(stream, source.as_mut(), p, w).await?;
@@ -258,6 +311,72 @@ pub async fn send_source(
     w: &mut Written,
 ) -> Result<(), SendError> {
     super::stream::send_stream_after(stream, head, source, p, w).await
+}
+
+/// The parts of a multipart body, each after its part head.
+async fn send_parts(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    file: &OpenFile,
+    parts: &crate::http::range::Multipart,
+    p: &SendParams<'_>,
+    w: &mut Written,
+) -> Result<(), SendError> {
+    for (part_head, range) in parts.parts() {
+        write_paced(stream, part_head, p).await?;
+        w.count(part_head.len());
+        send_range(stream, pool_sock, file, range, p, w).await?;
+    }
+    write_paced(stream, parts.trailer(), p).await?;
+    w.count(parts.trailer().len());
+    Ok(())
+}
+
+/// A body of known length sent chunked because trailers follow it (nginx's
+/// chunked filter with `r->expect_trailers`): one chunk, then the last
+/// chunk with the trailers.
+async fn send_chunked(
+    stream: &TcpStream,
+    pool_sock: &mut SocketForPools,
+    mut head: Vec<u8>,
+    body: &mut Body,
+    p: &SendParams<'_>,
+    w: &mut Written,
+) -> Result<(), SendError> {
+    let head_len = head.len() as u64;
+    let len = body.len().unwrap_or(0);
+    chunk_line(len, &mut head);
+    let framing = head.len() as u64 - head_len;
+    match body {
+        Body::Bytes(b) => head.extend_from_slice(b),
+        Body::Empty => {}
+        _ => {
+            write_paced(stream, &head, p).await?;
+            metrics::ttfb(p.start.elapsed());
+            w.total += head_len;
+            w.count(framing as usize);
+            match body {
+                Body::File { file, range } => {
+                    send_range(stream, pool_sock, file, *range, p, w).await?;
+                }
+                Body::Multipart { file, parts } => {
+                    send_parts(stream, pool_sock, file, parts, p, w).await?;
+                }
+                _ => {}
+            }
+            let end = chunk_end(len, p, w);
+            write_paced(stream, &end, p).await?;
+            w.count(end.len());
+            return Ok(());
+        }
+    }
+    let end = chunk_end(len, p, w);
+    head.extend_from_slice(&end);
+    write_paced(stream, &head, p).await?;
+    metrics::ttfb(p.start.elapsed());
+    w.total += head.len() as u64;
+    w.body += head.len() as u64 - head_len;
+    Ok(())
 }
 
 fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
@@ -306,7 +425,10 @@ async fn send_range(
     let mut off = range.start;
     let (mut from_memory, mut from_pool) = (0u64, 0u64);
     while off < range.end {
-        let left = range.end - off;
+        let mut left = range.end - off;
+        if let Some(pace) = p.pace {
+            left = pace.wait(left.min(usize::MAX as u64) as usize).await.max(1) as u64;
+        }
         let mut n = 0;
         if fast {
             scratch.clear();
@@ -351,6 +473,9 @@ async fn send_range(
             from_pool += n as u64;
         }
         off += n as u64;
+        if let Some(pace) = p.pace {
+            pace.wrote(n, std::time::Instant::now());
+        }
         if p.max_chunk != 0 && off < range.end {
             // One slice per turn: let the loop's other connections run, as
             // nginx reposts the write event after sendfile_max_chunk.

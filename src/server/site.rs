@@ -7,9 +7,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::config::model::{AccessLogs, Config, HttpConf, LogFormat, LogTarget, Server};
+use crate::config::model::{
+    AccessLogs, AccessTarget, Config, HttpConf, LogFormat, LogTarget, Server,
+};
 use crate::io::Pools;
-use crate::log::{Destination, ErrorLog, LogFiles, LogWriter};
+use crate::log::writer::DEFAULT_BUFFER_BYTES;
+use crate::log::{Batching, Destination, DynamicLogs, ErrorLog, LogFiles, LogWriter};
 use crate::sys::error::SysError;
 
 use super::vhost::VirtualHosts;
@@ -26,6 +29,9 @@ pub struct Site {
     pub error_log: ErrorLog,
     /// Access log writers by destination.
     pub access_logs: HashMap<Destination, Arc<LogWriter>>,
+    /// The writer of access logs whose file name has variables, when the
+    /// configuration has any.
+    pub dynamic_logs: Option<DynamicLogs>,
     /// Every open log file, for reopen (SIGUSR1) and flush at exit.
     pub log_files: LogFiles,
     /// What outlives this generation: pools, idle upstream connections,
@@ -50,7 +56,7 @@ impl Site {
     /// Opens the logs and starts the pools of `config`. `files` carries log
     /// files already open from a previous generation (kept, not reopened).
     pub fn new(
-        config: Config,
+        mut config: Config,
         mut files: LogFiles,
         shared: &Arc<super::shared::Shared>,
         identity: super::shared::Identity,
@@ -62,19 +68,74 @@ impl Site {
             error_log.add(w, e.level);
         }
         let mut access_logs = HashMap::new();
+        let mut dynamic = false;
         if let Some(h) = &config.http {
+            // How each file gathers lines: the `buffer=` of any log naming
+            // it applies to all of them, as nginx's buffer belongs to the
+            // open file.
+            let mut batching: HashMap<Destination, Batching> = HashMap::new();
             for conf in h.loc_confs() {
                 if let AccessLogs::Logs(list) = &conf.access_log {
                     for l in list {
-                        let d = destination(&l.target);
+                        if let (AccessTarget::Fixed(t), Some(bytes)) = (&l.target, l.buffer) {
+                            batching.insert(
+                                destination(t),
+                                Batching {
+                                    bytes: bytes as usize,
+                                    wait: l.flush,
+                                    gzip: l.gzip,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            for conf in h.loc_confs() {
+                if let AccessLogs::Logs(list) = &conf.access_log {
+                    for l in list {
+                        let AccessTarget::Fixed(t) = &l.target else {
+                            dynamic = true;
+                            continue;
+                        };
+                        let d = destination(t);
                         if let std::collections::hash_map::Entry::Vacant(e) = access_logs.entry(d) {
-                            let w = files.open(e.key().clone())?;
+                            let how = batching.get(e.key()).copied().unwrap_or_default();
+                            // Room for a whole buffer while the last is written.
+                            let capacity = DEFAULT_BUFFER_BYTES.max(2 * how.bytes);
+                            let w = files.open_batched(e.key().clone(), capacity, how)?;
                             e.insert(w);
                         }
                     }
                 }
             }
         }
+        if let Some(h) = &mut config.http {
+            // Each level's `error_log`, or the main one: requests log where
+            // they are served.
+            let mut failed = None;
+            h.each_loc_conf_mut(&mut |conf| {
+                if conf.error_log.confs.is_empty() {
+                    conf.error_log.log = error_log.clone();
+                    return;
+                }
+                let mut log = ErrorLog::new();
+                for e in &conf.error_log.confs {
+                    match files.open(destination(&e.target)) {
+                        Ok(w) => log.add(w, e.level),
+                        Err(err) => failed = Some(err),
+                    }
+                }
+                conf.error_log.log = log;
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        let dynamic_logs = if dynamic {
+            Some(DynamicLogs::start().map_err(|e| SysError::new("pthread_create", e))?)
+        } else {
+            None
+        };
         let caches = match &config.http {
             Some(h) => shared.zones_for(&h.cache_paths, &thread_init, &error_log),
             None => HashMap::new(),
@@ -108,12 +169,22 @@ impl Site {
             pools,
             error_log,
             access_logs,
+            dynamic_logs,
             log_files: files,
             shared: shared.clone(),
             upstreams,
             caches,
             limits,
         })
+    }
+
+    /// Writes every log line accepted so far, static and dynamic files
+    /// alike (the exit path: it waits on the disk).
+    pub fn flush_logs(&self) {
+        self.log_files.flush_all();
+        if let Some(d) = &self.dynamic_logs {
+            d.close();
+        }
     }
 
     /// Every upstream server's figures, for the status page.

@@ -14,13 +14,14 @@ use std::path::PathBuf;
 
 use crate::config::filter_model::GzipStatic;
 use crate::config::inherit::LocConf;
-use crate::config::model::{Location, LocationMatch, Root};
-use crate::http::conditional::{self, Conditions, IfModifiedSince, Outcome, Validators};
+use crate::config::model::{Location, Root};
+use crate::http::conditional::{self, Conditions, Outcome, Validators};
 use crate::http::etag::file_etag;
 use crate::http::range::ByteRange;
 use crate::http::request::Method;
 use crate::http::status::Status;
 use crate::io::file::{FileError, FileLayer, OpenFile, Opened};
+use crate::io::open_cache;
 use crate::log::Level;
 use crate::sys::file::FileKind;
 
@@ -41,27 +42,34 @@ pub enum Served {
 
 /// Maps the URI to a file path under the location's `root` or `alias`.
 pub fn map_path(r: &Req<'_>, conf: &LocConf, location: Option<&Location>, uri: &str) -> PathBuf {
+    let _ = location;
+    let (path, _) = map_uri(r, conf, uri.as_bytes());
+    PathBuf::from(OsStr::from_bytes(&path))
+}
+
+/// nginx's `ngx_http_map_uri_to_path`: the path for `uri` and how many of
+/// its leading bytes are the root (the document root, or the alias that
+/// replaces the location's name; under a regex location's alias, the whole
+/// file unless `try_files` added the URI to it).
+pub fn map_uri(r: &Req<'_>, conf: &LocConf, uri: &[u8]) -> (Vec<u8>, usize) {
     let mut path: Vec<u8> = Vec::new();
-    match &conf.root {
+    let cut = match &conf.root {
         Root::Root(t) => {
             path.extend_from_slice(&r.expand(t));
-            path.extend_from_slice(uri.as_bytes());
+            0
         }
         Root::Alias(t) => {
             path.extend_from_slice(&r.expand(t));
-            let prefix_len = match location.map(|l| &l.matcher) {
-                Some(
-                    LocationMatch::Prefix(p)
-                    | LocationMatch::PrefixNoRegex(p)
-                    | LocationMatch::Exact(p),
-                ) => p.len().min(uri.len()),
-                // A regex alias names the whole file (captures are expanded in it).
-                _ => uri.len(),
-            };
-            path.extend_from_slice(&uri.as_bytes()[prefix_len..]);
+            match conf.alias_len {
+                Some(usize::MAX) if !r.add_uri_to_alias => uri.len(),
+                Some(usize::MAX) | None => 0,
+                Some(n) => n.min(uri.len()),
+            }
         }
-    }
-    PathBuf::from(OsStr::from_bytes(&path))
+    };
+    let root = path.len();
+    path.extend_from_slice(&uri[cut..]);
+    (path, root)
 }
 
 /// Status and log message for a failed open, as nginx maps errno.
@@ -132,10 +140,11 @@ pub async fn serve(
             Precompressed::Failed(served) => return served,
         }
     }
-    let file = match files.open(&path).await {
+    let lookup = super::file_rules::lookup(r, conf, path.as_os_str().as_bytes());
+    let file = match open_cache::open(files, &path, &lookup).await {
         Ok(Opened::Regular(f)) => f,
         Ok(Opened::Other(meta)) if meta.kind == FileKind::Directory => {
-            return Served::Reply(Box::new(directory_redirect(r, uri)));
+            return Served::Reply(Box::new(directory_redirect(r, conf, uri)));
         }
         Ok(Opened::Other(_)) => {
             return Served::Error(
@@ -143,7 +152,7 @@ pub async fn serve(
                 Some(format!("\"{}\" is not a regular file", path.display())),
             );
         }
-        Err(e) => return failed(e),
+        Err(e) => return failed(e, r, conf),
     };
     if *method == Method::Post {
         return Served::Error(Status::NOT_ALLOWED, None);
@@ -222,12 +231,17 @@ async fn gzip_static(
     }
 }
 
-/// The outcome of a failed file operation.
-fn failed(e: FileError) -> Served {
+/// The outcome of a failed file operation; "not found" goes unlogged
+/// under `log_not_found off`.
+fn failed(e: FileError, r: &Req<'_>, conf: &LocConf) -> Served {
+    let _ = r;
     if let FileError::Overflow(o) = &e {
         return Served::Overflow(o.to_string());
     }
-    let (status, msg) = open_failure(&e);
+    let (status, mut msg) = open_failure(&e);
+    if status == Status::NOT_FOUND && !conf.log_not_found {
+        msg = None;
+    }
     Served::Error(status, msg)
 }
 
@@ -247,16 +261,18 @@ async fn index(
             return Served::InternalRedirect(name);
         }
         let candidate = dir.join(&name);
-        match files.stat(&candidate).await {
+        let lookup = super::file_rules::lookup(r, conf, candidate.as_os_str().as_bytes());
+        match open_cache::stat(files, &candidate, &lookup).await {
             Ok(m) if m.kind != FileKind::Directory => {
                 return Served::InternalRedirect(format!("{uri}{name}"));
             }
             Ok(_) => continue,
             Err(e) if matches!(e.errno(), Some(libc::ENOENT)) => continue,
-            Err(e) => return failed(e),
+            Err(e) => return failed(e, r, conf),
         }
     }
-    match files.stat(&dir).await {
+    let lookup = super::file_rules::lookup(r, conf, dir.as_os_str().as_bytes());
+    match open_cache::stat(files, &dir, &lookup).await {
         Ok(m)
             if m.kind == FileKind::Directory
                 && conf.autoindex
@@ -272,45 +288,33 @@ async fn index(
             )),
         ),
         Ok(_) => Served::Error(Status::NOT_FOUND, None),
-        Err(e) => failed(e),
+        Err(e) => failed(e, r, conf),
     }
 }
 
-/// `301` to the same URI with a slash, absolute as nginx writes it.
-fn directory_redirect(r: &Req<'_>, uri: &str) -> Reply {
-    let mut location = absolute_url(
-        r,
-        &crate::http::uri::percent_encode_path(format!("{uri}/").as_bytes()),
-    );
+/// `301` to the same URI with a slash, escaped as nginx's static handler
+/// writes it (the header filter makes it absolute).
+fn directory_redirect(r: &Req<'_>, conf: &LocConf, uri: &str) -> Reply {
+    let _ = conf;
+    let mut out = Vec::with_capacity(uri.len() + 8);
+    crate::http::uri::escape_uri(uri.as_bytes(), &mut out);
+    out.push(b'/');
+    let mut location = String::from_utf8_lossy(&out).into_owned();
     if let Some(args) = r.args() {
-        location.push('?');
-        location.push_str(&args);
+        if !args.is_empty() {
+            location.push('?');
+            location.push_str(&args);
+        }
     }
     let mut reply = Reply::special(Status::MOVED_PERMANENTLY);
     reply.location = Some(location);
     reply
 }
 
-/// `http://host[:port]` + `path`, nginx's `absolute_redirect on` with
-/// `port_in_redirect on`.
+/// `http://host[:port]` + `path`, as the header filter writes a relative
+/// `Location` (see [`super::redirect::absolute`]).
 pub fn absolute_url(r: &Req<'_>, path: &str) -> String {
-    // nginx's `server_name_in_redirect off`: the request's host, else our
-    // own address.
-    let host = match &r.head.host {
-        Some(h) => h.clone(),
-        None => r.local.ip().to_string(),
-    };
-    let port = r.local.port();
-    let host = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host
-    };
-    if port == 80 {
-        format!("http://{host}{path}")
-    } else {
-        format!("http://{host}:{port}{path}")
-    }
+    super::redirect::absolute(r, r.conf, path)
 }
 
 /// A `200`, `206`, `304`, `412` or `416` for an open regular file.
@@ -329,69 +333,49 @@ fn file_reply_inner(
 ) -> Reply {
     let size = file.meta.size;
     let mtime = file.meta.mtime_sec;
-    let etag = file_etag(mtime, size);
+    let etag = conf.etag.then(|| file_etag(mtime, size));
     let content_type = content_type(conf, uri);
     let h = r.head;
-    if error_page {
-        // No conditionals, no ranges: the page answers an error.
-        let mut reply = Reply::new(
-            Status::OK,
-            Body::File {
-                file,
-                range: ByteRange {
-                    start: 0,
-                    end: size,
-                },
-            },
-        );
-        reply.content_type = Some(content_type);
-        return with_validators(reply, mtime, etag);
-    }
-    let conditions = Conditions {
-        if_modified_since: h.if_modified_since.as_deref(),
-        if_unmodified_since: h.if_unmodified_since.as_deref(),
-        if_match: h.if_match.as_deref(),
-        if_none_match: h.if_none_match.as_deref(),
+    let whole = ByteRange {
+        start: 0,
+        end: size,
     };
-    let validators = Validators {
-        last_modified: Some(mtime),
-        etag: Some(&etag),
-    };
-    match conditional::evaluate(&conditions, &validators, IfModifiedSince::Exact) {
-        Outcome::Proceed => {}
-        Outcome::NotModified => {
-            let mut reply = Reply::new(Status::NOT_MODIFIED, Body::Empty);
-            reply.last_modified = Some(mtime);
-            reply.etag = Some(etag);
-            return reply;
-        }
-        Outcome::PreconditionFailed => {
-            let mut reply = Reply::special(Status::PRECONDITION_FAILED);
-            // nginx closes after a 412 although its head says keep-alive.
-            reply.close = true;
-            return reply;
+    if !error_page {
+        // nginx's not-modified filter runs first of the header filters,
+        // on the handler's own validators.
+        let conditions = Conditions {
+            if_modified_since: h.if_modified_since.as_deref(),
+            if_unmodified_since: h.if_unmodified_since.as_deref(),
+            if_match: h.if_match.as_deref(),
+            if_none_match: h.if_none_match.as_deref(),
+        };
+        let validators = Validators {
+            last_modified: Some(mtime),
+            etag: etag.as_deref(),
+        };
+        match conditional::evaluate(&conditions, &validators, conf.if_modified_since) {
+            Outcome::Proceed => {}
+            Outcome::NotModified => {
+                let mut reply = Reply::new(Status::NOT_MODIFIED, Body::Empty);
+                reply.last_modified = Some(mtime);
+                reply.etag = etag;
+                return reply;
+            }
+            Outcome::PreconditionFailed => {
+                let mut reply = Reply::special(Status::PRECONDITION_FAILED);
+                // nginx closes after a 412 although its head says keep-alive.
+                reply.close = true;
+                return reply;
+            }
         }
     }
-    // Ranges are the range filter's (`super::filter::range`): it runs
-    // after gzip and charset, which may change the body.
-    let mut reply = Reply::new(
-        Status::OK,
-        Body::File {
-            file,
-            range: ByteRange {
-                start: 0,
-                end: size,
-            },
-        },
-    );
-    reply.allow_ranges = true;
+    let mut reply = Reply::new(Status::OK, Body::File { file, range: whole });
     reply.content_type = Some(content_type);
-    with_validators(reply, mtime, etag)
-}
-
-fn with_validators(mut reply: Reply, mtime: i64, etag: String) -> Reply {
+    // The range filter answers `Range` later, after the headers filter
+    // (no ranges for an error page: its status is not 200 by then).
+    reply.allow_ranges = !error_page;
     reply.last_modified = Some(mtime);
-    reply.etag = Some(etag);
+    reply.etag = etag;
     reply
 }
 

@@ -63,13 +63,22 @@ impl Queue {
         }
     }
 
-    /// Writes what the socket takes now; `Ok(0)` when it takes nothing.
-    fn try_write(&self, stream: &TcpStream) -> std::io::Result<usize> {
+    /// Writes what the socket takes now, at most `max` bytes; `Ok(0)` when
+    /// it takes nothing.
+    fn try_write(&self, stream: &TcpStream, max: usize) -> std::io::Result<usize> {
+        let mut left = max;
         let slices: Vec<IoSlice<'_>> = self
             .pieces
             .iter()
             .take(MAX_IOV)
-            .map(|b| IoSlice::new(b))
+            .map_while(|b| {
+                if left == 0 {
+                    return None;
+                }
+                let take = b.len().min(left);
+                left -= take;
+                Some(IoSlice::new(&b[..take]))
+            })
             .collect();
         match stream.try_write_vectored(&slices) {
             Ok(n) => Ok(n),
@@ -175,6 +184,9 @@ pub async fn send_stream_after(
     let mut head_left = head.len();
     let mut first_write = head_left > 0;
     q.push(Bytes::from(head));
+    // `limit_rate`: when the pace allows nothing yet, writing waits here.
+    let mut paced = pin!(tokio::time::sleep(std::time::Duration::ZERO));
+    let mut pacing = false;
     loop {
         if failure
             .as_ref()
@@ -191,9 +203,18 @@ pub async fn send_stream_after(
             && q.bytes < p.postpone
             && q.bytes < limit
             && !spill.active();
-        // Write what the socket takes without waiting.
-        while q.bytes > 0 && !gathering {
-            match q.try_write(stream).map_err(SendError::Io)? {
+        // Write what the socket (and the pace) takes without waiting.
+        while q.bytes > 0 && !gathering && !pacing {
+            let max = match p.pace.map(|pace| pace.allowance(std::time::Instant::now())) {
+                None => usize::MAX,
+                Some(Ok(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+                Some(Err(wait)) => {
+                    paced.as_mut().reset(tokio::time::Instant::now() + wait);
+                    pacing = true;
+                    break;
+                }
+            };
+            match q.try_write(stream, max).map_err(SendError::Io)? {
                 0 => break,
                 n => {
                     q.consume(n);
@@ -201,6 +222,9 @@ pub async fn send_stream_after(
                     head_left -= head_part;
                     w.total += head_part as u64;
                     w.count(n - head_part);
+                    if let Some(pace) = p.pace {
+                        pace.wrote(n, std::time::Instant::now());
+                    }
                     if std::mem::take(&mut first_write) {
                         crate::metrics::worker::ttfb(p.start.elapsed());
                     }
@@ -236,7 +260,7 @@ pub async fn send_stream_after(
         if ended && !spill.active() && !framing_closed {
             framing_closed = true;
             if p.chunked {
-                q.push(Bytes::from_static(chunked::LAST_CHUNK));
+                q.push(Bytes::from((p.trailer)(w)));
                 continue;
             }
         }
@@ -271,8 +295,8 @@ pub async fn send_stream_after(
             held < sp.max && spill.pending.len() < sp.write_size
         });
         let can_read = !ended && failure.is_none() && (room_in_queue || room_in_spill);
-        let must_write = q.bytes > 0 && !gathering;
-        if !can_read && !must_write {
+        let must_write = q.bytes > 0 && !gathering && !pacing;
+        if !can_read && !must_write && !pacing {
             // Nothing to read (ended or full) and nothing to write: the
             // spill is all that is left, handled above.
             continue;
@@ -293,6 +317,10 @@ pub async fn send_stream_after(
             },
             r = stream.writable(), if must_write => r.map_err(SendError::Io)?,
             _ = deadline.as_mut(), if must_write => return Err(SendError::TimedOut),
+            _ = paced.as_mut(), if pacing => {
+                pacing = false;
+                deadline.as_mut().reset(tokio::time::Instant::now() + p.timeout);
+            }
         }
     }
     match failure {

@@ -27,6 +27,8 @@ pub struct Response<'r> {
     pub reply: &'r Reply,
     /// Whether the connection was kept alive after it.
     pub keep_alive: bool,
+    /// The `Keep-Alive: timeout=N` sent with it, if any.
+    pub keep_alive_header: Option<u64>,
 }
 
 fn owned(s: String) -> Option<Cow<'static, [u8]>> {
@@ -304,7 +306,13 @@ impl<'a> Req<'a> {
                 cookie(cookies, name.as_bytes()).map(Cow::Borrowed)
             }
             Family::SentHttp => sent_header(resp?, name),
-            Family::SentTrailer => None,
+            Family::SentTrailer => {
+                let trailers = self.trailers.borrow();
+                trailers
+                    .iter()
+                    .find(|(n, _)| header_name_matches(n, name))
+                    .map(|(_, v)| Cow::Owned(v.clone().into_bytes()))
+            }
             Family::UpstreamHttp => {
                 let want = name.replace('_', "-");
                 header_joined(
@@ -350,12 +358,18 @@ impl<'a> Req<'a> {
     /// Expands a template into bytes; variables that are not found expand
     /// to nothing, as in nginx's scripts.
     pub fn expand(&self, t: &Template) -> Vec<u8> {
+        self.expand_with(t, None)
+    }
+
+    /// [`Req::expand`] once the response is known (`$sent_http_*`,
+    /// `$status`): trailers and log lines.
+    pub fn expand_with(&self, t: &Template, resp: Option<Response<'_>>) -> Vec<u8> {
         let mut out = Vec::new();
         for p in &t.parts {
             match p {
                 Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
                 Part::Var(v) => {
-                    if let Some(val) = self.var(v, None) {
+                    if let Some(val) = self.var(v, resp) {
                         out.extend_from_slice(&val);
                     }
                 }
@@ -431,27 +445,54 @@ fn remote_user(auth: &[u8]) -> Option<Vec<u8>> {
     super::access::auth_basic::credentials_of(auth).map(|c| c.user)
 }
 
-/// `$sent_http_NAME` from the reply as sent.
+/// Whether a field `name` is what a variable's suffix `var` names: nginx
+/// compares the field's name lowercased, `-` read as `_`.
+fn header_name_matches(name: &str, var: &str) -> bool {
+    name.len() == var.len()
+        && name.bytes().zip(var.bytes()).all(|(n, v)| {
+            let n = if n == b'-' {
+                b'_'
+            } else {
+                n.to_ascii_lowercase()
+            };
+            n == v.to_ascii_lowercase()
+        })
+}
+
+/// `$sent_http_NAME` from the reply as sent (nginx 1.22's table: the
+/// fields the header filter writes itself, `Cache-Control` and `Link`
+/// joined with `, `, any other the first of its name).
 fn sent_header<'r>(resp: Response<'r>, name: &str) -> Option<Cow<'r, [u8]>> {
-    let want = name.replace('_', "-").to_ascii_lowercase();
+    let want = name.to_ascii_lowercase();
     let reply = resp.reply;
     let text = |s: &'r str| Some(Cow::Borrowed(s.as_bytes()));
     match want.as_str() {
-        "content-type" => return reply.content_type.as_deref().and_then(text),
-        "content-length" => {
+        "content_type" => return reply.content_type.as_deref().and_then(text),
+        "content_length" => {
+            if reply.chunked_to_client() {
+                return None;
+            }
             return reply
                 .announced_length()
                 .map(|n| Cow::Owned(n.to_string().into_bytes()));
         }
-        "last-modified" => {
+        "last_modified" => {
+            if let Some((_, v)) = reply
+                .extra
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("Last-Modified"))
+            {
+                return text(v);
+            }
             return reply
                 .last_modified
+                .filter(|&t| t >= 0)
                 .map(|t| Cow::Owned(crate::http::date::format_unix(t).into_bytes()));
         }
         "location" => return reply.location.as_deref().and_then(text),
-        "etag" => return reply.etag.as_deref().and_then(text),
-        "content-range" => return reply.content_range.as_deref().and_then(text),
-        "accept-ranges" if reply.accept_ranges => return text("bytes"),
+        "etag" => return super::headers_filter::etag(reply).and_then(text),
+        "content_range" => return reply.content_range.as_deref().and_then(text),
+        "accept_ranges" if reply.accept_ranges => return text("bytes"),
         "connection" => {
             return text(if reply.status.0 == 101 {
                 "upgrade"
@@ -461,17 +502,30 @@ fn sent_header<'r>(resp: Response<'r>, name: &str) -> Option<Cow<'r, [u8]>> {
                 "close"
             });
         }
-        "transfer-encoding" if reply.chunked_to_client() => return text("chunked"),
+        "keep_alive" => {
+            return match resp.keep_alive_header {
+                Some(t) if resp.keep_alive => Some(Cow::Owned(format!("timeout={t}").into_bytes())),
+                _ => None,
+            };
+        }
+        "transfer_encoding" if reply.chunked_to_client() => return text("chunked"),
+        "cache_control" | "link" => {
+            return header_joined(
+                reply
+                    .extra
+                    .iter()
+                    .filter(|(n, _)| header_name_matches(n, &want))
+                    .map(|(_, v)| v.as_bytes()),
+                ", ",
+            );
+        }
         _ => {}
     }
-    header_joined(
-        reply
-            .extra
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
-            .map(|(_, v)| v.as_bytes()),
-        ", ",
-    )
+    reply
+        .extra
+        .iter()
+        .find(|(n, _)| header_name_matches(n, &want))
+        .map(|(_, v)| Cow::Borrowed(v.as_bytes()))
 }
 
 /// `$hostname`, read once per process.

@@ -173,6 +173,10 @@ async fn run(
         a.abort();
     }
     let _ = quit_tx.send(true);
+    // `worker_shutdown_timeout`: past it, the connections still open are
+    // closed (returning drops their tasks, and with them their sockets).
+    let limit = site.config.main.worker_shutdown_timeout;
+    let mut deadline = std::pin::pin!(tokio::time::sleep(limit.unwrap_or(Duration::ZERO)));
     while active.get() > 0 {
         tokio::select! {
             _ = freed.notified() => {}
@@ -180,6 +184,15 @@ async fn run(
                 if r.is_err() || *control.borrow() == Control::Stop {
                     return;
                 }
+            }
+            _ = deadline.as_mut(), if limit.is_some() => {
+                // nginx logs "*N shutdown timeout" per connection at info.
+                site.error_log.log(
+                    Level::Info,
+                    None,
+                    format_args!("shutdown timeout: {} connections closed", active.get()),
+                );
+                return;
             }
         }
     }

@@ -184,6 +184,273 @@ pub fn open_regular(path: &Path, cached: bool) -> io::Result<(Option<OwnedFd>, F
     }
 }
 
+/// How symbolic links in a path are treated (nginx's `disable_symlinks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LinkPolicy {
+    /// Followed, as by `open()`.
+    #[default]
+    Follow,
+    /// Any link in the path fails the open with `ELOOP` (`on`).
+    Refuse,
+    /// A link whose owner is not its target's owner fails it (`if_not_owner`).
+    RefuseIfNotOwner,
+}
+
+/// The symbolic-link rule for one path: the policy, and how many leading
+/// bytes of the path are not checked (`disable_symlinks … from=`; 0: all
+/// of it is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Links {
+    /// What is refused.
+    pub policy: LinkPolicy,
+    /// Bytes at the start of the path opened as usual (a directory).
+    pub from: usize,
+}
+
+impl Links {
+    /// Links followed everywhere.
+    pub const FOLLOW: Links = Links {
+        policy: LinkPolicy::Follow,
+        from: 0,
+    };
+}
+
+/// `openat(dir or AT_FDCWD, name, flags)`, one path component or more.
+fn openat(dir: Option<BorrowedFd<'_>>, name: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+    openat_mode(dir, name, flags, 0)
+}
+
+/// [`openat`] with the mode of a file `O_CREAT` makes.
+fn openat_mode(
+    dir: Option<BorrowedFd<'_>>,
+    name: &[u8],
+    flags: libc::c_int,
+    mode: u32,
+) -> io::Result<OwnedFd> {
+    let cname =
+        std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `cname` is NUL-terminated and outlives the call; the mode is
+    // passed as the variadic argument `openat` reads with O_CREAT.
+    let fd = cvt(unsafe { libc::openat(dirfd, cname.as_ptr(), flags, mode as libc::c_uint) })?;
+    // SAFETY: a successful openat returns a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: the entry itself.
+fn lstat_at(dir: Option<BorrowedFd<'_>>, name: &[u8]) -> io::Result<FileMeta> {
+    let cname =
+        std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `cname` is NUL-terminated; `st` is writable storage for one
+    // `struct stat`, filled by the kernel on success.
+    cvt(unsafe {
+        libc::fstatat(
+            dirfd,
+            cname.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: the call succeeded, so `st` is initialized.
+    Ok(FileMeta::from_stat(&unsafe { st.assume_init() }))
+}
+
+/// nginx's `ngx_openat_file_owner`: opens `name` in `dir` (following a
+/// link) and fails with `ELOOP` when the entry's owner and the opened
+/// file's differ — a link made by someone else. Owners are compared even
+/// when the entry is not a link now: it may have been one during the open.
+fn openat_owner(
+    dir: Option<BorrowedFd<'_>>,
+    name: &[u8],
+    flags: libc::c_int,
+) -> io::Result<OwnedFd> {
+    let fd = openat(dir, name, flags)?;
+    let entry = lstat_at(dir, name)?;
+    let target = fstat(&fd)?;
+    if entry.uid != target.uid {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    Ok(fd)
+}
+
+/// Flags of the directories a checked walk passes through (nginx's
+/// `NGX_FILE_SEARCH` on Linux).
+const SEARCH_FLAGS: libc::c_int = libc::O_PATH | libc::O_CLOEXEC;
+
+/// Opens `path` with `flags` one component at a time from its unchecked
+/// prefix, as nginx's `ngx_open_file_wrapper` does: each component with
+/// `O_NOFOLLOW` (a link in the middle opens as the link itself, and the
+/// next component fails with `ENOTDIR`; a link at the end fails with
+/// `ELOOP`), or, with `owner`, following links whose owner is their
+/// target's. A path ending in `/` opens its last directory. Blocking.
+fn walk_open(path: &[u8], from: usize, flags: libc::c_int, owner: bool) -> io::Result<OwnedFd> {
+    walk_open_mode(path, from, flags, 0, owner)
+}
+
+/// [`walk_open`] with a creation mode. A file created (`O_CREAT`) is never
+/// owner-checked at the end, as in nginx: its last component is opened
+/// with `O_NOFOLLOW`.
+fn walk_open_mode(
+    path: &[u8],
+    from: usize,
+    flags: libc::c_int,
+    mode: u32,
+    owner: bool,
+) -> io::Result<OwnedFd> {
+    let end = path.len();
+    let (mut at, mut p) = if from > 0 && from < end {
+        (Some(openat(None, &path[..from], SEARCH_FLAGS)?), from + 1)
+    } else if path.first() == Some(&b'/') {
+        (Some(openat(None, b"/", SEARCH_FLAGS)?), 1)
+    } else {
+        (None, 0)
+    };
+    while let Some(i) = path[p.min(end)..].iter().position(|&c| c == b'/') {
+        let cp = p + i;
+        if cp == p {
+            p += 1;
+            continue;
+        }
+        let name = &path[p..cp];
+        let dir = at.as_ref().map(|f| f.as_fd());
+        let fd = if owner {
+            openat_owner(dir, name, SEARCH_FLAGS)?
+        } else {
+            openat(dir, name, SEARCH_FLAGS | libc::O_NOFOLLOW)?
+        };
+        at = Some(fd);
+        p = cp + 1;
+    }
+    let dir = at.as_ref().map(|f| f.as_fd());
+    if p >= end {
+        return openat_mode(dir, b".", flags, mode);
+    }
+    if owner && flags & libc::O_CREAT == 0 {
+        openat_owner(dir, &path[p..], flags)
+    } else {
+        openat_mode(dir, &path[p..], flags | libc::O_NOFOLLOW, mode)
+    }
+}
+
+/// Opens `path` with `flags` under the link rule `links`. `cached` makes it
+/// the event loop's form: `EAGAIN` when the lookup would need I/O, and
+/// `EAGAIN` too for `RefuseIfNotOwner`, whose walk has no such form.
+/// `Refuse` is one `openat2(RESOLVE_NO_SYMLINKS)` from the unchecked
+/// prefix; without `openat2` it is nginx's walk.
+fn open_links(path: &Path, flags: libc::c_int, links: Links, cached: bool) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let from = if links.from < bytes.len() {
+        links.from
+    } else {
+        0
+    };
+    match links.policy {
+        LinkPolicy::Follow => {
+            let resolve = if cached {
+                Resolve::CACHED
+            } else {
+                Resolve::NONE
+            };
+            if cached {
+                openat2_flags(None, path, flags, resolve)
+            } else {
+                openat(None, bytes, flags)
+            }
+        }
+        LinkPolicy::Refuse => {
+            let base = if cached {
+                Resolve::CACHED
+            } else {
+                Resolve::NONE
+            };
+            let resolve = base.union(Resolve::NO_SYMLINKS);
+            let r = if from > 0 {
+                let dir = openat2_flags(
+                    None,
+                    Path::new(std::ffi::OsStr::from_bytes(&bytes[..from])),
+                    SEARCH_FLAGS,
+                    base,
+                )?;
+                let rest = &bytes[from..];
+                let rest = match rest.iter().position(|&c| c != b'/') {
+                    Some(i) => &rest[i..],
+                    None => b".".as_slice(),
+                };
+                openat2_flags(
+                    Some(dir.as_fd()),
+                    Path::new(std::ffi::OsStr::from_bytes(rest)),
+                    flags,
+                    resolve,
+                )
+            } else {
+                openat2_flags(None, path, flags, resolve)
+            };
+            match r {
+                Err(e) if !cached && e.raw_os_error() == Some(libc::ENOSYS) => {
+                    walk_open(bytes, from, flags, false)
+                }
+                r => r,
+            }
+        }
+        LinkPolicy::RefuseIfNotOwner if cached => Err(io::Error::from_raw_os_error(libc::EAGAIN)),
+        LinkPolicy::RefuseIfNotOwner => walk_open(bytes, from, flags, true),
+    }
+}
+
+/// Opens a log file for appending (created with `mode`) under `links`:
+/// `O_WRONLY|O_APPEND|O_CREAT`, with nginx's checked walk for a rule other
+/// than `Follow`. Blocking: for log writer threads.
+pub fn open_append_links(path: &Path, links: Links, mode: u32) -> io::Result<std::fs::File> {
+    use std::os::unix::ffi::OsStrExt;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
+    let bytes = path.as_os_str().as_bytes();
+    let from = if links.from < bytes.len() {
+        links.from
+    } else {
+        0
+    };
+    let fd = match links.policy {
+        LinkPolicy::Follow => openat_mode(None, bytes, flags, mode)?,
+        LinkPolicy::Refuse => walk_open_mode(bytes, from, flags, mode, false)?,
+        LinkPolicy::RefuseIfNotOwner => walk_open_mode(bytes, from, flags, mode, true)?,
+    };
+    Ok(std::fs::File::from(fd))
+}
+
+/// [`open_regular`] under the link rule `links`.
+pub fn open_regular_links(
+    path: &Path,
+    cached: bool,
+    links: Links,
+) -> io::Result<(Option<OwnedFd>, FileMeta)> {
+    if links.policy == LinkPolicy::Follow {
+        return open_regular(path, cached);
+    }
+    let fd = open_links(path, READ_FLAGS, links, cached)?;
+    let meta = fstat(&fd)?;
+    match meta.kind {
+        FileKind::Regular => Ok((Some(fd), meta)),
+        _ => Ok((None, meta)),
+    }
+}
+
+/// `stat()` under the link rule `links` (an `O_PATH` open and `fstat`);
+/// `cached` as for [`open_regular_links`].
+pub fn stat_links(path: &Path, cached: bool, links: Links) -> io::Result<FileMeta> {
+    if links.policy == LinkPolicy::Follow {
+        return if cached {
+            stat_cached(path)
+        } else {
+            stat(path)
+        };
+    }
+    let fd = open_links(path, SEARCH_FLAGS, links, cached)?;
+    fstat(&fd)
+}
+
 /// What kind of file a [`FileMeta`] describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -214,6 +481,8 @@ pub struct FileMeta {
     pub dev: u64,
     /// Permission bits and type bits (`st_mode`).
     pub mode: u32,
+    /// The owner (`disable_symlinks if_not_owner` compares owners).
+    pub uid: u32,
 }
 
 impl FileMeta {
@@ -232,6 +501,7 @@ impl FileMeta {
             ino: st.st_ino,
             dev: st.st_dev,
             mode: st.st_mode,
+            uid: st.st_uid,
         }
     }
 }
@@ -611,5 +881,64 @@ mod tests {
         let mut got = String::new();
         a.read_to_string(&mut got).unwrap();
         assert_eq!(got, "xyz");
+    }
+
+    /// `disable_symlinks`: a link anywhere after the unchecked prefix
+    /// fails with `ELOOP` (`on`), the same owner passes (`if_not_owner`),
+    /// and the loop's form answers `EAGAIN` for the walk it cannot make.
+    #[test]
+    fn link_rules() {
+        let dir = std::env::temp_dir().join(format!("nowait-links-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("real")).unwrap();
+        fs::write(dir.join("real/f"), b"x").unwrap();
+        std::os::unix::fs::symlink("real", dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("f", dir.join("real/flink")).unwrap();
+        let refuse = Links {
+            policy: LinkPolicy::Refuse,
+            from: 0,
+        };
+        let owner = Links {
+            policy: LinkPolicy::RefuseIfNotOwner,
+            from: 0,
+        };
+        let errno =
+            |r: io::Result<(Option<OwnedFd>, FileMeta)>| r.err().and_then(|e| e.raw_os_error());
+        assert!(open_regular_links(&dir.join("real/f"), false, refuse).is_ok());
+        assert_eq!(
+            errno(open_regular_links(&dir.join("link/f"), false, refuse)),
+            Some(libc::ELOOP)
+        );
+        assert_eq!(
+            errno(open_regular_links(&dir.join("real/flink"), false, refuse)),
+            Some(libc::ELOOP)
+        );
+        // The walk nginx makes without openat2 refuses them too.
+        use std::os::unix::ffi::OsStrExt;
+        let walk = |p: &std::path::Path| walk_open(p.as_os_str().as_bytes(), 0, READ_FLAGS, false);
+        assert!(walk(&dir.join("real/f")).is_ok());
+        assert!(walk(&dir.join("link/f")).is_err());
+        assert_eq!(
+            walk(&dir.join("real/flink"))
+                .err()
+                .and_then(|e| e.raw_os_error()),
+            Some(libc::ELOOP)
+        );
+        // Links of the same owner pass `if_not_owner`.
+        assert!(open_regular_links(&dir.join("link/flink"), false, owner).is_ok());
+        assert_eq!(
+            errno(open_regular_links(&dir.join("real/f"), true, owner)),
+            Some(libc::EAGAIN)
+        );
+        // `from=`: the link inside the unchecked prefix is followed.
+        let prefix = dir.join("link");
+        let from = Links {
+            policy: LinkPolicy::Refuse,
+            from: prefix.as_os_str().len(),
+        };
+        assert!(open_regular_links(&dir.join("link/f"), false, from).is_ok());
+        assert!(stat_links(&dir.join("link"), false, refuse).is_err());
+        assert!(stat_links(&dir.join("real"), false, refuse).is_ok());
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -30,6 +30,12 @@ pub fn set_tcp_nodelay(sock: impl AsFd, on: bool) -> io::Result<()> {
     SockRef::from(&sock.as_fd()).set_tcp_nodelay(on)
 }
 
+/// `setsockopt(SO_LINGER, {on, 0})`: the next close resets the connection
+/// (`reset_timedout_connection`), freeing its buffers at once.
+pub fn set_reset_on_close(sock: impl AsFd) -> io::Result<()> {
+    SockRef::from(&sock.as_fd()).set_linger(Some(std::time::Duration::ZERO))
+}
+
 /// `setsockopt(TCP_DEFER_ACCEPT, secs)`: `listen ... deferred`; the kernel
 /// wakes `accept()` only once data arrived (or after `secs`).
 pub fn set_defer_accept(sock: impl AsFd, secs: u32) -> io::Result<()> {

@@ -14,6 +14,8 @@
 //!   whether the connection may be kept alive after it.
 //! - [`conn`]: connections to upstreams (TCP, unix sockets), in use or idle.
 //! - [`keepalive`]: the process's cache of idle upstream connections.
+//! - [`resolve`]: `resolver`: names looked up at request time over UDP,
+//!   without blocking, and kept for their TTL.
 //!
 //! Like the balancer, the rest owns no configuration parsing: `config/`
 //! builds the [`peer::PeerSpec`]s and the [`balance::Balance`].
@@ -24,6 +26,7 @@ pub mod conn;
 pub mod head;
 pub mod keepalive;
 pub mod peer;
+pub mod resolve;
 pub mod split;
 
 pub use balance::{Balance, GroupError, Outcome, PeerGroup, Pick, PickCtx, Tried};

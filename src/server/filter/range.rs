@@ -70,6 +70,13 @@ pub fn header(
         RangeSpec::Unsatisfiable => {
             let mut rep = Reply::special(Status::RANGE_NOT_SATISFIABLE);
             rep.content_range = Some(range::unsatisfiable_content_range(len));
+            // The fields the reply had stay (nginx's list is not cleared on
+            // this path), but no validators go with a 416.
+            rep.extra = std::mem::take(&mut reply.extra);
+            rep.extra.retain(|(n, _)| {
+                !n.eq_ignore_ascii_case("Last-Modified") && !n.eq_ignore_ascii_case("ETag")
+            });
+            rep.headers_done = true;
             return Err(Box::new(rep));
         }
         RangeSpec::Satisfiable(ranges) => {

@@ -182,7 +182,7 @@ pub async fn handle<'a>(
     let Some(pass) = r.location.and_then(|l| l.proxy_pass.as_ref()) else {
         return reply(Reply::special(Status::INTERNAL_SERVER_ERROR));
     };
-    let target = match target(site, r, pass) {
+    let target = match target(site, r, pass).await {
         Ok(t) => t,
         Err(status) => return reply(Reply::special(status)),
     };
@@ -304,7 +304,7 @@ async fn drain(mut source: Box<dyn crate::body::Source>) {
 }
 
 /// The group and URI a `proxy_pass` names for this request.
-fn target(
+async fn target(
     site: &Site,
     r: &mut Req<'_>,
     pass: &crate::config::model::ProxyPass,
@@ -312,7 +312,7 @@ fn target(
     match &pass.target {
         ProxyTarget::Static(url) => {
             let group = site.upstreams.get(&url.upstream).cloned().ok_or_else(|| {
-                site.error_log.log(
+                r.error_log().log(
                     Level::Error,
                     Some(r.conn_no),
                     format_args!("no upstream \"{}\"{}", url.upstream, r.log_context()),
@@ -333,16 +333,16 @@ fn target(
                 dynamic: false,
             })
         }
-        ProxyTarget::Dynamic => dynamic_target(site, r, pass),
+        ProxyTarget::Dynamic => dynamic_target(site, r, pass).await,
     }
 }
 
 /// `proxy_pass` with variables (`ngx_http_proxy_eval`): the URL is
 /// evaluated, its host looked up among the groups, else used directly when
-/// it is an address. A name that no group has would need a resolver: nginx
-/// answers 502 (`no resolver defined to resolve …`), and so does nowait,
-/// which resolves nothing on its loops.
-fn dynamic_target(
+/// it is an address, else resolved by the location's `resolver` (without
+/// one, nginx answers 502: `no resolver defined to resolve …`). The
+/// addresses found make a round-robin group of their own.
+async fn dynamic_target(
     site: &Site,
     r: &mut Req<'_>,
     pass: &crate::config::model::ProxyPass,
@@ -357,7 +357,7 @@ fn dynamic_target(
         } else {
             "invalid URL prefix"
         };
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("{what} in \"{url}\"{}", r.log_context()),
@@ -370,7 +370,7 @@ fn dynamic_target(
         resolve: false,
     };
     let parsed = parse_url(rest, opts).map_err(|e| {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("{e} in upstream \"{rest}\"{}", r.log_context()),
@@ -399,29 +399,54 @@ fn dynamic_target(
             dynamic: true,
         });
     }
-    let Some(addr) = parsed.addrs.first() else {
-        site.error_log.log(
-            Level::Error,
-            Some(r.conn_no),
-            format_args!(
-                "no resolver defined to resolve {}{}",
-                parsed.host,
-                r.log_context()
-            ),
-        );
-        return Err(Status::BAD_GATEWAY);
+    let specs = match parsed.addrs.first() {
+        Some(addr) => {
+            let name = addr.to_string();
+            let addr = match addr {
+                crate::config::model::UpstreamAddr::Inet(a) => PeerAddr::Inet(*a),
+                crate::config::model::UpstreamAddr::Unix(p) => PeerAddr::Unix(p.clone()),
+            };
+            vec![PeerSpec::new(addr, &name, rest)]
+        }
+        None => {
+            let Some(resolver) = r.conf.resolver.clone() else {
+                r.error_log().log(
+                    Level::Error,
+                    Some(r.conn_no),
+                    format_args!(
+                        "no resolver defined to resolve {}{}",
+                        parsed.host,
+                        r.log_context()
+                    ),
+                );
+                return Err(Status::BAD_GATEWAY);
+            };
+            let found = resolver
+                .resolve(&parsed.host, r.conf.resolver_timeout)
+                .await
+                .map_err(|e| {
+                    r.error_log().log(
+                        Level::Error,
+                        Some(r.conn_no),
+                        format_args!(
+                            "{} could not be resolved ({e}){}",
+                            parsed.host,
+                            r.log_context()
+                        ),
+                    );
+                    Status::BAD_GATEWAY
+                })?;
+            found
+                .into_iter()
+                .map(|ip| {
+                    let a = std::net::SocketAddr::new(ip, parsed.port);
+                    PeerSpec::new(PeerAddr::Inet(a), &a.to_string(), rest)
+                })
+                .collect()
+        }
     };
-    let name = addr.to_string();
-    let addr = match addr {
-        crate::config::model::UpstreamAddr::Inet(a) => PeerAddr::Inet(*a),
-        crate::config::model::UpstreamAddr::Unix(p) => PeerAddr::Unix(p.clone()),
-    };
-    let peers = PeerGroup::new(
-        vec![PeerSpec::new(addr, &name, rest)],
-        Vec::new(),
-        crate::upstream::Balance::RoundRobin,
-    )
-    .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
+    let peers = PeerGroup::new(specs, Vec::new(), crate::upstream::Balance::RoundRobin)
+        .map_err(|_| Status::INTERNAL_SERVER_ERROR)?;
     Ok(Target {
         url_prefix,
         group: Arc::new(Group {
@@ -505,7 +530,7 @@ async fn prepare_body(
             Ok(BodyPlan::File(t))
         }
         Err(e) => {
-            site.error_log.log(
+            r.error_log().log(
                 e.level,
                 Some(r.conn_no),
                 format_args!("{}{}", e.message, r.log_context()),
@@ -557,7 +582,7 @@ async fn exchange<'a>(
         let peer = match group.peers.pick(&ctx, &mut tried, now) {
             Pick::Peer(p) => p,
             Pick::NoLive => {
-                site.error_log.log(
+                r.error_log().log(
                     Level::Error,
                     Some(r.conn_no),
                     format_args!(
@@ -658,7 +683,7 @@ async fn exchange<'a>(
                 return reply(Reply::aborted(Status(499)));
             }
             Err(f) => {
-                site.error_log.log(
+                r.error_log().log(
                     f.level,
                     Some(r.conn_no),
                     format_args!("{}{ctx_text}", f.message),
@@ -776,7 +801,7 @@ async fn cached_answer(
 
 /// Gives the peer back to its balancer; logs when a failure takes it out.
 fn release(
-    site: &Site,
+    _site: &Site,
     r: &Req<'_>,
     group: &Group,
     tried: &mut Tried,
@@ -785,7 +810,7 @@ fn release(
     ctx: &str,
 ) {
     if group.peers.done(tried, peer, outcome, Instant::now()) {
-        site.error_log.log(
+        r.error_log().log(
             Level::Warn,
             Some(r.conn_no),
             format_args!("upstream server temporarily disabled while reading response header from upstream{ctx}"),
@@ -999,8 +1024,35 @@ async fn send_request(
         BodyPlan::Stream {
             chunked, started, ..
         } => {
-            conn.write_all(head, timeout).await.map_err(send_failure)?;
+            // The part of the body that came with the head goes in the same
+            // write, as nginx sends it.
+            let preread = client.preread_piece(r.head, r.conf);
+            let mut first = head.to_vec();
+            if let Some(p) = &preread {
+                if *chunked {
+                    crate::body::chunked::chunk_head(p.len(), &mut first);
+                    first.extend_from_slice(p);
+                    first.extend_from_slice(crate::body::chunked::CHUNK_END);
+                } else {
+                    first.extend_from_slice(p);
+                }
+            }
+            conn.write_all(&first, timeout)
+                .await
+                .map_err(send_failure)?;
+            sent += (first.len() - head.len()) as u64;
             *started = true;
+            // A body that fits the body buffer stays readable as
+            // `$request_body`, as nginx's last buffers do when it streams.
+            let keep_max = r.conf.client_body_buffer_size as usize;
+            let mut kept = Some(Vec::new());
+            if let Some(p) = &preread {
+                r.body.received += p.len() as u64;
+                kept = kept.filter(|_| p.len() <= keep_max).map(|mut k| {
+                    k.extend_from_slice(p);
+                    k
+                });
+            }
             loop {
                 let piece = client
                     .next_piece(r.head, r.conf)
@@ -1021,23 +1073,47 @@ async fn send_request(
                             .map_err(send_failure)?;
                         sent += 5;
                     }
+                    if let Some(body) = kept.take() {
+                        r.body.in_memory = Some(Arc::new(body));
+                    }
                     break;
                 };
-                r.body.received += piece.len() as u64;
-                if *chunked {
-                    let mut framed = Vec::with_capacity(piece.len() + 12);
-                    crate::body::chunked::chunk_head(piece.len(), &mut framed);
-                    framed.extend_from_slice(&piece);
-                    framed.extend_from_slice(crate::body::chunked::CHUNK_END);
-                    conn.write_all(&framed, timeout)
-                        .await
-                        .map_err(send_failure)?;
-                    sent += framed.len() as u64;
-                } else {
-                    conn.write_all(&piece, timeout)
-                        .await
-                        .map_err(send_failure)?;
-                    sent += piece.len() as u64;
+                // What else already arrived (the end of the body among it)
+                // goes in the same write, as nginx passes what it read.
+                let mut out = Vec::with_capacity(piece.len() + 12);
+                let mut next = Some(piece);
+                let mut ended = false;
+                while let Some(piece) = next.take() {
+                    r.body.received += piece.len() as u64;
+                    kept = kept
+                        .filter(|k| k.len() + piece.len() <= keep_max)
+                        .map(|mut k| {
+                            k.extend_from_slice(&piece);
+                            k
+                        });
+                    if *chunked {
+                        crate::body::chunked::chunk_head(piece.len(), &mut out);
+                        out.extend_from_slice(&piece);
+                        out.extend_from_slice(crate::body::chunked::CHUNK_END);
+                    } else {
+                        out.extend_from_slice(&piece);
+                    }
+                    match client.buffered_piece() {
+                        Some(Some(more)) => next = Some(more),
+                        Some(None) => ended = true,
+                        None => {}
+                    }
+                }
+                if ended && *chunked {
+                    out.extend_from_slice(crate::body::chunked::LAST_CHUNK);
+                }
+                conn.write_all(&out, timeout).await.map_err(send_failure)?;
+                sent += out.len() as u64;
+                if ended {
+                    if let Some(body) = kept.take() {
+                        r.body.in_memory = Some(Arc::new(body));
+                    }
+                    break;
                 }
             }
         }
@@ -1332,7 +1408,7 @@ fn fill_plan(
         lock: c.lock.take(),
         temp_dir: crate::cache::fill::temp_dir(c.zone.conf.use_temp_path, &conf.proxy_temp_path),
         files,
-        log: site.error_log.clone(),
+        log: r.error_log().clone(),
         done: None,
     })
 }
@@ -1485,7 +1561,7 @@ fn respond(
         .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
         .collect();
     let (mut rep, accel) = if got.http09 {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!(
@@ -1538,7 +1614,7 @@ fn respond(
         shared: site.shared.clone(),
     };
     let log = LogCtx {
-        log: site.error_log.clone(),
+        log: r.error_log().clone(),
         conn_no: r.conn_no,
         context: ctx.to_string(),
     };
@@ -1547,7 +1623,13 @@ fn respond(
     } else {
         rep.length_override
     };
-    let limit_rate = accel.limit_rate.unwrap_or(conf.proxy_limit_rate);
+    // `X-Accel-Limit-Rate` paces the client (nginx's `r->limit_rate`), for
+    // this response and any it redirects to; `proxy_limit_rate` paces the
+    // upstream reads.
+    if let Some(rate) = accel.limit_rate {
+        r.limit_rate = Some(rate);
+    }
+    let limit_rate = conf.proxy_limit_rate;
     let mut source = UpstreamBody::new(
         got.conn,
         got.leftover,
@@ -1572,13 +1654,29 @@ fn respond(
             .any(|p| p.codes.contains(&rep.status.0))
     {
         drop(source);
+        let mut special = Reply::special(rep.status);
+        if rep.status.0 == 401 {
+            // nginx keeps the upstream's (first) challenge on an
+            // intercepted 401 (`ngx_http_upstream_intercept_errors`).
+            if let Some(h) = rep
+                .extra
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("WWW-Authenticate"))
+            {
+                special.extra.push(h.clone());
+            }
+        }
         if let Some(c) = cache {
             cache::cache_error(r, c, rep.status.0, Some(&got.head));
         }
-        return reply(Reply::special(rep.status));
+        return reply(special);
     }
     let buffering = accel.buffering.unwrap_or(conf.proxy_buffering);
     source.set_flush(!buffering);
+    if !buffering {
+        // nginx sends unbuffered responses unpaced.
+        r.limit_rate = Some(0);
+    }
     rep.read_ahead = if buffering {
         let (n, size) = conf.proxy_buffers;
         (n as u64 * size).max(conf.proxy_buffer_size) as usize

@@ -24,7 +24,6 @@ use crate::upstream::head::ResponseHead;
 
 use super::super::reply::{Body, Reply};
 use super::super::request::Req;
-use super::super::static_file::absolute_url;
 
 /// Fields nginx never passes on unless `proxy_pass_header` names them
 /// (`ngx_http_proxy_hide_headers`).
@@ -122,11 +121,15 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
             // which the header filter makes absolute; one no rule matched
             // passes as the upstream wrote it
             // (`ngx_http_upstream_rewrite_location`).
-            reply.location = Some(match rewrite_redirect(r, conf, &text, 0) {
-                Some(rewritten) if rewritten.starts_with('/') => absolute_url(r, &rewritten),
-                Some(rewritten) => rewritten,
-                None => text,
-            });
+            match rewrite_redirect(r, conf, &text, 0) {
+                // The header filter makes a rewritten path absolute.
+                Some(rewritten) => reply.location = Some(rewritten),
+                // One no rule rewrote stays among the upstream's fields, as
+                // it was written (nginx leaves `headers_out.location` unset
+                // for a relative one).
+                None if text.starts_with('/') => reply.extra.push((name.into_owned(), text)),
+                None => reply.location = Some(text),
+            }
         } else if name.eq_ignore_ascii_case("Refresh") {
             let lower = text.to_ascii_lowercase();
             let value = match lower.find("url=") {
