@@ -20,6 +20,8 @@
 //! - [`loader`] and [`manager`]: the threads that fill the zone from disk
 //!   and expire entries (`inactive`, `max_size`, `min_free`).
 //! - [`fill`]: the tee that writes a temp file and publishes it by rename.
+//! - [`backlog`]: what a fill holds that the disk has not taken, bounded
+//!   per fill and per zone; the writer's batches.
 //! - [`share`]: read-while-write, a fill's temp file streamed to the
 //!   requests waiting on `proxy_cache_lock`.
 //! - [`hit`]: open, read the header off the loop, check.
@@ -28,6 +30,7 @@
 //! Only the last five do I/O, and only through the file layer (the
 //! loader and manager on threads of their own); the others are pure.
 
+pub mod backlog;
 pub mod fill;
 pub mod format;
 pub mod hit;

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::fill::{Files, MAX_BACKLOG};
+use super::backlog::MAX_BACKLOG;
+use super::fill::Files;
 use crate::body::Tee;
 use crate::config::model::TempPath;
 use crate::io::temp::TempFile;

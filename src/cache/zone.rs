@@ -168,8 +168,8 @@ pub struct ZoneStats {
     pub bytes_filled: AtomicU64,
     /// Fills completed and published.
     pub fills: AtomicU64,
-    /// Fills abandoned (the disk fell behind, the upstream failed, the
-    /// disk was full).
+    /// Fills abandoned (the disk fell behind, the zone's backlog was full,
+    /// the upstream failed, the disk was full).
     pub fills_abandoned: AtomicU64,
     /// Entries removed (inactive, over `max_size`, zone full).
     pub evictions: AtomicU64,
@@ -178,6 +178,14 @@ pub struct ZoneStats {
     /// Requests that waited on `proxy_cache_lock` and streamed the fill
     /// under way (read-while-write), counted among the hits too.
     pub coalesced: AtomicU64,
+    /// Bytes the zone's fills hold that are not on the disk yet (queued,
+    /// or being written; an admitted fill counts `backlog::FILL_COST`
+    /// until its first write), all workers together: a gauge, bounded by
+    /// `backlog::ZONE_BACKLOG`.
+    pub fill_backlog: AtomicU64,
+    /// Fills not started because the zone's backlog had no room for them
+    /// (their responses were served uncached).
+    pub fills_skipped: AtomicU64,
 }
 
 /// One `proxy_cache_path`'s zone.

@@ -193,15 +193,19 @@ impl FileLayer<'_> {
     }
 
     /// Appends `data` to `t`, where `aio_write` says (the pool under `aio
-    /// threads` with `aio_write on`, nowait's default).
-    pub async fn append_temp(&self, t: &mut TempFile, data: Arc<[u8]>) -> Result<(), FileError> {
+    /// threads` with `aio_write on`, nowait's default). `data` is moved to
+    /// the pool as it is (an `Arc<[u8]>`, a `Vec<u8>`), never copied.
+    pub async fn append_temp<D>(&self, t: &mut TempFile, data: D) -> Result<(), FileError>
+    where
+        D: AsRef<[u8]> + Send + 'static,
+    {
         let file = t.file.clone();
         let path = t.path.clone();
         let off = t.len;
-        let len = data.len() as u64;
+        let len = data.as_ref().len() as u64;
         self.run_write("write", move || {
             fault::stall(&path);
-            file.write_all_at(&data, off)
+            file.write_all_at(data.as_ref(), off)
                 .map_err(|e| sys(PWRITE, &path, e))
         })
         .await??;

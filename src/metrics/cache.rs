@@ -26,6 +26,10 @@ pub struct ZoneSample {
     pub fills: u64,
     /// Fills given up (upstream cut, disk full or behind, client gone).
     pub fills_abandoned: u64,
+    /// Fills not started: the zone's backlog had no room for them.
+    pub fills_skipped: u64,
+    /// Bytes teed to the zone's fills and not yet on the disk (a gauge).
+    pub fill_backlog: u64,
     /// Entries removed (inactive, `max_size`, `min_free`, zone full).
     pub evictions: u64,
     /// Keys in the index.
@@ -88,7 +92,7 @@ pub fn render(out: &mut String, zones: &[ZoneSample]) {
             );
         }
     }
-    let scalars: [Scalar; 9] = [
+    let scalars: [Scalar; 11] = [
         (
             "nowait_cache_coalesced_total",
             "counter",
@@ -112,6 +116,18 @@ pub fn render(out: &mut String, zones: &[ZoneSample]) {
             "counter",
             "Fills given up: upstream cut, disk full or behind, client gone.",
             |z| z.fills_abandoned,
+        ),
+        (
+            "nowait_cache_fills_skipped_total",
+            "counter",
+            "Fills not started because the zone's fill backlog was full; served uncached.",
+            |z| z.fills_skipped,
+        ),
+        (
+            "nowait_cache_fill_backlog_bytes",
+            "gauge",
+            "Bytes teed to the zone's fills and not yet written to its disk.",
+            |z| z.fill_backlog,
         ),
         (
             "nowait_cache_evictions_total",
@@ -164,6 +180,8 @@ mod tests {
             path: "/d1".into(),
             pool: "pool_1".into(),
             statuses: [3, 1, 0, 0, 0, 0, 0],
+            fills_skipped: 2,
+            fill_backlog: 65536,
             loader_done: true,
             ..ZoneSample::default()
         };
@@ -176,6 +194,13 @@ mod tests {
                 "nowait_cache_loader_done{zone=\"cache_1\",path=\"/d1\",pool=\"pool_1\"} 1"
             )
         );
+        assert!(out.contains("# TYPE nowait_cache_fill_backlog_bytes gauge\n"));
+        assert!(out.contains(
+            "nowait_cache_fill_backlog_bytes{zone=\"cache_1\",path=\"/d1\",pool=\"pool_1\"} 65536"
+        ));
+        assert!(out.contains(
+            "nowait_cache_fills_skipped_total{zone=\"cache_1\",path=\"/d1\",pool=\"pool_1\"} 2"
+        ));
         let mut empty = String::new();
         render(&mut empty, &[]);
         assert!(empty.is_empty());

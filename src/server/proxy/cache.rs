@@ -137,6 +137,8 @@ pub fn samples(site: &Site) -> Vec<crate::metrics::cache::ZoneSample> {
                 bytes_filled: s.bytes_filled.load(Relaxed),
                 fills: s.fills.load(Relaxed),
                 fills_abandoned: s.fills_abandoned.load(Relaxed),
+                fills_skipped: s.fills_skipped.load(Relaxed),
+                fill_backlog: s.fill_backlog.load(Relaxed),
                 evictions: s.evictions.load(Relaxed),
                 keys: z.keys() as u64,
                 size: z.size(),
