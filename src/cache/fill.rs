@@ -251,7 +251,7 @@ async fn write(
         let n = (out.len() - before) as u64;
         if !out.is_empty() {
             files
-                .append_temp(&mut temp, std::mem::take(&mut out))
+                .append_kept(&mut temp, std::mem::take(&mut out))
                 .await
                 .map_err(|e| fail(e, &temp))?;
         }

@@ -119,7 +119,7 @@ async fn write(
                 Some(Msg::Data(b)) => {
                     let n = b.len();
                     files
-                        .append_temp(&mut t, Arc::from(&b[..]))
+                        .append_kept(&mut t, Arc::from(&b[..]))
                         .await
                         .map_err(|e| e.to_string())?;
                     written.fetch_add(n, std::sync::atomic::Ordering::Relaxed);

@@ -173,6 +173,11 @@ impl<'a> FileLayer<'a> {
         self.run(what, f).await
     }
 
+    /// Whether write-side operations run on a pool thread.
+    pub(super) fn writes_in_pool(&self) -> bool {
+        self.pool.is_some() && self.write
+    }
+
     /// Runs a write-side `f` (create, write, rename, unlink): on the pool
     /// under `aio threads` with `aio_write on`, else on the loop, as nginx.
     pub(super) async fn run_write<T, F>(&self, what: &'static str, f: F) -> Result<T, FileError>

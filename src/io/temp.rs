@@ -213,6 +213,35 @@ impl FileLayer<'_> {
         Ok(())
     }
 
+    /// [`FileLayer::append_temp`] for a file that is kept (a cache entry
+    /// being filled): in a pool, the write is followed by write-behind
+    /// (`sys::file::write_behind`), so a fill holds at most about two of its
+    /// writes in dirty or under-writeback pages and its pool thread, not the
+    /// page cache, absorbs a slow disk. Without a pool (`aio off`, `aio_write
+    /// off`) it is a plain append, as nginx's write on the loop.
+    pub async fn append_kept<D>(&self, t: &mut TempFile, data: D) -> Result<(), FileError>
+    where
+        D: AsRef<[u8]> + Send + 'static,
+    {
+        if !self.writes_in_pool() {
+            return self.append_temp(t, data).await;
+        }
+        let file = t.file.clone();
+        let path = t.path.clone();
+        let off = t.len;
+        let len = data.as_ref().len() as u64;
+        self.run_write("write", move || {
+            fault::stall(&path);
+            file.write_all_at(data.as_ref(), off)
+                .map_err(|e| sys(PWRITE, &path, e))?;
+            crate::sys::file::write_behind(&*file, off, len)
+                .map_err(|e| sys(crate::sys::file::SYNC_FILE_RANGE, &path, e))
+        })
+        .await??;
+        t.len += len;
+        Ok(())
+    }
+
     /// Reads up to `len` bytes of `t` at `off` (short at the end).
     pub async fn read_temp(
         &self,

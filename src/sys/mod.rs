@@ -14,7 +14,8 @@
 //!
 //! - [`error`]: [`SysError`] and [`SysResultExt`], the nginx-style message.
 //! - [`file`](mod@file): `openat2(RESOLVE_CACHED)`, `open`, `fstat`/`stat`/`lstat`,
-//!   `pread`, `preadv2(RWF_NOWAIT)`, `cachestat`, `sendfile`, `posix_fadvise`.
+//!   `pread`, `preadv2(RWF_NOWAIT)`, `cachestat`, `sendfile`, `posix_fadvise`,
+//!   `sync_file_range` (write-behind).
 //! - [`dir`]: opening a directory (`openat2(O_DIRECTORY, RESOLVE_CACHED)`),
 //!   reading its names (`fdopendir`/`readdir`) and `fstatat` of each.
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
