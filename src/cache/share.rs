@@ -240,7 +240,7 @@ mod tests {
             .open(&path)
             .unwrap();
         let temp = TempFile {
-            file: Arc::new(file),
+            file: Arc::new(crate::io::closer::CloseOffLoop::new(file)),
             path: Arc::from(path.as_path()),
             named: true,
             len: 0,

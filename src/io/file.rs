@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::closer::CloseOffLoop;
 use super::fault;
 use super::{Lane, Pool, SubmitError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
@@ -38,7 +39,7 @@ use crate::sys::file::{self as sysfile, FileMeta, LinkPolicy, Links};
 #[derive(Clone, Debug)]
 pub struct OpenFile {
     /// The descriptor, shared with pool tasks that use it.
-    pub fd: Arc<OwnedFd>,
+    pub fd: Arc<CloseOffLoop<OwnedFd>>,
     /// `fstat` of the descriptor at open time.
     pub meta: FileMeta,
     /// The path it was opened by, for error messages.
@@ -470,7 +471,7 @@ impl<'a> FileLayer<'a> {
 fn opened(found: (Option<OwnedFd>, FileMeta), path: &Arc<Path>) -> Opened {
     match found {
         (Some(fd), meta) => Opened::Regular(OpenFile {
-            fd: Arc::new(fd),
+            fd: Arc::new(CloseOffLoop::new(fd)),
             meta,
             path: path.clone(),
         }),
@@ -502,7 +503,7 @@ fn open_slow(p: Arc<Path>) -> Result<Opened, FileError> {
     fault::stall(&p);
     match sysfile::open_regular(&p, false) {
         Ok((Some(fd), meta)) => Ok(Opened::Regular(OpenFile {
-            fd: Arc::new(fd),
+            fd: Arc::new(CloseOffLoop::new(fd)),
             meta,
             path: p,
         })),
@@ -535,7 +536,7 @@ fn open_fast(p: &Arc<Path>) -> Fast<Result<Opened, FileError>> {
             metrics::fast(FastOp::Open, FastOutcome::Hit);
             Fast::Done(Ok(match fd {
                 Some(fd) => Opened::Regular(OpenFile {
-                    fd: Arc::new(fd),
+                    fd: Arc::new(CloseOffLoop::new(fd)),
                     meta,
                     path: p.clone(),
                 }),

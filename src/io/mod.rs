@@ -6,6 +6,7 @@
 //! - [`completion`]: what a submission returns: a future that wakes the
 //!   posting tokio task on any runtime, or the overflow error.
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
+//! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
 //! - [`stream`]: a file's bytes as a streamed body, read through the file
@@ -17,6 +18,7 @@
 //! on a disk either runs in its non-blocking form on the loop (see
 //! [`crate::sys::file`]) or is handed to a [`Pool`].
 
+pub mod closer;
 pub mod completion;
 pub mod dir;
 pub mod fault;

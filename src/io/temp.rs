@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::config::model::TempPath;
 use crate::sys::error::SysError;
 
+use super::closer::CloseOffLoop;
 use super::fault;
 use super::file::{FileError, FileLayer};
 
@@ -43,7 +44,7 @@ static NEXT: AtomicU32 = AtomicU32::new(1);
 #[derive(Clone, Debug)]
 pub struct TempFile {
     /// The open file, shared with pool tasks that use it.
-    pub file: Arc<File>,
+    pub file: Arc<CloseOffLoop<File>>,
     /// Its name (already unlinked unless `named`).
     pub path: Arc<Path>,
     /// Whether the name still exists in the file system.
@@ -87,7 +88,7 @@ fn create_blocking(dir: &TempPath, keep_name: bool) -> Result<TempFile, FileErro
                     std::fs::remove_file(&path).map_err(|e| sys(UNLINK, &path, e))?;
                 }
                 return Ok(TempFile {
-                    file: Arc::new(file),
+                    file: Arc::new(CloseOffLoop::new(file)),
                     path: Arc::from(path),
                     named: keep_name,
                     len: 0,
@@ -134,7 +135,7 @@ fn create_beside_blocking(final_path: &Path) -> Result<TempFile, FileError> {
         match opened {
             Ok(file) => {
                 return Ok(TempFile {
-                    file: Arc::new(file),
+                    file: Arc::new(CloseOffLoop::new(file)),
                     path: Arc::from(path),
                     named: true,
                     len: 0,

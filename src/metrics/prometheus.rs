@@ -318,6 +318,17 @@ pub fn render(
             &p.timings().run,
         );
     }
+    header(
+        &mut out,
+        "nowait_closes_off_loop_total",
+        "counter",
+        "Files with no name left whose last close a loop handed to the closer thread.",
+    );
+    let _ = writeln!(
+        out,
+        "nowait_closes_off_loop_total {}",
+        crate::io::closer::deferred()
+    );
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
     out

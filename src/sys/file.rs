@@ -518,6 +518,20 @@ pub fn fstat(fd: impl AsFd) -> io::Result<FileMeta> {
     Ok(FileMeta::from_stat(&unsafe { st.assume_init() }))
 }
 
+/// The number of names `fd`'s file has (`st_nlink` of `fstat`): 0 once it
+/// was unlinked (or replaced by a rename). Never waits on a disk.
+pub fn link_count(fd: impl AsFd) -> io::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable storage for one `struct stat`; on success the
+    // kernel has filled all of it.
+    cvt(unsafe { libc::fstat(fd.as_fd().as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so `st` is initialized.
+    let st = unsafe { st.assume_init() };
+    // `nlink_t` is 64 bits on x86-64 and 32 on arm64.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(st.st_nlink as u64)
+}
+
 /// `stat(path)`, following symlinks. May block on the path walk.
 pub fn stat(path: &Path) -> io::Result<FileMeta> {
     stat_with(path, false)
