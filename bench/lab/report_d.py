@@ -96,8 +96,8 @@ def tables(res, lines):
         f"| miss-load warm-up before the loaded phases | {s['warmup']} s |", "",
         "Hot hits (req/s, closed loop) and latency at the constant rate:", "",
         "| server | stage | hot req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors "
-        "| loops in D state | top stack in D |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+        "| loops in D state | loops waiting for a CPU | top stack in D |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in data["runs"]:
         for stage, target, label in STAGES:
             c = phase(r, stage, target, "closed")
@@ -108,11 +108,13 @@ def tables(res, lines):
             ls = (r.get(stage) or {}).get("loop_states") or {}
             top = (ls.get("top_D_stacks") or [None])[0]
             share = f"{ls['share_D'] * 100:.0f}%" if ls.get("samples") else "—"
+            runq = ls.get("share_runq")
+            runq = "—" if runq is None else f"{runq * 100:.0f}%"
             top_txt = (f"`{top[0]}` ({top[1] / ls['samples'] * 100:.0f}%)" if top else "—")
             errs = (c.get("errors") or 0) + (rt.get("errors") or 0)
             lines.append(f"| {r['server']} | {label} | {_num(c.get('req_per_s'))} "
                          + " ".join(f"| {_ms(lat.get(p))}" for p in PCTS)
-                         + f" | {errs} | {share} | {top_txt} |")
+                         + f" | {errs} | {share} | {runq} | {top_txt} |")
     lines += ["", "Fills (entries published on each disk, counted on the disks themselves):", "",
               "| server | stage | disk1 MB/s | disk2 MB/s | disk3 MB/s | total MB/s "
               "| entries/s | temp files left at the end |",

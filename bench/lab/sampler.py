@@ -67,6 +67,9 @@ class Sampler:
         self.states = collections.Counter()
         self.stacks = collections.Counter()
         self.samples = 0
+        # per loop thread: (first, last) of (run_delay ns, wall time s), from
+        # /proc/…/schedstat: how long it waited on a run queue for a CPU
+        self.runq = {}
         self._stop = threading.Event()
         self._thread = None
 
@@ -88,6 +91,10 @@ class Sampler:
                     pass
             for pid, tid, _ in threads:
                 try:
+                    sched = _read(f"/proc/{pid}/task/{tid}/schedstat").split()
+                    mark = (int(sched[1]), time.time())
+                    first, _ = self.runq.get(tid, (mark, mark))
+                    self.runq[tid] = (first, mark)
                     stat = _read(f"/proc/{pid}/task/{tid}/stat")
                     st = stat.rsplit(")", 1)[1].split()[0]
                     self.states[st] += 1
@@ -105,7 +112,11 @@ class Sampler:
         if self._thread:
             self._thread.join()
         n = self.samples or 1
+        waited = sum(last[0] - first[0] for first, last in self.runq.values()) / 1e9
+        span = sum(last[1] - first[1] for first, last in self.runq.values())
         return {
+            # the share of the loop threads' time spent waiting for a CPU
+            "share_runq": waited / span if span > 0 else None,
             "samples": self.samples,
             "share_D": self.states.get("D", 0) / n,
             "share_R": self.states.get("R", 0) / n,

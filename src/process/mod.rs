@@ -117,6 +117,10 @@ fn check_logs(c: &Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Descriptors reserved beyond two per worker connection: listening
+/// sockets, logs, pools' and the cache's own.
+const FD_SLACK: u64 = 256;
+
 /// Starts the workers of a site on the sockets.
 fn start_generation(
     site: Arc<Site>,
@@ -125,6 +129,18 @@ fn start_generation(
     id: u64,
     init: &Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Generation, String> {
+    // Every descriptor the workers may hold (connections, upstreams, open
+    // files), reserved now so no loop grows the table while it serves.
+    let fds = (site.config.events.worker_connections as u64)
+        .saturating_mul(2 * workers as u64)
+        .saturating_add(FD_SLACK);
+    if let Err(e) = crate::sys::process::reserve_fds(fds) {
+        site.error_log.log(
+            crate::log::Level::Warn,
+            None,
+            format_args!("reserving {fds} descriptors failed ({e})"),
+        );
+    }
     let (control, rx) = watch::channel(Control::Run);
     let mutex = site
         .config

@@ -9,6 +9,7 @@ use super::error::{SysError, SysResultExt};
 use super::{c_path, c_string, cvt, cvt_errno};
 use std::ffi::CStr;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 /// Log name of [`getpwnam`].
@@ -273,8 +274,60 @@ pub fn drop_thread_privileges(uid: u32, gid: u32, groups: &[u32]) -> Result<(), 
     Ok(())
 }
 
+/// Grows this process's descriptor table to hold at least `n` descriptors
+/// now, so that a worker never grows it while serving: growing a shared
+/// table waits for an RCU grace period (`expand_fdtable`), milliseconds a
+/// loop would stall. The table never shrinks. Capped by `RLIMIT_NOFILE`.
+/// Returns the size reserved.
+pub fn reserve_fds(n: u64) -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is writable storage for one `struct rlimit`.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    let n = n.min(lim.rlim_cur).min(i32::MAX as u64);
+    if n < 2 {
+        return Ok(0);
+    }
+    // SAFETY: a constant NUL-terminated path; the result is checked.
+    let root = cvt(unsafe { libc::open(c"/".as_ptr(), libc::O_PATH | libc::O_CLOEXEC) })?;
+    // SAFETY: `root` is the descriptor just opened, owned by nobody else.
+    let root = unsafe { OwnedFd::from_raw_fd(root) };
+    // The lowest free descriptor at or above n - 1: the table now has room
+    // for n. Closed at once.
+    // SAFETY: plain integer arguments on a borrowed descriptor.
+    let high = cvt(unsafe {
+        libc::fcntl(
+            root.as_raw_fd(),
+            libc::F_DUPFD_CLOEXEC,
+            (n - 1) as libc::c_int,
+        )
+    })?;
+    // SAFETY: fcntl succeeded: `high` is a new descriptor nobody else owns.
+    drop(unsafe { OwnedFd::from_raw_fd(high) });
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn reserving_descriptors_grows_the_table_now() {
+        let fd_size = || {
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("FDSize:"))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+                .unwrap()
+        };
+        let want = fd_size() * 4;
+        let got = reserve_fds(want).unwrap();
+        assert!(got > 1, "RLIMIT_NOFILE too small to test");
+        assert!(fd_size() >= got, "FDSize {} < {got}", fd_size());
+    }
+
     use super::*;
 
     #[test]
