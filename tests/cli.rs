@@ -489,3 +489,56 @@ fn root_and_listen_refused_with_a_configuration_file() {
         r.stderr
     );
 }
+
+/// A configuration for `-t` with `main` and `worker_connections conns`.
+fn limits_conf(dir: &str, main: &str, conns: u64) -> String {
+    let path = Path::new(dir).join("limits.conf");
+    std::fs::write(
+        &path,
+        format!("{main}\nevents {{ worker_connections {conns}; }}\nhttp {{ access_log off; }}\n"),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn worker_connections_beyond_the_descriptor_limit_warn_as_nginx() {
+    let prefix = TempDir::new("limits");
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3).map(str::to_string))
+        .unwrap();
+    let soft: u64 = soft.parse().unwrap();
+    let many = soft + 1;
+    let warning =
+        format!("[warn] {many} worker_connections exceed open file resource limit: {soft}");
+    // Unseen under the default level, as nginx's.
+    let conf = limits_conf(prefix.path(), "", many);
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &conf]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains("[warn]"), "{}", r.stderr);
+    let conf = limits_conf(prefix.path(), "error_log stderr warn;", many);
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &conf]);
+    assert!(r.stderr.contains(&warning), "{}", r.stderr);
+    // worker_rlimit_nofile large enough silences it; too small names itself.
+    let conf = limits_conf(
+        prefix.path(),
+        &format!("error_log stderr warn; worker_rlimit_nofile {};", many + 1),
+        many,
+    );
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &conf]);
+    assert!(!r.stderr.contains("[warn]"), "{}", r.stderr);
+    let conf = limits_conf(
+        prefix.path(),
+        &format!("error_log stderr warn; worker_rlimit_nofile {};", many - 1),
+        many,
+    );
+    let r = nowait(&["-t", "-p", prefix.path(), "-c", &conf]);
+    let named = format!(
+        "{many} worker_connections exceed open file resource limit: {}",
+        many - 1
+    );
+    assert!(r.stderr.contains(&named), "{}", r.stderr);
+}

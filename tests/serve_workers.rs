@@ -114,3 +114,18 @@ fn accept_mutex_on_still_serves() {
         assert_eq!(c.response().expect("a response").status, 200);
     }
 }
+
+#[test]
+fn worker_rlimit_nofile_sets_the_descriptor_limit() {
+    let conf = Conf::server("location / { return 204; }")
+        .main("worker_rlimit_nofile 4000;")
+        .render();
+    let s = Server::nowait(&conf);
+    let pid = s.pid().expect("nowait reports its pid");
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(line.split_whitespace().nth(3), Some("4000"), "{line}");
+}

@@ -37,6 +37,8 @@ pub struct MainSet {
     pub thread_pools: Vec<super::model::ThreadPoolConf>,
     /// `worker_shutdown_timeout`.
     pub worker_shutdown_timeout: Option<std::time::Duration>,
+    /// `worker_rlimit_nofile`.
+    pub worker_rlimit_nofile: Option<u64>,
     /// `events`.
     pub events: Option<EventsConf>,
     /// The events block's own duplicates tracker.
@@ -364,5 +366,6 @@ pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> Main
         },
         thread_pools: set.thread_pools,
         worker_shutdown_timeout: set.worker_shutdown_timeout,
+        worker_rlimit_nofile: set.worker_rlimit_nofile,
     }
 }

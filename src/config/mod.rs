@@ -153,6 +153,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
         main.pid = None;
     }
     finish::finish(&mut b, &mut main, http.as_mut());
+    if let Some(w) = descriptor_warning(&main, &events) {
+        b.diags.push(ConfError::warn(w, None));
+    }
 
     if b.diags.has_errors() {
         return Err(b.diags.items);
@@ -243,6 +246,31 @@ pub(crate) fn load_text(text: &str) -> Result<Loaded, Vec<ConfError>> {
     });
     std::fs::remove_dir_all(&dir).unwrap();
     r
+}
+
+/// nginx's warning when `worker_connections` exceeds the descriptor limit a
+/// worker will have (`ngx_event_module_init`): the soft `RLIMIT_NOFILE`, or
+/// `worker_rlimit_nofile` when that is set and also too small. Given only
+/// when an error log takes warnings.
+fn descriptor_warning(main: &model::MainConf, events: &model::EventsConf) -> Option<String> {
+    // A warning: unseen under the default `error_log … error`, as nginx's.
+    if !main
+        .error_logs
+        .iter()
+        .any(|l| l.level >= model::LogLevel::Warn)
+    {
+        return None;
+    }
+    let conns = events.worker_connections as u64;
+    let soft = crate::sys::process::nofile_limit().ok()?;
+    let limit = match main.worker_rlimit_nofile {
+        Some(n) if conns > soft && conns > n => n,
+        None if conns > soft => soft,
+        _ => return None,
+    };
+    Some(format!(
+        "{conns} worker_connections exceed open file resource limit: {limit}"
+    ))
 }
 
 #[cfg(test)]

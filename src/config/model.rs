@@ -82,6 +82,9 @@ pub struct MainConf {
     /// `worker_shutdown_timeout`: how long a worker told to quit lets its
     /// connections finish before it closes them (`None`: no limit).
     pub worker_shutdown_timeout: Option<std::time::Duration>,
+    /// `worker_rlimit_nofile`: the descriptor limit (`RLIMIT_NOFILE`, soft
+    /// and hard) set at start and at each reload.
+    pub worker_rlimit_nofile: Option<u64>,
 }
 
 /// Where an error log goes.

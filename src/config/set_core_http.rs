@@ -532,6 +532,19 @@ pub fn worker_shutdown_timeout(
     set_once(&mut m.worker_shutdown_timeout, v, &d.name)
 }
 
+/// `worker_rlimit_nofile number;` (main).
+pub fn worker_rlimit_nofile(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let Scope::Main(m) = scope else {
+        unreachable!("the table allows worker_rlimit_nofile in main only")
+    };
+    let v = slot::num(d, 0)?;
+    set_once(&mut m.worker_rlimit_nofile, v, &d.name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

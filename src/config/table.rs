@@ -144,6 +144,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("include", ANY, Exactly(1), false, Ready, set_core::include, "include file | mask;", "—"),
     spec!("events", MAIN, Exactly(0), true, Ready, set_core::events, "events { ... }", "—"),
     spec!("http", MAIN, Exactly(0), true, Ready, set_http::http, "http { ... }", "—"),
+    spec!("worker_rlimit_nofile", MAIN, Exactly(1), false, Ready, set_core_http::worker_rlimit_nofile, "worker_rlimit_nofile number;", "—"),
     spec!("worker_shutdown_timeout", MAIN, Exactly(1), false, Ready, set_core_http::worker_shutdown_timeout, "worker_shutdown_timeout time;", "—"),
     // events
     spec!("worker_connections", EVENTS, Exactly(1), false, Ready, set_core::worker_connections, "worker_connections number;", "512"),

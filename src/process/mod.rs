@@ -129,6 +129,18 @@ fn start_generation(
     id: u64,
     init: &Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Generation, String> {
+    if let Some(n) = site.config.main.worker_rlimit_nofile {
+        if let Err(e) = crate::sys::process::set_nofile_limit(n) {
+            site.error_log.log(
+                crate::log::Level::Alert,
+                None,
+                format_args!(
+                    "setrlimit(RLIMIT_NOFILE, {n}) failed ({})",
+                    crate::config::errno_text(&e)
+                ),
+            );
+        }
+    }
     // Every descriptor the workers may hold (connections, upstreams, open
     // files), reserved now so no loop grows the table while it serves.
     let fds = (site.config.events.worker_connections as u64)

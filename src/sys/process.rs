@@ -274,19 +274,42 @@ pub fn drop_thread_privileges(uid: u32, gid: u32, groups: &[u32]) -> Result<(), 
     Ok(())
 }
 
-/// Grows this process's descriptor table to hold at least `n` descriptors
-/// now, so that a worker never grows it while serving: growing a shared
-/// table waits for an RCU grace period (`expand_fdtable`), milliseconds a
-/// loop would stall. The table never shrinks. Capped by `RLIMIT_NOFILE`.
-/// Returns the size reserved.
-pub fn reserve_fds(n: u64) -> io::Result<u64> {
+/// The soft `RLIMIT_NOFILE`: how many descriptors this process may hold.
+pub fn nofile_limit() -> io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `lim` is writable storage for one `struct rlimit`.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
-    let n = n.min(lim.rlim_cur).min(i32::MAX as u64);
+    Ok(lim.rlim_cur)
+}
+
+/// Sets the soft `RLIMIT_NOFILE` to `n` (`worker_rlimit_nofile`), raising
+/// the hard limit to `n` if it is lower (which needs privilege) but never
+/// lowering it: in one long-lived process a lowered hard limit could not be
+/// raised again by a later reload, as nginx's master can for new workers.
+pub fn set_nofile_limit(n: u64) -> io::Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is writable storage for one `struct rlimit`.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    lim.rlim_cur = n;
+    lim.rlim_max = lim.rlim_max.max(n);
+    // SAFETY: `lim` is a valid `struct rlimit`.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
+    Ok(())
+}
+
+/// Grows this process's descriptor table to hold at least `n` descriptors
+/// now, so that a worker never grows it while serving: growing a shared
+/// table waits for an RCU grace period (`expand_fdtable`), milliseconds a
+/// loop would stall. The table never shrinks. Capped by `RLIMIT_NOFILE`.
+/// Returns the size reserved.
+pub fn reserve_fds(n: u64) -> io::Result<u64> {
+    let n = n.min(nofile_limit()?).min(i32::MAX as u64);
     if n < 2 {
         return Ok(0);
     }
