@@ -13,11 +13,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::Interest;
 use tokio::net::{TcpStream, UnixStream};
 
 use super::peer::PeerAddr;
-use crate::sys::socket as sys_socket;
+use crate::io::ready;
 
 /// Why a connection could not be made.
 #[derive(Debug)]
@@ -119,8 +118,8 @@ impl Conn {
     /// when nothing is, 0 at the end of the stream.
     pub fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
-            Conn::Tcp(s) => s.try_io(Interest::READABLE, || sys_socket::recv_spare(s, buf)),
-            Conn::Unix(s) => s.try_io(Interest::READABLE, || sys_socket::recv_spare(s, buf)),
+            Conn::Tcp(s) => ready::recv(s, buf),
+            Conn::Unix(s) => ready::recv(s, buf),
         }
     }
 

@@ -1278,16 +1278,15 @@ async fn client_gone(client: &Client<'_>) -> bool {
         if client.stream.readable().await.is_err() {
             return true;
         }
-        match crate::sys::socket::peek_idle(client.stream) {
+        match crate::io::ready::peek(client.stream) {
             crate::sys::socket::Idle::Closed => return true,
             crate::sys::socket::Idle::Data => {
                 // Pipelined bytes: nothing to watch until they are read.
                 std::future::pending::<()>().await;
             }
-            crate::sys::socket::Idle::Quiet => {
-                // Readiness without data: wait again.
-                tokio::task::yield_now().await;
-            }
+            // Readiness without data: the peek dropped the mark, so the
+            // next wait is for a new edge.
+            crate::sys::socket::Idle::Quiet => {}
         }
     }
 }
