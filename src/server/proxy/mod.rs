@@ -915,8 +915,9 @@ async fn try_peer(
         group: group.name.clone(),
         peer: spec.addr.clone(),
     });
-    let cached = key.as_ref().and_then(|k| site.shared.keepalive.take(k, t0));
-    let reused = cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u)));
+    let reused = key
+        .as_ref()
+        .and_then(|k| crate::upstream::idle::take(&site.shared.keepalive, k, t0));
     let from_cache = reused.is_some();
     let (conn, usage) = match reused {
         Some(c) => c,

@@ -5,8 +5,8 @@
 //!
 //! When the body ends the exchange is settled: the peer is released to its
 //! balancer, the `$upstream_*` figures are final, and a connection whose
-//! framing left it clean goes back to the process's keep-alive cache for
-//! the next request (any worker's). A body that ends early is an error the
+//! framing left it clean goes back to the worker's keep-alive cache for
+//! the next request. A body that ends early is an error the
 //! sender turns into a closed connection, never a response that looks
 //! complete. Dropping the source (the client went away) releases the peer
 //! and closes the upstream connection.
@@ -161,9 +161,7 @@ impl UpstreamBody {
             if let (Some(key), Some(limits), Some(conn)) =
                 (s.keepalive.take(), s.group.keepalive, conn)
             {
-                if let Ok(idle) = conn.into_idle() {
-                    s.shared.keepalive.put(key, idle, s.usage, limits, now);
-                }
+                crate::upstream::idle::put(&s.shared.keepalive, key, conn, s.usage, limits, now);
             }
         }
         s.group.peers.done(&mut s.tried, s.peer, Outcome::Ok, now);
