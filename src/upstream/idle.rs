@@ -202,3 +202,147 @@ pub async fn sweeper() {
         sweep(Instant::now());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::peer::PeerAddr;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A connection to a listener of its own, and the server's side.
+    async fn pair() -> (Conn, tokio::net::TcpStream, Key) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let key = Key {
+            group: Arc::from("u"),
+            peer: PeerAddr::Inet(addr),
+        };
+        (Conn::Tcp(c), s, key)
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            per_worker: 2,
+            workers: 1,
+            timeout: Duration::from_secs(60),
+            max_requests: 100,
+            max_age: Duration::from_secs(3600),
+        }
+    }
+
+    fn usage() -> Usage {
+        Usage {
+            requests: 0,
+            opened: Instant::now(),
+        }
+    }
+
+    fn fd(c: &Conn) -> i32 {
+        use std::os::fd::{AsFd, AsRawFd};
+        c.as_fd().as_raw_fd()
+    }
+
+    #[test]
+    fn the_worker_takes_back_its_own_connection_and_the_status_page_counts_it() {
+        rt().block_on(async {
+            let shared = Cache::default();
+            let (conn, _server, key) = pair().await;
+            let was = fd(&conn);
+            let now = Instant::now();
+            put(&shared, key.clone(), conn, usage(), limits(), now);
+            assert_eq!(shared.idle_for(&key), 1, "held by the worker, counted");
+            assert_eq!(shared.idle_in("u"), 1);
+            let (conn, u) = take(&shared, &key, now).expect("reused");
+            assert_eq!((fd(&conn), u.requests), (was, 1));
+            assert_eq!(shared.idle_count(), 0);
+        });
+    }
+
+    #[test]
+    fn a_connection_the_upstream_closed_or_wrote_to_is_not_reused() {
+        rt().block_on(async {
+            let shared = Cache::default();
+            let now = Instant::now();
+            let (conn, server, key) = pair().await;
+            put(&shared, key.clone(), conn, usage(), limits(), now);
+            drop(server);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(take(&shared, &key, now).is_none(), "closed upstream");
+            let (conn, server, key) = pair().await;
+            put(&shared, key.clone(), conn, usage(), limits(), now);
+            server.writable().await.unwrap();
+            server.try_write(b"unasked").unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(take(&shared, &key, now).is_none(), "unexpected bytes");
+            assert_eq!(shared.idle_count(), 0);
+        });
+    }
+
+    #[test]
+    fn limits_retire_evict_and_time_out() {
+        rt().block_on(async {
+            let shared = Cache::default();
+            let now = Instant::now();
+            let mut servers = Vec::new();
+            // keepalive_requests: the 100th request retires it.
+            let (conn, s, key) = pair().await;
+            servers.push(s);
+            let old = Usage {
+                requests: 99,
+                opened: now,
+            };
+            put(&shared, key.clone(), conn, old, limits(), now);
+            assert_eq!(shared.idle_count(), 0);
+            // keepalive 2: a third idle connection evicts the oldest.
+            for _ in 0..3 {
+                let (conn, s, _) = pair().await;
+                servers.push(s);
+                put(&shared, key.clone(), conn, usage(), limits(), now);
+            }
+            assert_eq!(shared.idle_for(&key), 2);
+            // keepalive_timeout: the sweep closes them.
+            sweep(now + Duration::from_secs(61));
+            assert_eq!(shared.idle_count(), 0);
+            assert!(take(&shared, &key, now).is_none());
+        });
+    }
+
+    #[test]
+    fn a_quitting_worker_hands_its_connections_to_the_process() {
+        let shared = Arc::new(Cache::default());
+        let (key, was, _server) = rt().block_on(async {
+            let (conn, server, key) = pair().await;
+            let was = fd(&conn);
+            put(
+                &shared,
+                key.clone(),
+                conn,
+                usage(),
+                limits(),
+                Instant::now(),
+            );
+            hand_over(&shared, Instant::now());
+            // The upstream's side stays open for the next worker.
+            (key, was, server.into_std().unwrap())
+        });
+        assert_eq!(shared.idle_for(&key), 1);
+        // Another worker (thread, reactor) takes it.
+        let other = shared.clone();
+        let got = std::thread::spawn(move || {
+            rt().block_on(async move {
+                take(&other, &key, Instant::now()).map(|(c, u)| (fd(&c), u.requests))
+            })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got, Some((was, 1)));
+    }
+}
