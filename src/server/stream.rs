@@ -175,7 +175,8 @@ pub async fn send_stream_after(
     let mut first_write = head_left > 0;
     q.push(Bytes::from(head));
     // A failure met before the head went out: it takes effect once the
-    // head is written, as when the head was sent before the first poll.
+    // head is written, as when the head was sent before the first poll
+    // (output that is not gathered, see `SendParams::postpone`).
     let mut early = None;
     if head_left > 0 {
         // What the source has now joins the head in the first write (a
@@ -196,7 +197,13 @@ pub async fn send_stream_after(
                     break;
                 }
                 Some(Err(e)) => {
-                    early = Some(e);
+                    if p.postpone > 0 {
+                        // Gathered output: the head waited for the body
+                        // before, too, and goes out (or not) as it did.
+                        failure = Some(e);
+                    } else {
+                        early = Some(e);
+                    }
                     break;
                 }
                 None => break,
