@@ -13,6 +13,8 @@
 //!   layer, for the filters that rewrite bodies (gzip, charset).
 //! - [`open_cache`]: `open_file_cache`: descriptors, metadata and errors kept
 //!   across requests; every lookup it makes goes through [`file`].
+//! - [`ready`]: socket reads that keep the reactor's readiness exact, so
+//!   that a drained socket costs no `EAGAIN` read.
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
@@ -26,6 +28,7 @@ pub mod file;
 pub mod open_cache;
 pub mod pool;
 pub mod pools;
+pub mod ready;
 pub mod stream;
 pub mod temp;
 

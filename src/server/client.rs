@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use crate::config::inherit::{BodyInFile, LocConf};
@@ -24,7 +23,6 @@ use crate::http::response::CONTINUE;
 use crate::http::status::Status;
 use crate::io::file::{FileError, FileLayer};
 use crate::io::temp::TempFile;
-use crate::sys::socket as sys_socket;
 
 use super::send;
 
@@ -370,7 +368,7 @@ async fn read_more(
 ) -> Result<(), BodyError> {
     buf.reserve(READ_CHUNK);
     loop {
-        match stream.try_io(Interest::READABLE, || sys_socket::recv_spare(stream, buf)) {
+        match crate::io::ready::recv(stream, buf) {
             Ok(0) => {
                 return Err(BodyError::client(
                     Some(Status::BAD_REQUEST),

@@ -5,7 +5,6 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Sleep;
@@ -13,7 +12,6 @@ use tokio::time::Sleep;
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::request::{self, RequestHead};
 use crate::http::status::Status;
-use crate::sys::socket as sys_socket;
 
 /// How long a request body may take between two reads (nginx's
 /// `client_body_timeout` default).
@@ -88,7 +86,7 @@ pub async fn read_head(
             }
         }
         buf.reserve(4096);
-        match stream.try_io(Interest::READABLE, || sys_socket::recv_spare(stream, buf)) {
+        match crate::io::ready::recv(stream, buf) {
             Ok(0) => return HeadRead::Gone,
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}

@@ -185,8 +185,9 @@ pub struct UpstreamVars {
     pub tries: Vec<UpstreamTry>,
     /// Indexes in `tries` where a new upstream group began.
     pub group_starts: Vec<usize>,
-    /// The last response's header fields (name, value).
-    pub headers: Vec<(String, Vec<u8>)>,
+    /// The last response's header fields, as received (one buffer: a
+    /// response's fields cost two allocations, not two each).
+    pub headers: crate::upstream::head::Headers,
     /// The last response's trailer fields.
     pub trailers: Vec<(String, Vec<u8>)>,
     /// `$upstream_cache_status`, when a cache was consulted.

@@ -291,10 +291,9 @@ pub async fn send(
         // Sent by the connection itself (`conn::upgrade`), never here.
         Body::Upgrade(_) => return Err(SendError::Io(io::ErrorKind::Unsupported.into())),
         Body::Stream(source) => {
-            write_paced(stream, &head, p).await?;
-            metrics::ttfb(p.start.elapsed());
-            w.total += head_len;
-            super::stream::send_stream(stream, source.as_mut(), p, w).await?;
+            // The head waits in the body's queue: with the first piece, if
+            // that is there already, it goes in the same write.
+            super::stream::send_stream_after(stream, head, source.as_mut(), p, w).await?;
         }
     }
     Ok(())

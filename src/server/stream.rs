@@ -142,16 +142,6 @@ impl Spilled {
     }
 }
 
-/// Sends `source` after the head was written, counting into `w`.
-pub async fn send_stream(
-    stream: &TcpStream,
-    source: &mut dyn Source,
-    p: &SendParams<'_>,
-    w: &mut Written,
-) -> Result<(), SendError> {
-    send_stream_after(stream, Vec::new(), source, p, w).await
-}
-
 /// Sends `head`, then `source`, counting into `w` (the head in `total`
 /// only). With [`SendParams::postpone`] set, nothing is written until that
 /// much waits or the body has ended.
@@ -184,10 +174,49 @@ pub async fn send_stream_after(
     let mut head_left = head.len();
     let mut first_write = head_left > 0;
     q.push(Bytes::from(head));
+    // A failure met before the head went out: it takes effect once the
+    // head is written, as when the head was sent before the first poll
+    // (output that is not gathered, see `SendParams::postpone`).
+    let mut early = None;
+    if head_left > 0 {
+        // What the source has now joins the head in the first write (a
+        // small response is one `writev()`, as nginx's write filter sends
+        // the postponed header with the first buffer).
+        while q.bytes < limit {
+            let now = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(match source.poll_chunk(cx) {
+                    std::task::Poll::Ready(r) => Some(r),
+                    std::task::Poll::Pending => None,
+                })
+            })
+            .await;
+            match now {
+                Some(Ok(Some(piece))) => q.push_payload(piece, p.chunked),
+                Some(Ok(None)) => {
+                    ended = true;
+                    break;
+                }
+                Some(Err(e)) => {
+                    if p.postpone > 0 {
+                        // Gathered output: the head waited for the body
+                        // before, too, and goes out (or not) as it did.
+                        failure = Some(e);
+                    } else {
+                        early = Some(e);
+                    }
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
     // `limit_rate`: when the pace allows nothing yet, writing waits here.
     let mut paced = pin!(tokio::time::sleep(std::time::Duration::ZERO));
     let mut pacing = false;
     loop {
+        if head_left == 0 && early.is_some() {
+            failure = early.take();
+        }
         if failure
             .as_ref()
             .is_some_and(|e: &crate::body::SourceError| e.terminate)
@@ -294,7 +323,8 @@ pub async fn send_stream_after(
             let held = spill.file.as_ref().map_or(0, |f| f.len) + spill.pending.len() as u64;
             held < sp.max && spill.pending.len() < sp.write_size
         });
-        let can_read = !ended && failure.is_none() && (room_in_queue || room_in_spill);
+        let can_read =
+            !ended && failure.is_none() && early.is_none() && (room_in_queue || room_in_spill);
         let must_write = q.bytes > 0 && !gathering && !pacing;
         if !can_read && !must_write && !pacing {
             // Nothing to read (ended or full) and nothing to write: the

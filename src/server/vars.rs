@@ -319,8 +319,8 @@ impl<'a> Req<'a> {
                     self.upstream
                         .headers
                         .iter()
-                        .filter(|(n, _)| n.eq_ignore_ascii_case(&want))
-                        .map(|(_, v)| v.as_slice()),
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(want.as_bytes()))
+                        .map(|(_, v)| v),
                     ", ",
                 )
             }
@@ -340,7 +340,7 @@ impl<'a> Req<'a> {
                 self.upstream
                     .headers
                     .iter()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"set-cookie"))
                     .find_map(|(_, v)| cookie(v, name.as_bytes()))
                     .map(Cow::Borrowed)
             }

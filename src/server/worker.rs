@@ -110,7 +110,11 @@ pub fn spawn(
                 }
             };
             let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(site, sockets, control, accept_mutex));
+            local.block_on(&rt, async {
+                run(site, sockets, control, accept_mutex).await;
+                // Closed while the reactor still runs.
+                crate::upstream::idle::close_all();
+            });
         })?;
     Ok(Worker { thread })
 }
@@ -127,6 +131,7 @@ async fn run(
     let max = site.config.events.worker_connections;
     let (quit_tx, quit_rx) = watch::channel(false);
     let mut acceptors = vec![tokio::task::spawn_local(lag_probe())];
+    let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
     for (addr, sock, shared) in sockets.sockets {
         // A shared socket without the accept mutex wakes one worker per
         // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
@@ -172,6 +177,9 @@ async fn run(
     for a in &acceptors {
         a.abort();
     }
+    // The worker's idle upstream connections go to the process's tier, for
+    // the next generation's workers.
+    crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
     let _ = quit_tx.send(true);
     // `worker_shutdown_timeout`: past it, the connections still open are
     // closed (returning drops their tasks, and with them their sockets).

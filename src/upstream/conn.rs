@@ -1,7 +1,7 @@
 //! A connection to an upstream server, TCP or a unix socket, registered
-//! with the worker's reactor while in use; and its idle form, a plain
-//! socket registered nowhere, that the keep-alive cache keeps between
-//! requests and that any worker can take (`keepalive.rs`).
+//! with the worker's reactor while in use and while the worker keeps it
+//! idle (`idle.rs`); and its unregistered form, a plain socket, that the
+//! process's keep-alive tier keeps for any worker (`keepalive.rs`).
 //!
 //! Connecting never waits on the loop: the socket is non-blocking and the
 //! wait for the handshake is bounded by `proxy_connect_timeout`. Failures
@@ -13,10 +13,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::Interest;
 use tokio::net::{TcpStream, UnixStream};
 
 use super::peer::PeerAddr;
+use crate::io::ready;
 use crate::sys::socket as sys_socket;
 
 /// Why a connection could not be made.
@@ -119,8 +119,17 @@ impl Conn {
     /// when nothing is, 0 at the end of the stream.
     pub fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
-            Conn::Tcp(s) => s.try_io(Interest::READABLE, || sys_socket::recv_spare(s, buf)),
-            Conn::Unix(s) => s.try_io(Interest::READABLE, || sys_socket::recv_spare(s, buf)),
+            Conn::Tcp(s) => ready::recv(s, buf),
+            Conn::Unix(s) => ready::recv(s, buf),
+        }
+    }
+
+    /// What the connection shows while idle, without reading it: quiet at
+    /// no cost when the reactor has seen nothing since it was drained.
+    pub fn peek(&self) -> sys_socket::Idle {
+        match self {
+            Conn::Tcp(s) => ready::peek(s),
+            Conn::Unix(s) => ready::peek(s),
         }
     }
 

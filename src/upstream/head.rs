@@ -58,6 +58,12 @@ impl Headers {
         self.spans.push([start, mid, self.bytes.len() as u32]);
     }
 
+    /// Room for `bytes` of names and values in `fields` fields.
+    fn reserve(&mut self, bytes: usize, fields: usize) {
+        self.bytes.reserve(bytes);
+        self.spans.reserve(fields);
+    }
+
     /// Each field's name and value, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Field<'_>> + '_ {
         self.spans.iter().map(|&[a, b, c]| {

@@ -1,23 +1,29 @@
-//! The keep-alive cache of idle upstream connections (nginx's
-//! `ngx_http_upstream_keepalive_module`), owned by the process: it outlives
-//! a configuration reload, and any worker can reuse a connection another
-//! one opened.
+//! The process's keep-alive cache of idle upstream connections: the tier
+//! that outlives a worker, and so a configuration reload.
 //!
-//! A connection is cached after a response whose framing left it clean
-//! (see `upstream::body`), under its upstream group and peer. Taking one
-//! looks at it first without reading (`recv(MSG_PEEK | MSG_DONTWAIT)`): one
-//! the upstream closed, or that has unexpected bytes, is dropped, as
-//! nginx's idle handler closes them. `keepalive N` bounds the idle
-//! connections of a group per worker, as in nginx (so N × workers for the
-//! process); the least recently used go first. `keepalive_timeout` closes a
-//! connection idle that long; `keepalive_requests` and `keepalive_time`
-//! retire a connection after that many requests or that long since it was
-//! opened.
+//! Each worker keeps its own idle connections first, registered with its
+//! reactor (`idle.rs`, as nginx's `ngx_http_upstream_keepalive_module`
+//! keeps one cache per worker). A worker that quits hands its idle
+//! connections over to this tier, unregistered, and a worker whose own list
+//! is empty takes from here: so a connection opened before a reload serves
+//! requests after it. Taking one looks at it first without reading
+//! (`recv(MSG_PEEK | MSG_DONTWAIT)`): one the upstream closed, or that has
+//! unexpected bytes, is dropped, as nginx's idle handler closes them.
+//! `keepalive N` bounds the idle connections of a group per worker, as in
+//! nginx (so N × workers here); the least recently used go first.
+//! `keepalive_timeout` closes a connection idle that long;
+//! `keepalive_requests` and `keepalive_time` retire a connection after that
+//! many requests or that long since it was opened.
+//!
+//! The counts the status page shows add the connections workers hold, which
+//! they keep in [`Cache::held`] counters.
 //!
 //! The lock is a `std::sync::Mutex`: nothing awaits while holding it, and it
-//! is held to push or pop one entry.
+//! is held to push or pop one entry. A worker's request takes it only when
+//! this tier holds something ([`Cache::take`] looks at a counter first).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -70,6 +76,19 @@ struct Entry {
 #[derive(Default)]
 pub struct Cache {
     groups: Mutex<HashMap<Key, VecDeque<Entry>>>,
+    /// Entries in `groups`, read without the lock.
+    parked: AtomicUsize,
+    /// Per key, the idle connections workers hold (`idle.rs`).
+    held: Mutex<HashMap<Key, Arc<AtomicUsize>>>,
+}
+
+/// Whether a connection with `usage` (the request just served counted)
+/// has served its time: `keepalive_requests`, `keepalive_time`, or a group
+/// that keeps none.
+pub fn retired(usage: Usage, limits: Limits, now: Instant) -> bool {
+    usage.requests >= limits.max_requests
+        || now.duration_since(usage.opened) >= limits.max_age
+        || limits.per_worker == 0
 }
 
 impl std::fmt::Debug for Cache {
@@ -87,12 +106,16 @@ impl Cache {
 
     /// The most recently cached live connection for `key`, if any.
     pub fn take(&self, key: &Key, now: Instant) -> Option<(IdleConn, Usage)> {
+        if self.parked.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
         let mut closed = Vec::new();
         let found = {
             let mut groups = self.lock();
             let list = groups.get_mut(key)?;
             let mut found = None;
             while let Some(e) = list.pop_front() {
+                self.parked.fetch_sub(1, Ordering::Relaxed);
                 if now.duration_since(e.since) >= e.timeout
                     || sys_socket::peek_idle(&e.conn) != Idle::Quiet
                 {
@@ -113,12 +136,15 @@ impl Cache {
     /// recently used idle connection goes when the group is full.
     pub fn put(&self, key: Key, conn: IdleConn, mut usage: Usage, limits: Limits, now: Instant) {
         usage.requests += 1;
-        if usage.requests >= limits.max_requests
-            || now.duration_since(usage.opened) >= limits.max_age
-            || limits.per_worker == 0
-        {
+        if retired(usage, limits, now) {
             return;
         }
+        self.park(key, conn, usage, limits, now);
+    }
+
+    /// Caches `conn`, idle since `since`, as it is (its last request
+    /// counted in `usage` already): a worker's connection handed over.
+    pub fn park(&self, key: Key, conn: IdleConn, usage: Usage, limits: Limits, since: Instant) {
         let max = limits.per_worker.saturating_mul(limits.workers.max(1));
         let evicted = {
             let mut groups = self.lock();
@@ -126,18 +152,35 @@ impl Cache {
             list.push_front(Entry {
                 conn,
                 usage,
-                since: now,
+                since,
                 timeout: limits.timeout,
             });
+            self.parked.fetch_add(1, Ordering::Relaxed);
             let mut evicted = Vec::new();
             while list.len() > max {
                 if let Some(e) = list.pop_back() {
+                    self.parked.fetch_sub(1, Ordering::Relaxed);
                     evicted.push(e.conn);
                 }
             }
             evicted
         };
         drop(evicted);
+    }
+
+    /// The counter of idle connections workers hold for `key`, which they
+    /// keep up to date (the status page reads it).
+    pub fn held(&self, key: &Key) -> Arc<AtomicUsize> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.entry(key.clone()).or_default().clone()
+    }
+
+    fn held_where(&self, mut wanted: impl FnMut(&Key) -> bool) -> usize {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.iter()
+            .filter(|(k, _)| wanted(k))
+            .map(|(_, n)| n.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Closes every connection idle past its timeout (called periodically
@@ -151,6 +194,7 @@ impl Cache {
                     .drain(..)
                     .partition(|e| now.duration_since(e.since) < e.timeout);
                 *list = keep;
+                self.parked.fetch_sub(gone.len(), Ordering::Relaxed);
                 expired.extend(gone);
             }
             groups.retain(|_, l| !l.is_empty());
@@ -159,14 +203,14 @@ impl Cache {
         drop(expired);
     }
 
-    /// Idle connections cached now.
+    /// Idle connections now, in this tier and held by workers.
     pub fn idle_count(&self) -> usize {
-        self.lock().values().map(VecDeque::len).sum()
+        self.lock().values().map(VecDeque::len).sum::<usize>() + self.held_where(|_| true)
     }
 
     /// Idle connections for one group and peer.
     pub fn idle_for(&self, key: &Key) -> usize {
-        self.lock().get(key).map_or(0, VecDeque::len)
+        self.lock().get(key).map_or(0, VecDeque::len) + self.held_where(|k| k == key)
     }
 
     /// Idle connections of one group.
@@ -175,7 +219,8 @@ impl Cache {
             .iter()
             .filter(|(k, _)| &*k.group == group)
             .map(|(_, l)| l.len())
-            .sum()
+            .sum::<usize>()
+            + self.held_where(|k| &*k.group == group)
     }
 }
 

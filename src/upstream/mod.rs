@@ -13,7 +13,10 @@
 //! - [`body`]: the response body decoder (length, chunked, until close) and
 //!   whether the connection may be kept alive after it.
 //! - [`conn`]: connections to upstreams (TCP, unix sockets), in use or idle.
-//! - [`keepalive`]: the process's cache of idle upstream connections.
+//! - [`idle`]: a worker's own idle upstream connections, still registered
+//!   with its reactor (the keep-alive cache's first tier).
+//! - [`keepalive`]: the process's tier of idle upstream connections, where
+//!   they outlive a worker (a reload).
 //! - [`resolve`]: `resolver`: names looked up at request time over UDP,
 //!   without blocking, and kept for their TTL.
 //!
@@ -24,6 +27,7 @@ pub mod balance;
 pub mod body;
 pub mod conn;
 pub mod head;
+pub mod idle;
 pub mod keepalive;
 pub mod peer;
 pub mod resolve;

@@ -529,11 +529,7 @@ fn serve_share(
     zone.stats.coalesced.fetch_add(1, Relaxed);
     r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
     let head = &share.head;
-    r.upstream.headers = head
-        .headers
-        .iter()
-        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
-        .collect();
+    r.upstream.headers = head.headers.clone();
     let conf = r.conf;
     let mut reply = response::reply(r, conf, head).0;
     reply.length_override = head.content_length;
@@ -589,11 +585,7 @@ pub fn serve(r: &mut Req<'_>, entry: &Hit, status: CacheStatus) -> Reply {
     let len = entry.body_len();
     let mut reply = match &entry.head {
         Some(head) => {
-            r.upstream.headers = head
-                .headers
-                .iter()
-                .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
-                .collect();
+            r.upstream.headers = head.headers.clone();
             response::reply(r, conf, head).0
         }
         None => {

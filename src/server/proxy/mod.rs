@@ -875,10 +875,11 @@ fn may_retry(
 struct GotHead {
     conn: Conn,
     head: uhead::ResponseHead,
-    /// The head's bytes as received (stored in a cache entry).
-    raw_head: Vec<u8>,
-    /// Bytes read past the head.
-    leftover: Vec<u8>,
+    /// What was read: the head's bytes as received (stored in a cache
+    /// entry), then the body's first bytes.
+    buf: Vec<u8>,
+    /// Where the head ends in `buf`.
+    head_len: usize,
     http09: bool,
     usage: Usage,
     keepalive_key: Option<Key>,
@@ -915,8 +916,9 @@ async fn try_peer(
         group: group.name.clone(),
         peer: spec.addr.clone(),
     });
-    let cached = key.as_ref().and_then(|k| site.shared.keepalive.take(k, t0));
-    let reused = cached.and_then(|(idle, u)| Conn::from_idle(idle).ok().map(|c| (c, u)));
+    let reused = key
+        .as_ref()
+        .and_then(|k| crate::upstream::idle::take(&site.shared.keepalive, k, t0));
     let from_cache = reused.is_some();
     let (conn, usage) = match reused {
         Some(c) => c,
@@ -1176,12 +1178,11 @@ async fn read_head(
         if !buf.is_empty() {
             match uhead::parse_head(&buf) {
                 Ok(HeadParse::Complete { head, len }) => {
-                    let leftover = buf.split_off(len);
                     return Ok(Got::Response(Box::new(GotHead {
                         conn,
                         head,
-                        raw_head: buf,
-                        leftover,
+                        buf,
+                        head_len: len,
                         http09: false,
                         usage,
                         keepalive_key: key,
@@ -1197,8 +1198,8 @@ async fn read_head(
                     return Ok(Got::Response(Box::new(GotHead {
                         conn,
                         head: http09_head(),
-                        raw_head: Vec::new(),
-                        leftover: buf,
+                        buf,
+                        head_len: 0,
                         http09: true,
                         usage,
                         keepalive_key: None,
@@ -1278,16 +1279,15 @@ async fn client_gone(client: &Client<'_>) -> bool {
         if client.stream.readable().await.is_err() {
             return true;
         }
-        match crate::sys::socket::peek_idle(client.stream) {
+        match crate::io::ready::peek(client.stream) {
             crate::sys::socket::Idle::Closed => return true,
             crate::sys::socket::Idle::Data => {
                 // Pipelined bytes: nothing to watch until they are read.
                 std::future::pending::<()>().await;
             }
-            crate::sys::socket::Idle::Quiet => {
-                // Readiness without data: wait again.
-                tokio::task::yield_now().await;
-            }
+            // Readiness without data: the peek dropped the mark, so the
+            // next wait is for a new edge.
+            crate::sys::socket::Idle::Quiet => {}
         }
     }
 }
@@ -1554,12 +1554,7 @@ fn respond(
     let got = *got;
     attempt.header_time = Some(got.header_time);
     attempt.bytes_received = got.bytes_received;
-    r.upstream.headers = got
-        .head
-        .headers
-        .iter()
-        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v.to_vec()))
-        .collect();
+    r.upstream.headers = got.head.headers.clone();
     let (mut rep, accel) = if got.http09 {
         r.error_log().log(
             Level::Error,
@@ -1590,7 +1585,7 @@ fn respond(
         rep.length_override = None;
         rep.body = Body::Upgrade(Box::new(tunnel::Tunnel {
             conn: got.conn,
-            leftover: got.leftover,
+            leftover: got.buf[got.head_len..].to_vec(),
             buffer: conf.proxy_buffer_size as usize,
             read_timeout: conf.proxy_read_timeout,
             send_timeout: conf.proxy_send_timeout,
@@ -1630,9 +1625,15 @@ fn respond(
         r.limit_rate = Some(rate);
     }
     let limit_rate = conf.proxy_limit_rate;
+    // The head's bytes are kept only for a cache entry.
+    let raw_head = match &cache {
+        Some(_) => got.buf[..got.head_len].to_vec(),
+        None => Vec::new(),
+    };
     let mut source = UpstreamBody::new(
         got.conn,
-        got.leftover,
+        got.buf,
+        got.head_len,
         decoder,
         length,
         conf.proxy_read_timeout,
@@ -1697,7 +1698,7 @@ fn respond(
         // `204` with an `Expires`, a `HEAD` not converted to `GET`).
         if let Some(fill) = cache
             .take()
-            .and_then(|c| fill_plan(site, r, c, &got.head, &got.raw_head))
+            .and_then(|c| fill_plan(site, r, c, &got.head, &raw_head))
         {
             crate::body::Tee::end(&mut crate::cache::fill::Fill::start(fill), true);
         }
@@ -1712,7 +1713,7 @@ fn respond(
     let mut body: Box<dyn crate::body::Source> = Box::new(source);
     let mut ranges = conf.proxy_force_ranges;
     if let Some(c) = cache {
-        if let Some(mut fill) = fill_plan(site, r, c, &got.head, &got.raw_head) {
+        if let Some(mut fill) = fill_plan(site, r, c, &got.head, &raw_head) {
             let (done, fill_done) = tokio::sync::watch::channel(false);
             fill.done = Some(done);
             r.upstream.fill_done = Some(fill_done);

@@ -5,8 +5,8 @@
 //!
 //! When the body ends the exchange is settled: the peer is released to its
 //! balancer, the `$upstream_*` figures are final, and a connection whose
-//! framing left it clean goes back to the process's keep-alive cache for
-//! the next request (any worker's). A body that ends early is an error the
+//! framing left it clean goes back to the worker's keep-alive cache for
+//! the next request. A body that ends early is an error the
 //! sender turns into a closed connection, never a response that looks
 //! complete. Dropping the source (the client went away) releases the peer
 //! and closes the upstream connection.
@@ -86,7 +86,11 @@ pub struct UpstreamBody {
     pos: usize,
     decoder: BodyDecoder,
     read_timeout: Duration,
-    timer: Pin<Box<Sleep>>,
+    /// `proxy_read_timeout`'s (or the pace's) timer, made at the first
+    /// wait: a body that is there at once needs none.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// Bytes came since the timer was last set: the next wait restarts it.
+    progressed: bool,
     /// `proxy_limit_rate` in bytes per second (0: none).
     limit_rate: u64,
     /// When the pacing of `limit_rate` began, and bytes read since.
@@ -102,11 +106,13 @@ pub struct UpstreamBody {
 }
 
 impl UpstreamBody {
-    /// The body after a head, with `leftover` the bytes read past the head.
+    /// The body after a head: `buf` holds what was read, the body's first
+    /// bytes from `start` on (the head before it).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         conn: Conn,
-        leftover: Vec<u8>,
+        buf: Vec<u8>,
+        start: usize,
         decoder: BodyDecoder,
         length: Option<u64>,
         read_timeout: Duration,
@@ -116,11 +122,12 @@ impl UpstreamBody {
     ) -> UpstreamBody {
         UpstreamBody {
             conn: Some(conn),
-            buf: leftover,
-            pos: 0,
+            buf,
+            pos: start,
             decoder,
             read_timeout,
-            timer: Box::pin(tokio::time::sleep(read_timeout)),
+            timer: None,
+            progressed: false,
             limit_rate,
             paced: (Instant::now(), 0),
             done: false,
@@ -161,14 +168,22 @@ impl UpstreamBody {
             if let (Some(key), Some(limits), Some(conn)) =
                 (s.keepalive.take(), s.group.keepalive, conn)
             {
-                if let Ok(idle) = conn.into_idle() {
-                    s.shared.keepalive.put(key, idle, s.usage, limits, now);
-                }
+                crate::upstream::idle::put(&s.shared.keepalive, key, conn, s.usage, limits, now);
             }
         }
         s.group.peers.done(&mut s.tried, s.peer, Outcome::Ok, now);
         s.group
             .record(s.peer, complete, now.duration_since(s.started));
+    }
+
+    /// The timer, set to fire at `at` (made the first time).
+    fn timer_at(&mut self, at: tokio::time::Instant) -> Pin<&mut Sleep> {
+        if let Some(t) = &mut self.timer {
+            t.as_mut().reset(at);
+        }
+        self.timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)))
+            .as_mut()
     }
 
     fn fail(&mut self, e: SourceError) -> Poll<Result<Option<Bytes>, SourceError>> {
@@ -213,15 +228,10 @@ impl Source for UpstreamBody {
                 let (since, read) = self.paced;
                 let due = since + Duration::from_secs_f64(read as f64 / self.limit_rate as f64);
                 if due > Instant::now() {
-                    self.timer
-                        .as_mut()
-                        .reset(tokio::time::Instant::from_std(due));
-                    match self.timer.as_mut().poll(cx) {
+                    match self.timer_at(tokio::time::Instant::from_std(due)).poll(cx) {
                         Poll::Pending => return Poll::Pending,
-                        Poll::Ready(()) => {
-                            let deadline = tokio::time::Instant::now() + self.read_timeout;
-                            self.timer.as_mut().reset(deadline);
-                        }
+                        // The read timeout starts again at the next wait.
+                        Poll::Ready(()) => self.progressed = true,
                     }
                 }
             }
@@ -251,8 +261,7 @@ impl Source for UpstreamBody {
                             .set(s.live.bytes_received.get() + n as u64);
                     }
                     self.paced.1 += n as u64;
-                    let deadline = tokio::time::Instant::now() + self.read_timeout;
-                    self.timer.as_mut().reset(deadline);
+                    self.progressed = true;
                     continue;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -277,7 +286,16 @@ impl Source for UpstreamBody {
                 }
                 Poll::Pending => {}
             }
-            return match self.timer.as_mut().poll(cx) {
+            // `proxy_read_timeout` runs from the last bytes read (nginx
+            // arms it when it waits for the upstream).
+            let timer = match self.timer.take() {
+                Some(t) if !self.progressed => self.timer.insert(t).as_mut(),
+                _ => {
+                    self.progressed = false;
+                    self.timer_at(tokio::time::Instant::now() + self.read_timeout)
+                }
+            };
+            return match timer.poll(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(()) => {
                     let msg = format!(

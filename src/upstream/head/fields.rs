@@ -32,6 +32,8 @@ pub(super) fn parse_section(buf: &[u8], headers: &mut Headers) -> Result<Option<
     let mut slots = [httparse::EMPTY_HEADER; FAST_FIELDS];
     match httparse::parse_headers(buf, &mut slots) {
         Ok(httparse::Status::Complete((len, fields))) if !buf[..len].contains(&b'\t') => {
+            // Names and values fit in the section: one allocation each.
+            headers.reserve(len, fields.len());
             for f in fields.iter() {
                 headers.push(f.name.as_bytes(), f.value);
             }
