@@ -87,3 +87,38 @@ fn access_phase_messages_go_to_the_location_log() {
         "{server_log}"
     );
 }
+
+/// Requests made by [`the_error_line_is_written_before_the_connection_closes`]:
+/// the writer thread usually wins the race; enough rounds make a lost one show.
+const ROUNDS: usize = 100;
+
+/// A request's error line is in the file once its client sees the
+/// connection close, as nginx writes it before answering: read at once,
+/// as nginx's own tests read it, [`ROUNDS`] times over.
+#[test]
+fn the_error_line_is_written_before_the_connection_closes() {
+    let f = Fixture::build();
+    let d = log_dir();
+    let log = d.path().join("e.log");
+    let conf = Conf::http(&format!(
+        "server {{
+           listen 127.0.0.1:{{port}};
+           root {{root}};
+           location /denied {{ deny all; error_log {}; }}
+         }}",
+        log.display()
+    ))
+    .root(f.root())
+    .render();
+    let s = Server::tested(&conf);
+    for i in 1..=ROUNDS {
+        let mut c = common::Conn::open(s.port());
+        c.send(b"GET /denied HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        assert_eq!(c.response().expect("a response").status, 403);
+        assert_eq!(
+            c.wait_closed(std::time::Duration::from_secs(5)),
+            common::State::Closed
+        );
+        assert_eq!(count(&log, "access forbidden by rule"), i);
+    }
+}

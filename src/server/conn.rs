@@ -629,7 +629,7 @@ fn log_request(
     sent: &Sent,
     keep: bool,
 ) -> access_log::Written {
-    access_log::request(
+    let mut lines = access_log::request(
         site,
         r,
         conf,
@@ -639,7 +639,13 @@ fn log_request(
             keep_alive: keep,
             keep_alive_header: keepalive_header(conf),
         },
-    )
+    );
+    // The request's error lines too, awaited before a close: nginx writes
+    // them before it answers.
+    if !keep {
+        lines.extend(r.error_log().pending());
+    }
+    lines
 }
 
 /// `keepalive_timeout`'s second parameter, when set.
