@@ -566,5 +566,7 @@ inherited! {
         ignore_invalid_headers: bool = true,
         /// `underscores_in_headers`: `_` is valid in header names.
         underscores_in_headers: bool = false,
+        /// `max_headers`: the most header lines a request may carry.
+        max_headers: u64 = super::set_max_headers::DEFAULT_MAX_HEADERS,
     }
 }

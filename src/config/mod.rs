@@ -40,6 +40,7 @@ pub mod set_http;
 pub mod set_limit;
 pub mod set_log;
 pub mod set_map;
+pub mod set_max_headers;
 pub mod set_output;
 pub mod set_proxy;
 pub mod set_realip;

@@ -40,8 +40,10 @@ const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &[
 ];
 
 /// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
-/// `[v6]:port`, or a host name resolved now, as nginx does at start-up.
-pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
+/// `[v6]:port`, or a host name resolved now, as nginx does at start-up. The
+/// port may be a range, `first-last` (nginx 1.27.3, backported by Debian to
+/// its 1.22.1): one address per port, in order.
+pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
     if s.starts_with("unix:") {
         return Err(format!(
             "unix domain sockets in \"{s}\" of the \"listen\" directive are not implemented yet"
@@ -52,40 +54,57 @@ pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
         Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
         _ => Err(bad_port()),
     };
-    if s.bytes().all(|c| c.is_ascii_digit()) {
-        return Ok(SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            port_of(s)?,
-        ));
+    // `first-last` or one port (`ngx_parse_inet_url` with `u->listen`).
+    let ports_of = |p: &str| -> Result<(u16, u16), String> {
+        let Some((first, last)) = p.split_once('-') else {
+            let port = port_of(p)?;
+            return Ok((port, port));
+        };
+        let (first, last) = (port_of(first)?, port_of(last)?);
+        if first > last {
+            return Err(format!(
+                "invalid port range in \"{s}\" of the \"listen\" directive"
+            ));
+        }
+        Ok((first, last))
+    };
+    let each = |ip: IpAddr, (first, last): (u16, u16)| {
+        (first..=last)
+            .map(|port| SocketAddr::new(ip, port))
+            .collect()
+    };
+    if s.bytes().all(|c| c.is_ascii_digit() || c == b'-') {
+        return Ok(each(IpAddr::V4(Ipv4Addr::UNSPECIFIED), ports_of(s)?));
     }
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+    let (host, ports) = if let Some(rest) = s.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
             .ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => port_of(p)?,
-            None if after.is_empty() => 80,
+        let ports = match after.strip_prefix(':') {
+            Some(p) => ports_of(p)?,
+            None if after.is_empty() => (80, 80),
             None => return Err(bad_port()),
         };
         let ip: IpAddr = h
             .parse()
             .map_err(|_| format!("invalid IPv6 address in \"{s}\" of the \"listen\" directive"))?;
-        return Ok(SocketAddr::new(ip, port));
+        return Ok(each(ip, ports));
     } else if let Some((h, p)) = s.rsplit_once(':') {
-        (h, port_of(p)?)
+        (h, ports_of(p)?)
     } else {
-        (s, 80)
+        (s, (80, 80))
     };
     if host == "*" {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+        return Ok(each(IpAddr::V4(Ipv4Addr::UNSPECIFIED), ports));
     }
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
+        return Ok(each(ip, ports));
     }
-    (host, port)
+    (host, ports.0)
         .to_socket_addrs()
         .ok()
         .and_then(|mut it| it.find(|a| a.is_ipv4()))
+        .map(|a| each(a.ip(), ports))
         .ok_or_else(|| format!("host not found in \"{s}\" of the \"listen\" directive"))
 }
 
@@ -94,8 +113,14 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
     let Scope::Server(s) = scope else {
         unreachable!("the table allows listen in server only")
     };
-    let addr = parse_listen_addr(d.arg(0))?;
-    let mut l = Listen::new(addr, d.loc.clone());
+    let addrs = parse_listen_addr(d.arg(0))?;
+    let Some(&first) = addrs.first() else {
+        return Err(format!(
+            "no address in \"{}\" of the \"listen\" directive",
+            d.arg(0)
+        ));
+    };
+    let mut l = Listen::new(first, d.loc.clone());
     for w in &d.args[1..] {
         let p = w.value.as_str();
         let (key, val) = p.split_once('=').unwrap_or((p, ""));
@@ -134,10 +159,13 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
     if l.reuseport {
         l.bind = true;
     }
-    if s.listens.iter().any(|o| o.addr == l.addr) {
-        return Err(format!("a duplicate listen {}", l.addr));
+    // A range is one listen per port (`ngx_http_add_listen` for each).
+    for addr in addrs {
+        if s.listens.iter().any(|o| o.addr == addr) {
+            return Err(format!("a duplicate listen {addr}"));
+        }
+        s.listens.push(Listen { addr, ..l.clone() });
     }
-    s.listens.push(l);
     Ok(())
 }
 
@@ -302,4 +330,57 @@ pub fn nowait_status(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
         return Err(format!("\"{}\" directive is duplicate", d.name));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(s: &str) -> Result<Vec<String>, String> {
+        parse_listen_addr(s).map(|v| v.iter().map(|a| a.to_string()).collect())
+    }
+
+    #[test]
+    fn port_ranges_are_one_address_per_port() {
+        assert_eq!(
+            addrs("127.0.0.1:8182-8184").unwrap(),
+            ["127.0.0.1:8182", "127.0.0.1:8183", "127.0.0.1:8184"]
+        );
+        assert_eq!(
+            addrs("[::1]:8182-8183").unwrap(),
+            ["[::1]:8182", "[::1]:8183"]
+        );
+        assert_eq!(
+            addrs("8182-8183").unwrap(),
+            ["0.0.0.0:8182", "0.0.0.0:8183"]
+        );
+        assert_eq!(addrs("*:90-90").unwrap(), ["0.0.0.0:90"]);
+        assert_eq!(addrs("[::1]").unwrap(), ["[::1]:80"]);
+    }
+
+    #[test]
+    fn bad_ranges_say_what_nginx_says() {
+        let err = |s: &str| addrs(s).unwrap_err();
+        assert_eq!(
+            err("127.0.0.1:8183-8182"),
+            "invalid port range in \"127.0.0.1:8183-8182\" of the \"listen\" directive"
+        );
+        assert_eq!(
+            err("8183-8182"),
+            "invalid port range in \"8183-8182\" of the \"listen\" directive"
+        );
+        for s in [
+            "127.0.0.1:0-8183",
+            "127.0.0.1:8182-",
+            "127.0.0.1:-8183",
+            "127.0.0.1:8182--8183",
+            "127.0.0.1:8182-65536",
+            "127.0.0.1:8182-8183x",
+        ] {
+            assert_eq!(
+                err(s),
+                format!("invalid port in \"{s}\" of the \"listen\" directive")
+            );
+        }
+    }
 }

@@ -9,8 +9,9 @@ use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
     set_access, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_core_http,
-    set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_output, set_proxy,
-    set_realip, set_rewrite, set_server, set_split_clients, set_ssi, set_sub, set_upstream,
+    set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers, set_output,
+    set_proxy, set_realip, set_rewrite, set_server, set_split_clients, set_ssi, set_sub,
+    set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -224,6 +225,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("request_pool_size", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::request_pool_size, "request_pool_size size;", "4k"),
     spec!("ignore_invalid_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::ignore_invalid_headers, "ignore_invalid_headers on | off;", "on"),
     spec!("underscores_in_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::underscores_in_headers, "underscores_in_headers on | off;", "off"),
+    spec!("max_headers", HTTP | SERVER, Exactly(1), false, Ready, set_max_headers::max_headers, "max_headers number;", "1000"),
     spec!("resolver", HSL, AtLeast(1), false, Ready, set_core_http::resolver, "resolver address ... [valid=time] [ipv6=on|off];", "—"),
     spec!("resolver_timeout", HSL, Exactly(1), false, Ready, set_core_http::resolver_timeout, "resolver_timeout time;", "30s"),
     spec!("open_log_file_cache", HSL, Between(1, 4), false, Ready, set_log::open_log_file_cache, "open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time] | off;", "off"),

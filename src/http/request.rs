@@ -17,11 +17,6 @@
 pub use crate::http::head_error::HeadError;
 use crate::http::uri::{self, RequestUri};
 
-/// The most header fields one request may carry. nginx has no count limit,
-/// only a size limit (`large_client_header_buffers`), which 4 × 8k of short
-/// lines could exceed only past ~4000 fields; 256 is far above any browser.
-pub const MAX_HEADERS: usize = 256;
-
 /// The header fields a first parse has room for (see [`parse_head`]).
 const FEW_HEADERS: usize = 24;
 
@@ -270,13 +265,16 @@ pub fn parse_head_with(
     }
 
     // Most heads have a handful of fields: a small array on the stack is
-    // tried first (preparing 256 slots costs more than parsing a short
-    // head); only a head with more fields is parsed again with them all.
+    // tried first (preparing a slot per line costs more than parsing a
+    // short head); only a head with more fields is parsed again with a slot
+    // for every line its bytes hold. How many fields a request may carry is
+    // the server's `max_headers`, checked once the server is known; the
+    // head's size is bounded by `large_client_header_buffers`.
     let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
     let mut all = Vec::new();
     let mut parsed = httparse::parse_headers(&buf[line_end..], &mut few);
     if let Err(httparse::Error::TooManyHeaders) = parsed {
-        all.resize(MAX_HEADERS, httparse::EMPTY_HEADER);
+        all.resize(line_slots(&buf[line_end..]), httparse::EMPTY_HEADER);
         parsed = httparse::parse_headers(&buf[line_end..], &mut all);
     }
     let (headers_len, headers) = match parsed {
@@ -292,7 +290,7 @@ pub fn parse_head_with(
             let Some((len, kept, extra)) = invalid_lines(&buf[line_end..], rules)? else {
                 return Ok(None);
             };
-            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut slots = vec![httparse::EMPTY_HEADER; line_slots(&kept)];
             match httparse::parse_headers(&kept, &mut slots) {
                 Ok(httparse::Status::Complete((_, parsed))) => {
                     let mut fields = collect_headers(parsed, rules);
@@ -310,6 +308,12 @@ pub fn parse_head_with(
     };
     let head = build_head(line, headers)?;
     Ok(Some((head, line_end + headers_len)))
+}
+
+/// Slots enough for every header line `bytes` can hold: a line ends with
+/// `\n`, so there are no more lines than newlines (plus one unfinished).
+fn line_slots(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&c| c == b'\n').count() + 1
 }
 
 /// Owned header fields, without those nginx ignores under `rules`.

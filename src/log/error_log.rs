@@ -69,6 +69,17 @@ impl ErrorLog {
         self.sinks.iter().any(|s| level.passes(s.threshold))
     }
 
+    /// Each destination with the number of the last line it accepted, to
+    /// await with [`LogWriter::written`]: a connection about to close waits
+    /// (briefly) for its request's error lines, as nginx writes them before
+    /// it answers. A destination that took no line answers at once.
+    pub fn pending(&self) -> Vec<(Arc<LogWriter>, u64)> {
+        self.sinks
+            .iter()
+            .map(|s| (Arc::clone(&s.writer), s.writer.last_accepted()))
+            .collect()
+    }
+
     /// Logs `msg` at `level`, for connection number `conn` if any. Never
     /// blocks: a full destination drops the line (see [`LogWriter`]).
     pub fn log(&self, level: Level, conn: Option<u64>, msg: fmt::Arguments<'_>) {

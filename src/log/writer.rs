@@ -297,6 +297,13 @@ impl LogWriter {
         Some(seq)
     }
 
+    /// The number of the last line accepted so far (by any of the
+    /// `write_line` calls), for [`LogWriter::written`]: awaiting it awaits
+    /// every line queued before.
+    pub fn last_accepted(&self) -> u64 {
+        self.shared.lock().accepted
+    }
+
     /// Resolves once line `seq` (from [`LogWriter::write_line_seq`]) has
     /// been handed to `write()`, or the writer is gone; the writer stops
     /// gathering a batch for it. Awaited by a connection before it closes,

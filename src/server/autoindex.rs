@@ -48,7 +48,7 @@ pub async fn serve(
                 } else {
                     "invalid"
                 };
-                r.site.error_log.log(
+                r.error_log().log(
                     Level::Info,
                     Some(r.conn_no),
                     format_args!(
@@ -75,7 +75,7 @@ pub async fn serve(
         Err(e) => return failed(r, e),
     };
     for skipped in &found.skipped {
-        r.site.error_log.log(
+        r.error_log().log(
             Level::Crit,
             Some(r.conn_no),
             format_args!("{skipped}{}", r.log_context()),
@@ -156,7 +156,7 @@ fn failed(r: &Req<'_>, e: FileError) -> Served {
         }
         Some(libc::EACCES) => Served::Error(Status::FORBIDDEN, Some(e.to_string())),
         _ => {
-            r.site.error_log.log(
+            r.error_log().log(
                 Level::Crit,
                 Some(r.conn_no),
                 format_args!("{e}{}", r.log_context()),

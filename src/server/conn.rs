@@ -119,24 +119,17 @@ pub async fn serve(
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                if default_server
-                    .conf
-                    .error_pages
-                    .iter()
-                    .any(|p| p.codes.contains(&status.0))
-                {
-                    // nginx's special response handler applies the default
-                    // server's `error_page` to these too.
-                    default_server.conf.error_log.log.log(
-                        Level::Info,
-                        Some(info.conn_no),
-                        format_args!("{msg}, client: {}", info.peer.ip()),
-                    );
-                    fail_with_page(&stream, &mut buf, &site, default_server, &info, status).await;
-                } else {
-                    reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
-                }
-                linger(stream).await;
+                let line = format!("{msg}, client: {}", info.peer.ip());
+                refuse_head(
+                    stream,
+                    &mut buf,
+                    &site,
+                    default_server,
+                    &info,
+                    status,
+                    &line,
+                )
+                .await;
                 return;
             }
         };
@@ -146,6 +139,14 @@ pub async fn serve(
         let (server, name_regex) = site
             .server_match(info.socket_addr, info.local, head.host.as_deref())
             .unwrap_or((default_server, None));
+        if super::max_headers::exceeded(&head, &default_server.srv, &server.srv) {
+            let r = Req::new(&site, &head, server, &info, requests, start, head_len);
+            let e = crate::http::request::HeadError::TooManyHeaders;
+            let line = format!("{e} {}{}", e.while_reading(), r.log_context());
+            drop(r);
+            refuse_head(stream, &mut buf, &site, server, &info, e.status(), &line).await;
+            return;
+        }
         buf.drain(..head_len);
         let mut r = Req::new(&site, &head, server, &info, requests, start, head_len);
         r.pipelined = pipelined;
@@ -270,7 +271,38 @@ async fn fail_with_page(
     .await;
 }
 
-/// Answers a head that could not be read (400, 414, 494 …) and logs it.
+/// Refuses a head (400, 414, 494 …): logs `line` at `info`, answers with
+/// `server`'s `error_page` for `status` if it has one (nginx's special
+/// response handler applies it to these too), else with the plain page,
+/// and closes after a lingering close.
+async fn refuse_head(
+    stream: TcpStream,
+    buf: &mut Vec<u8>,
+    site: &Site,
+    server: &crate::config::model::Server,
+    info: &ConnInfo,
+    status: crate::http::status::Status,
+    line: &str,
+) {
+    server
+        .conf
+        .error_log
+        .log
+        .log(Level::Info, Some(info.conn_no), format_args!("{line}"));
+    if server
+        .conf
+        .error_pages
+        .iter()
+        .any(|p| p.codes.contains(&status.0))
+    {
+        fail_with_page(&stream, buf, site, server, info, status).await;
+    } else {
+        reject(&stream, site, server, info, buf, status).await;
+    }
+    linger(stream).await;
+}
+
+/// Answers a head that could not be read (400, 414, 494 …) with its page.
 async fn reject(
     stream: &TcpStream,
     site: &Site,
@@ -278,13 +310,7 @@ async fn reject(
     info: &ConnInfo,
     buf: &[u8],
     status: crate::http::status::Status,
-    msg: &str,
 ) {
-    server.conf.error_log.log.log(
-        Level::Info,
-        Some(info.conn_no),
-        format_args!("{msg}, client: {}", info.peer.ip()),
-    );
     let mut reply = Reply::special(status);
     reply.fill_special_page(crate::signature(server.conf.server_tokens));
     let head = response_head(&reply, &server.conf, false);
@@ -603,7 +629,7 @@ fn log_request(
     sent: &Sent,
     keep: bool,
 ) -> access_log::Written {
-    access_log::request(
+    let mut lines = access_log::request(
         site,
         r,
         conf,
@@ -613,7 +639,13 @@ fn log_request(
             keep_alive: keep,
             keep_alive_header: keepalive_header(conf),
         },
-    )
+    );
+    // The request's error lines too, awaited before a close: nginx writes
+    // them before it answers.
+    if !keep {
+        lines.extend(r.error_log().pending());
+    }
+    lines
 }
 
 /// `keepalive_timeout`'s second parameter, when set.

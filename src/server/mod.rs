@@ -46,6 +46,7 @@ pub mod filter;
 pub mod headers_filter;
 pub mod listen;
 pub mod locate;
+pub mod max_headers;
 pub mod named;
 pub mod pace;
 pub mod phases;

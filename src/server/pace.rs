@@ -58,16 +58,6 @@ impl Pace {
         Ok(limit as u64)
     }
 
-    /// Waits until something may be written; returns how much (at most `want`).
-    pub async fn wait(&self, want: usize) -> usize {
-        loop {
-            match self.allowance(Instant::now()) {
-                Ok(n) => return want.min(usize::try_from(n).unwrap_or(usize::MAX)),
-                Err(d) => tokio::time::sleep(d).await,
-            }
-        }
-    }
-
     /// Records `n` bytes written at `now`: the next write waits for them.
     pub fn wrote(&self, n: usize, now: Instant) {
         let before = self.sent.get().saturating_sub(self.after);

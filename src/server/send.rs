@@ -139,6 +139,41 @@ pub async fn write_all(
     Ok(())
 }
 
+/// Waits until the pace lets something be written; returns how much (at
+/// least 1, at most `want`). A client that closes its side meanwhile ends
+/// the response at once, as nginx's `ngx_http_test_reading` does while a
+/// write is delayed, rather than after the whole paced body.
+pub async fn wait_pace(
+    stream: &TcpStream,
+    pace: &super::pace::Pace,
+    want: usize,
+) -> Result<usize, SendError> {
+    loop {
+        match pace.allowance(std::time::Instant::now()) {
+            Ok(n) => return Ok(want.min(usize::try_from(n).unwrap_or(usize::MAX)).max(1)),
+            Err(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {}
+                    _ = client_gone(stream) => {
+                        return Err(SendError::Io(io::ErrorKind::ConnectionAborted.into()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Resolves once the client has closed its side (or the socket failed);
+/// never while bytes wait to be read instead (a pipelined request), which
+/// say nothing about a close. Reads nothing.
+pub async fn client_gone(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
+}
+
 /// [`write_all`] under the response's pace (`limit_rate`), if any.
 async fn write_paced(
     stream: &TcpStream,
@@ -149,7 +184,7 @@ async fn write_paced(
         return write_all(stream, buf, p.timeout).await;
     };
     while !buf.is_empty() {
-        let n = pace.wait(buf.len()).await.max(1);
+        let n = wait_pace(stream, pace, buf.len()).await?;
         write_all(stream, &buf[..n], p.timeout).await?;
         pace.wrote(n, std::time::Instant::now());
         buf = &buf[n..];
@@ -426,7 +461,7 @@ async fn send_range(
     while off < range.end {
         let mut left = range.end - off;
         if let Some(pace) = p.pace {
-            left = pace.wait(left.min(usize::MAX as u64) as usize).await.max(1) as u64;
+            left = wait_pace(stream, pace, left.min(usize::MAX as u64) as usize).await? as u64;
         }
         let mut n = 0;
         if fast {

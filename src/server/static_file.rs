@@ -200,7 +200,7 @@ async fn gzip_static(
                 return Precompressed::Failed(Served::Overflow(o.to_string()));
             }
             if let Some(level) = level {
-                r.site.error_log.log(
+                r.error_log().log(
                     level,
                     Some(r.conn_no),
                     format_args!("{e}{}", r.log_context()),
@@ -217,7 +217,7 @@ async fn gzip_static(
         Opened::Regular(f) => Precompressed::File(f, vary),
         Opened::Other(meta) if meta.kind == FileKind::Directory => Precompressed::Declined(vary),
         Opened::Other(_) => {
-            r.site.error_log.log(
+            r.error_log().log(
                 Level::Crit,
                 Some(r.conn_no),
                 format_args!(

@@ -351,6 +351,11 @@ pub async fn send_stream_after(
                 pacing = false;
                 deadline.as_mut().reset(tokio::time::Instant::now() + p.timeout);
             }
+            // A client that closes while the pace holds the write back ends
+            // the response (nginx's `ngx_http_test_reading`).
+            _ = super::send::client_gone(stream), if pacing => {
+                return Err(SendError::Io(std::io::ErrorKind::ConnectionAborted.into()));
+            }
         }
     }
     match failure {

@@ -170,9 +170,8 @@ pub fn start<'r, 'a: 'r>(
         Some(s) => (s.remaining, s.in_memory),
         None => (MAX_SUBREQUESTS + 1, false),
     };
-    let site = parent.site;
     if remaining == 0 {
-        site.error_log.log(
+        parent.error_log().log(
             Level::Error,
             Some(parent.conn_no),
             format_args!(
@@ -183,7 +182,7 @@ pub fn start<'r, 'a: 'r>(
         return None;
     }
     if in_memory {
-        site.error_log.log(
+        parent.error_log().log(
             Level::Error,
             Some(parent.conn_no),
             format_args!(
@@ -322,7 +321,7 @@ async fn output(
         return Err(SourceError::terminated());
     }
     if matches!(reply.body, Body::Upgrade(_)) {
-        sr.site.error_log.log(
+        sr.error_log().log(
             Level::Error,
             Some(sr.conn_no),
             format_args!("connection upgrade in subrequest{}", sr.log_context()),
@@ -400,7 +399,7 @@ async fn send_reply(
     if opts.output == Output::Memory {
         if let Some(n) = reply.announced_length() {
             if n > memory_limit as u64 {
-                sr.site.error_log.log(
+                sr.error_log().log(
                     Level::Error,
                     Some(sr.conn_no),
                     format_args!("too big subrequest response: {n}{}", sr.log_context()),
@@ -437,7 +436,7 @@ async fn send_reply(
             let mut p = pipe.borrow_mut();
             if p.memory.len() + piece.len() > memory_limit {
                 drop(p);
-                sr.site.error_log.log(
+                sr.error_log().log(
                     Level::Error,
                     Some(sr.conn_no),
                     format_args!("too big subrequest response{}", sr.log_context()),

@@ -185,7 +185,6 @@ pub enum Checked {
 /// Reads `path` through `files` for the user of `creds` and compares the
 /// password, logging as nginx does.
 pub async fn check(
-    site: &Site,
     r: &Req<'_>,
     files: FileLayer<'_>,
     path: &Path,
@@ -193,7 +192,7 @@ pub async fn check(
     realm: &[u8],
 ) -> Checked {
     let log = |level: Level, msg: std::fmt::Arguments<'_>| {
-        site.error_log.log(
+        r.error_log().log(
             level,
             Some(r.conn_no),
             format_args!("{msg}{}", r.log_context()),

@@ -112,7 +112,6 @@ pub(super) fn limit_requests(site: &Site, r: &mut Req<'_>) -> Option<Verdict> {
         }
         if key.len() > MAX_REQ_KEY {
             log(
-                site,
                 r,
                 Level::Error,
                 format_args!(
@@ -155,7 +154,6 @@ pub(super) fn limit_requests(site: &Site, r: &mut Req<'_>) -> Option<Verdict> {
         Rc::Busy | Rc::Error => {
             if rc == Rc::Busy {
                 log(
-                    site,
                     r,
                     conf.limit_req_log_level,
                     format_args!(
@@ -207,7 +205,6 @@ pub(super) fn limit_requests(site: &Site, r: &mut Req<'_>) -> Option<Verdict> {
         return None;
     }
     log(
-        site,
         r,
         delay_level(conf.limit_req_log_level),
         format_args!(
@@ -241,7 +238,6 @@ pub(super) fn limit_connections(site: &Site, r: &mut Req<'_>) -> Option<Reply> {
         }
         if key.len() > MAX_CONN_KEY {
             log(
-                site,
                 r,
                 Level::Error,
                 format_args!(
@@ -263,7 +259,6 @@ pub(super) fn limit_connections(site: &Site, r: &mut Req<'_>) -> Option<Reply> {
                         ""
                     };
                     log(
-                        site,
                         r,
                         conf.limit_conn_log_level,
                         format_args!("limiting connections{dry} by zone \"{}\"", l.zone),

@@ -139,12 +139,12 @@ pub async fn wait(
 ) -> Verdict {
     match w {
         Wait::Delay(d) => {
-            if let Some(v) = delay(site, r, d, client).await {
+            if let Some(v) = delay(r, d, client).await {
                 return v;
             }
             check(site, r)
         }
-        Wait::Unauthorized(d, reply) => match delay(site, r, d, client).await {
+        Wait::Unauthorized(d, reply) => match delay(r, d, client).await {
             Some(v) => v,
             None => Verdict::Deny(reply),
         },
@@ -155,33 +155,33 @@ pub async fn wait(
                 path,
                 mut code,
             } = *a;
-            match auth_basic::check(site, r, files, &path, &creds, &realm).await {
+            match auth_basic::check(r, files, &path, &creds, &realm).await {
                 auth_basic::Checked::Ok => {
                     if r.conf.satisfy == Satisfy::Any {
                         return Verdict::Pass;
                     }
                 }
                 auth_basic::Checked::Reply(reply) => {
-                    if let Some(v) = refused(site, r, &mut code, *reply) {
+                    if let Some(v) = refused(r, &mut code, *reply) {
                         return v;
                     }
                 }
             }
-            post_access(site, r, code)
+            post_access(r, code)
         }
     }
 }
 
 /// Waits `d` on a timer, watching the client as nginx does while a request
 /// is delayed: `Some` (499, nothing sent) when it closes meanwhile.
-async fn delay(site: &Site, r: &Req<'_>, d: Duration, client: &Client<'_>) -> Option<Verdict> {
+async fn delay(r: &Req<'_>, d: Duration, client: &Client<'_>) -> Option<Verdict> {
     let timer = tokio::time::sleep(d);
     tokio::pin!(timer);
     tokio::select! {
         _ = &mut timer => return None,
         closed = client.closed() => {
             if closed {
-                log(site, r, Level::Info, format_args!("client prematurely closed connection"));
+                log(r, Level::Info, format_args!("client prematurely closed connection"));
                 return Some(Verdict::Deny(Box::new(Reply::aborted(CLIENT_CLOSED))));
             }
         }
@@ -237,8 +237,10 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-fn log(site: &Site, r: &Req<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    site.error_log.log(
+/// Logs `msg` with the request's context to its location's error log
+/// (nginx's `r->connection->log` once the location is found).
+fn log(r: &Req<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
+    r.error_log().log(
         level,
         Some(r.conn_no),
         format_args!("{msg}{}", r.log_context()),

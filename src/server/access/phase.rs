@@ -50,24 +50,18 @@ pub(super) fn settle(satisfy: Satisfy, code: &mut Option<Reply>, reply: Reply) -
 }
 
 /// [`settle`], with the answer made final by [`deny`].
-pub(super) fn refused(
-    site: &Site,
-    r: &Req<'_>,
-    code: &mut Option<Reply>,
-    reply: Reply,
-) -> Option<Verdict> {
-    settle(r.conf.satisfy, code, reply).map(|reply| deny(site, r, reply))
+pub(super) fn refused(r: &Req<'_>, code: &mut Option<Reply>, reply: Reply) -> Option<Verdict> {
+    settle(r.conf.satisfy, code, reply).map(|reply| deny(r, reply))
 }
 
 /// The final refusal of the access phase: a 401 waits `auth_delay` first
 /// (`ngx_http_core_auth_delay`), so that guessing passwords is slow.
-pub(super) fn deny(site: &Site, r: &Req<'_>, reply: Reply) -> Verdict {
+pub(super) fn deny(r: &Req<'_>, reply: Reply) -> Verdict {
     let delay = r.conf.auth_delay;
     if reply.status != UNAUTHORIZED || delay.is_zero() {
         return Verdict::Deny(Box::new(reply));
     }
     log(
-        site,
         r,
         Level::Info,
         format_args!("delaying unauthorized request"),
@@ -85,14 +79,9 @@ pub(super) fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
         Some(true) => {}
         Some(false) => {
             if conf.satisfy == Satisfy::All {
-                log(
-                    site,
-                    r,
-                    Level::Error,
-                    format_args!("access forbidden by rule"),
-                );
+                log(r, Level::Error, format_args!("access forbidden by rule"));
             }
-            if let Some(v) = refused(site, r, &mut code, Reply::special(Status::FORBIDDEN)) {
+            if let Some(v) = refused(r, &mut code, Reply::special(Status::FORBIDDEN)) {
                 return v;
             }
         }
@@ -103,12 +92,11 @@ pub(super) fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
             match auth_basic::credentials(r.head) {
                 None => {
                     log(
-                        site,
                         r,
                         Level::Info,
                         format_args!("no user/password was provided for basic authentication"),
                     );
-                    if let Some(v) = refused(site, r, &mut code, auth_basic::challenge(&realm)) {
+                    if let Some(v) = refused(r, &mut code, auth_basic::challenge(&realm)) {
                         return v;
                     }
                 }
@@ -124,22 +112,17 @@ pub(super) fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
             }
         }
     }
-    post_access(site, r, code)
+    post_access(r, code)
 }
 
 /// nginx's post-access phase: under `satisfy any`, the kept refusal when
 /// no module allowed.
-pub(super) fn post_access(site: &Site, r: &Req<'_>, code: Option<Reply>) -> Verdict {
+pub(super) fn post_access(r: &Req<'_>, code: Option<Reply>) -> Verdict {
     match code {
         None => Verdict::Pass,
         Some(reply) => {
             if reply.status == Status::FORBIDDEN {
-                log(
-                    site,
-                    r,
-                    Level::Error,
-                    format_args!("access forbidden by rule"),
-                );
+                log(r, Level::Error, format_args!("access forbidden by rule"));
             }
             Verdict::Deny(Box::new(reply))
         }

@@ -59,7 +59,7 @@ pub fn header(r: &Req<'_>, conf: &LocConf, reply: &mut Reply, p: &mut Passing) -
             None
         }
         Decision::Log(msg) => {
-            r.site.error_log.log(
+            r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("{msg}{}", r.log_context()),

@@ -171,7 +171,7 @@ fn zone_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Zone>>, Status> {
     match site.caches.get(&name) {
         Some(z) => Ok(Some(z.clone())),
         None => {
-            site.error_log.log(
+            r.error_log().log(
                 Level::Error,
                 Some(r.conn_no),
                 format_args!("cache \"{name}\" not found{}", r.log_context()),
@@ -292,7 +292,7 @@ pub async fn prepare(
                 }
             }
             Err(Unusable::Invalid(e, msg)) => {
-                site.error_log
+                r.error_log()
                     .log(e.level(), Some(r.conn_no), format_args!("{msg}"));
                 zone.forget(&ctx.md5);
                 count(&zone, CacheStatus::Miss);
@@ -303,7 +303,7 @@ pub async fn prepare(
                 }
             }
             Err(Unusable::Io(e)) => {
-                site.error_log.log(
+                r.error_log().log(
                     Level::Crit,
                     Some(r.conn_no),
                     format_args!("{e}{}", r.log_context()),

@@ -1427,12 +1427,7 @@ const ACCEL_KEPT: [&str; 6] = [
 /// `X-Accel-Redirect` (`ngx_http_upstream_process_headers`): keep the
 /// fields nginx keeps, check the URI (`ngx_http_parse_unsafe_uri`: an
 /// unsafe one is a 404), and turn the method into `GET` (but `HEAD`).
-fn accel_redirect(
-    site: &Site,
-    r: &mut Req<'_>,
-    head: &uhead::ResponseHead,
-    uri: String,
-) -> Proxied {
+fn accel_redirect(r: &mut Req<'_>, head: &uhead::ResponseHead, uri: String) -> Proxied {
     r.upstream.accel_kept = head
         .headers
         .iter()
@@ -1452,7 +1447,7 @@ fn accel_redirect(
         return Proxied::Redirect(uri);
     }
     let Ok((path, args)) = crate::http::unsafe_uri::parse(uri.as_bytes()) else {
-        site.error_log.log(
+        r.error_log().log(
             Level::Error,
             Some(r.conn_no),
             format_args!("unsafe URI \"{uri}\" was detected{}", r.log_context()),
@@ -1516,7 +1511,7 @@ fn store_plan(
         mtime,
         length: head.content_length,
         files: cache::files_of(site, r),
-        log: site.error_log.clone(),
+        log: r.error_log().clone(),
         done: None,
     }
 }
@@ -1644,7 +1639,7 @@ fn respond(
     if let Some(uri) = accel.redirect {
         // The upstream's own body is not wanted: settle now.
         drop(source);
-        return accel_redirect(site, r, &got.head, uri);
+        return accel_redirect(r, &got.head, uri);
     }
     // An error the location has an `error_page` for is intercepted.
     if conf.proxy_intercept_errors

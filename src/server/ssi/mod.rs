@@ -276,7 +276,7 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
 
     /// Logs `msg` at `error` with the request's context.
     fn log(&self, msg: &str) {
-        self.r.site.error_log.log(
+        self.r.error_log().log(
             Level::Error,
             Some(self.r.conn_no),
             format_args!("{msg}{}", self.r.log_context()),
