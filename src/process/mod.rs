@@ -42,6 +42,23 @@ struct Generation {
 }
 
 impl Generation {
+    /// Tells the workers to hand their idle upstream connections to the
+    /// process's tier and waits (at most [`HAND_OVER_WAIT`]) until they
+    /// have: the next generation then finds them there from its first
+    /// request.
+    fn hand_over(&self) {
+        let _ = self.control.send(Control::HandOver);
+        let deadline = std::time::Instant::now() + HAND_OVER_WAIT;
+        while !self
+            .workers
+            .iter()
+            .all(|w| w.handed.load(std::sync::atomic::Ordering::Acquire) || w.thread.is_finished())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     fn finished(&self) -> bool {
         self.workers.iter().all(|w| w.thread.is_finished())
     }
@@ -116,6 +133,10 @@ fn check_logs(c: &Config) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The longest a reload waits for the old workers to hand over their idle
+/// upstream connections (a loop answers within a turn).
+const HAND_OVER_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Descriptors reserved beyond two per worker connection: listening
 /// sockets, logs, pools' and the cache's own.
@@ -310,7 +331,9 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                     None,
                     format_args!("signal 1 (SIGHUP) received, reconfiguring"),
                 );
-                match reload(&inv, &mut listeners, &shared, generation_id + 1) {
+                match reload(&inv, &mut listeners, &shared, generation_id + 1, &|| {
+                    current.hand_over()
+                }) {
                     Ok(next) => {
                         generation_id += 1;
                         let prev = std::mem::replace(&mut current, next);
@@ -318,11 +341,14 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                         old.push(prev);
                         log_started(&current, &listeners, worker_count(&current.site.config));
                     }
-                    Err(e) => current.site.error_log.log(
-                        Level::Emerg,
-                        None,
-                        format_args!("{e}; the previous configuration stays in use"),
-                    ),
+                    Err(e) => {
+                        let _ = current.control.send(Control::Run);
+                        current.site.error_log.log(
+                            Level::Emerg,
+                            None,
+                            format_args!("{e}; the previous configuration stays in use"),
+                        )
+                    }
                 }
             }
             Some(Signal::Reopen) => {
@@ -429,6 +455,7 @@ fn reload(
     listeners: &mut Listeners,
     shared: &Arc<Shared>,
     id: u64,
+    retire: &dyn Fn(),
 ) -> Result<Generation, String> {
     let loaded = crate::config::load(&inv.load).map_err(|diags| {
         diags
@@ -452,5 +479,8 @@ fn reload(
         .map_err(|e| e.to_string())?;
     let site =
         Site::new(config, LogFiles::new(), shared, ids, init.clone()).map_err(|e| e.to_string())?;
+    // The old generation's idle upstream connections go where the new one
+    // looks for them before it serves its first request.
+    retire();
     start_generation(Arc::new(site), listeners, workers, id, &init)
 }

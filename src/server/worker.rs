@@ -33,6 +33,11 @@ use super::site::Site;
 pub enum Control {
     /// Serve.
     Run,
+    /// Serve, but keep no idle upstream connection: hand them, and every one
+    /// finished from now on, to the process's tier — a new generation is
+    /// about to start and will look for them there. [`Worker::handed`] says
+    /// when it is done.
+    HandOver,
     /// Stop accepting, finish in-flight requests, close idle connections, exit.
     Quit,
     /// Exit now.
@@ -77,6 +82,9 @@ pub struct WorkerSockets {
 pub struct Worker {
     /// Its thread.
     pub thread: JoinHandle<()>,
+    /// The worker has handed its idle upstream connections over
+    /// ([`Control::HandOver`]).
+    pub handed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Starts worker `id`. `init` runs first on the new thread (privilege drop).
@@ -89,6 +97,8 @@ pub fn spawn(
     accept_mutex: Option<Arc<AcceptMutex>>,
     init: Arc<dyn Fn() + Send + Sync>,
 ) -> std::io::Result<Worker> {
+    let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = handed.clone();
     let thread = std::thread::Builder::new()
         .name(format!("worker#{id}.{generation}"))
         .spawn(move || {
@@ -111,12 +121,12 @@ pub fn spawn(
             };
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async {
-                run(site, sockets, control, accept_mutex).await;
+                run(site, sockets, control, accept_mutex, flag).await;
                 // Closed while the reactor still runs.
                 crate::upstream::idle::close_all();
             });
         })?;
-    Ok(Worker { thread })
+    Ok(Worker { thread, handed })
 }
 
 /// The worker's life: accept until told to quit, then drain.
@@ -125,6 +135,7 @@ async fn run(
     sockets: WorkerSockets,
     control: watch::Receiver<Control>,
     accept_mutex: Option<Arc<AcceptMutex>>,
+    handed: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
@@ -164,7 +175,11 @@ async fn run(
     loop {
         let c = *control.borrow_and_update();
         match c {
-            Control::Run => {}
+            Control::Run => crate::upstream::idle::resume(),
+            Control::HandOver => {
+                crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
+                handed.store(true, std::sync::atomic::Ordering::Release);
+            }
             Control::Quit => break,
             Control::Stop => return,
         }
@@ -233,7 +248,7 @@ async fn accept_loop(
             r = listener.accept() => r,
             _ = control.changed() => {
                 if let Some(m) = &mutex { m.unlock(); }
-                if *control.borrow() != Control::Run { return; }
+                if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
                 continue;
             }
         };

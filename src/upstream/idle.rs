@@ -168,6 +168,12 @@ pub fn hand_over(shared: &Cache, now: Instant) {
     }
 }
 
+/// The worker serves on as before after a [`hand_over`] that led to no new
+/// generation (its reload failed): it keeps its idle connections again.
+pub fn resume() {
+    LOCAL.with_borrow_mut(|local| local.handing_over = false);
+}
+
 /// Closes this worker's connections idle past their timeout.
 pub fn sweep(now: Instant) {
     let expired = LOCAL.with_borrow_mut(|local| {
