@@ -134,7 +134,18 @@ pub async fn serve(
                     );
                     fail_with_page(&stream, &mut buf, &site, default_server, &info, status).await;
                 } else {
-                    reject(&stream, &site, default_server, &info, &buf, status, &msg).await;
+                    let framing = crate::http::request::error_framing(&buf);
+                    reject(
+                        &stream,
+                        &site,
+                        default_server,
+                        &info,
+                        &buf,
+                        status,
+                        &msg,
+                        framing,
+                    )
+                    .await;
                 }
                 linger(stream).await;
                 return;
@@ -271,6 +282,10 @@ async fn fail_with_page(
 }
 
 /// Answers a head that could not be read (400, 414, 494 …) and logs it.
+/// `(head_only, http09)` from [`crate::http::request::error_framing`]:
+/// the page without the body (a `HEAD` request), or the page alone, with
+/// no status line (after an HTTP/0.9 request line), as nginx answers.
+#[allow(clippy::too_many_arguments)]
 async fn reject(
     stream: &TcpStream,
     site: &Site,
@@ -279,6 +294,7 @@ async fn reject(
     buf: &[u8],
     status: crate::http::status::Status,
     msg: &str,
+    (head_only, http09): (bool, bool),
 ) {
     server.conf.error_log.log.log(
         Level::Info,
@@ -287,11 +303,14 @@ async fn reject(
     );
     let mut reply = Reply::special(status);
     reply.fill_special_page(crate::signature(server.conf.server_tokens));
-    let head = response_head(&reply, &server.conf, false);
+    let mut head = response_head(&reply, &server.conf, false);
     let body: &[u8] = match &reply.body {
-        Body::Bytes(b) => b,
+        Body::Bytes(b) if !head_only => b,
         _ => &[],
     };
+    if http09 {
+        head.clear();
+    }
     let ok = send::write_all(
         stream,
         &[&head[..], body].concat(),

@@ -204,7 +204,12 @@ fn mutate_once(rng: &mut Rng, b: &mut Vec<u8>, seeds: &[Vec<u8>]) {
                 }
                 _ => {
                     b.drain(s..e);
-                    let (t, _) = *rng.pick(&split_lines(b).into_iter().chain([(0, 0)]).collect::<Vec<_>>());
+                    let (t, _) = *rng.pick(
+                        &split_lines(b)
+                            .into_iter()
+                            .chain([(0, 0)])
+                            .collect::<Vec<_>>(),
+                    );
                     b.splice(t..t, line);
                 }
             }
@@ -246,7 +251,10 @@ fn split_lines(b: &[u8]) -> Vec<(usize, usize)> {
 
 /// The start of the line holding offset `i`.
 fn line_start(b: &[u8], i: usize) -> usize {
-    b[..i].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1)
+    b[..i]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |p| p + 1)
 }
 
 /// The seeds: every case of the differential corpus, its segments joined,
@@ -493,7 +501,8 @@ pub fn forward_class(a: &str, b: &str) -> Option<String> {
         ));
     }
     for (x, y) in ra.iter().zip(&rb) {
-        let (lx, ly): (Vec<&str>, Vec<&str>) = (x.split("\r\n").collect(), y.split("\r\n").collect());
+        let (lx, ly): (Vec<&str>, Vec<&str>) =
+            (x.split("\r\n").collect(), y.split("\r\n").collect());
         if lx.first() != ly.first() {
             return Some("forwarded request line".into());
         }
@@ -593,17 +602,19 @@ pub fn run_many(
     let report = Mutex::new(Report::default());
     thread::scope(|s| {
         for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as u64;
-                if i >= count || Instant::now() >= deadline {
-                    return;
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as u64;
+                    if i >= count || Instant::now() >= deadline {
+                        return;
+                    }
+                    let (request, class) = run(i);
+                    report
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(i, &request, class);
+                    let _ = seed;
                 }
-                let (request, class) = run(i);
-                report
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .add(i, &request, class);
-                let _ = seed;
             });
         }
     });
