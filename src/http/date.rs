@@ -178,12 +178,28 @@ impl Cursor<'_> {
         )
     }
 
-    /// A three-letter month name (case-sensitive, as nginx), as 1..=12.
+    /// A three-letter month name, as 1..=12, read as nginx's
+    /// `ngx_parse_http_time` reads it: by its first letter, and the second
+    /// or third where the first is shared (`N\x1fv` is November).
     fn month(&mut self) -> Option<i64> {
         let name = self.s.get(self.i..self.i + 3)?;
-        let index = MONTHS.iter().position(|m| m.as_bytes() == name)?;
+        let index = match name[0] {
+            b'J' if name[1] == b'a' => 0,
+            b'J' if name[2] == b'n' => 5,
+            b'J' => 6,
+            b'F' => 1,
+            b'M' if name[2] == b'r' => 2,
+            b'M' => 4,
+            b'A' if name[1] == b'p' => 3,
+            b'A' => 7,
+            b'S' => 8,
+            b'O' => 9,
+            b'N' => 10,
+            b'D' => 11,
+            _ => return None,
+        };
         self.i += 3;
-        Some(index as i64 + 1)
+        Some(index + 1)
     }
 }
 
