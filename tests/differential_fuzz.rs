@@ -147,20 +147,19 @@ fn run_proxy(seed: u64, first: u64, count: u64, deadline: Instant) -> Report {
             oa.take();
             ob.take();
             let (pa, pb) = probe_both(a, b, &req, quiet);
-            let class = classify(&req, (&pa, a), (&pb, b)).or_else(|| {
-                forward_class(
-                    &forwarded(&oa.take(), oa.port),
-                    &forwarded(&ob.take(), ob.port),
-                )
-            });
-            match class {
+            let (fa, fb) = (
+                forwarded(&oa.take(), oa.port),
+                forwarded(&ob.take(), ob.port),
+            );
+            // A difference the client sees shows the replies; one only the
+            // origin sees shows what each proxy forwarded.
+            let found = match classify(&req, (&pa, a), (&pb, b)) {
+                Some(c) => Some((c, pa.bytes, pb.bytes)),
+                None => forward_class(&fa, &fb).map(|c| (c, fa.into_bytes(), fb.into_bytes())),
+            };
+            match found {
                 Some(_) if quiet == QUIET => quiet = QUIET_CONFIRM,
-                class => {
-                    return (
-                        req,
-                        class.map(|c| (format!("proxy {c}"), pa.bytes, pb.bytes)),
-                    );
-                }
+                found => return (req, found.map(|(c, x, y)| (format!("proxy {c}"), x, y))),
             }
         }
     };

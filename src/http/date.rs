@@ -350,7 +350,7 @@ mod tests {
             "",
             "garbage",
             "Sun, 06 Nov 1994",
-            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Xov 1994 08:49:37 GMT",
             "Sun, 31 Feb 1994 08:49:37 GMT",
             "Sun, 06 Nov 1994 24:00:00 GMT",
             "Sun, 06 Nov 1994 08:60:37 GMT",
@@ -362,6 +362,21 @@ mod tests {
             assert_eq!(parse_http_date(bad), None, "{bad:?}");
         }
         assert!(parse_http_date("Tue, 29 Feb 2000 00:00:00 GMT").is_some());
+    }
+
+    #[test]
+    fn months_by_their_first_letters_as_nginx() {
+        let nov = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
+        assert!(nov.is_some());
+        assert_eq!(parse_http_date("Sun, 06 N\u{1f}v 1994 08:49:37 GMT"), nov);
+        assert_eq!(
+            parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"),
+            parse_http_date("Sun, 06 Feb 1994 08:49:37 GMT")
+        );
+        assert_eq!(
+            parse_http_date("Sun, 06 Jux 1994 08:49:37 GMT"),
+            parse_http_date("Sun, 06 Jul 1994 08:49:37 GMT")
+        );
     }
 
     #[test]

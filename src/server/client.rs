@@ -362,7 +362,10 @@ impl<'c> Client<'c> {
     }
 }
 
-/// Reads more bytes into `buf`, waiting at most `timeout`.
+/// Reads more bytes into `buf`, waiting at most `timeout`. A client that
+/// closes or resets mid-body gets no answer: nginx marks the connection
+/// failed (`c->error`), logs 400 and closes
+/// (`ngx_http_do_read_client_request_body`).
 async fn read_more(
     stream: &TcpStream,
     buf: &mut Vec<u8>,
@@ -373,7 +376,7 @@ async fn read_more(
         match stream.try_io(Interest::READABLE, || sys_socket::recv_spare(stream, buf)) {
             Ok(0) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     "client prematurely closed connection",
                 ));
             }
@@ -381,7 +384,7 @@ async fn read_more(
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     format!("recv() failed ({})", crate::config::errno_text(&e)),
                 ));
             }
@@ -390,7 +393,7 @@ async fn read_more(
             Ok(Ok(())) => {}
             Ok(Err(_)) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     "client prematurely closed connection",
                 ));
             }

@@ -422,9 +422,11 @@ impl Origin {
                         return;
                     }
                     if let Ok(mut conn) = conn {
+                        // Recorded before answering: once the client has
+                        // the answer, the record is there.
                         let request = origin_read(&mut conn);
-                        let _ = conn.write_all(ORIGIN_ANSWER);
                         got.lock().unwrap_or_else(|e| e.into_inner()).push(request);
+                        let _ = conn.write_all(ORIGIN_ANSWER);
                     }
                 }
             })
