@@ -363,6 +363,12 @@ pub fn classify(
     };
     let (oa, ob) = (outcome(a, a_port), outcome(b, b_port));
     let (sa, sb) = (signature(&oa, a), signature(&ob, b));
+    let (ra, ea) = sa.rsplit_once(' ').unwrap_or((&sa, ""));
+    let (rb, eb) = sb.rsplit_once(' ').unwrap_or((&sb, ""));
+    if ra == rb && ea != eb {
+        // The same responses; only the connection's end differs.
+        return Some(format!("same responses, nginx {ea} / nowait {eb}"));
+    }
     if sa != sb {
         return Some(format!("nginx {sa} / nowait {sb}"));
     }
