@@ -38,7 +38,9 @@ use std::time::{Duration, Instant};
 use common::proxy::conf as proxy_conf;
 use common::server::{Kind, NGINX_BIN};
 use common::{Fixture, Server};
-use fuzz::{Origin, QUIET, QUIET_CONFIRM, Report, classify, forward_class, forwarded, probe};
+use fuzz::{
+    Found, Origin, QUIET, QUIET_CONFIRM, Report, classify, forward_class, forwarded, probe,
+};
 
 /// The fixed seed of the bounded runs.
 const TEST_SEED: u64 = 20_261_124;
@@ -85,9 +87,6 @@ fn need_nginx() {
     );
 }
 
-/// A class and both replies, or `None` when the outcomes agree.
-type Found = Option<(String, Vec<u8>, Vec<u8>)>;
-
 /// Both probes at once.
 fn probe_both(a: u16, b: u16, req: &[u8], quiet: Duration) -> (fuzz::Probe, fuzz::Probe) {
     std::thread::scope(|s| {
@@ -117,7 +116,7 @@ fn run_static(seed: u64, first: u64, count: u64, deadline: Instant, jobs: usize)
             }
         }
     };
-    let report = fuzz::run_many(seed, count, deadline, jobs, &one);
+    let report = fuzz::run_many(count, deadline, jobs, &one);
     if report.hung > 0 {
         eprintln!("--- nowait stderr ---\n{}", tested.stderr());
     }
@@ -163,7 +162,7 @@ fn run_proxy(seed: u64, first: u64, count: u64, deadline: Instant) -> Report {
             }
         }
     };
-    fuzz::run_many(seed, count, deadline, 1, &one)
+    fuzz::run_many(count, deadline, 1, &one)
 }
 
 /// Prints the report and fails on a hang or an unlisted class.

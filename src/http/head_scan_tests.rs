@@ -3,7 +3,10 @@
 
 use super::*;
 
-fn line(b: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>, Option<(u16, u16)>)>, HeadError> {
+/// Method, target and version of a scanned line.
+type Parts = (Vec<u8>, Vec<u8>, Option<(u16, u16)>);
+
+fn line(b: &[u8]) -> Result<Option<Parts>, HeadError> {
     request_line(b).map(|o| o.map(|l| (l.method.to_vec(), l.target.to_vec(), l.version)))
 }
 

@@ -533,6 +533,13 @@ pub fn forward_class(a: &str, b: &str) -> Option<String> {
     Some("forwarded body".into())
 }
 
+/// A case's class and both replies, or `None` when the outcomes agree.
+pub type Found = Option<(String, Vec<u8>, Vec<u8>)>;
+
+/// A class's count, and its shortest example: index, request, nginx's and
+/// nowait's replies.
+pub type Example = (usize, u64, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// The differences found: per class, how many and the shortest example.
 #[derive(Default)]
 pub struct Report {
@@ -544,12 +551,12 @@ pub struct Report {
     pub hung: usize,
     /// Class → (count, index of the shortest example, its bytes, nginx's
     /// and nowait's replies).
-    pub classes: BTreeMap<String, (usize, u64, Vec<u8>, Vec<u8>, Vec<u8>)>,
+    pub classes: BTreeMap<String, Example>,
 }
 
 impl Report {
     /// Records one case's result.
-    pub fn add(&mut self, index: u64, request: &[u8], class: Option<(String, Vec<u8>, Vec<u8>)>) {
+    pub fn add(&mut self, index: u64, request: &[u8], class: Found) {
         self.cases += 1;
         let Some((class, a, b)) = class else {
             self.same += 1;
@@ -597,14 +604,13 @@ impl Report {
     }
 }
 
-/// Runs cases `from..` of `seed` until `count` are done or `deadline`
-/// passes, on `jobs` threads; `run` does one case and returns its class.
+/// Runs cases `0..count` until all are done or `deadline` passes, on
+/// `jobs` threads; `run` does case `i` and returns its bytes and class.
 pub fn run_many(
-    seed: u64,
     count: u64,
     deadline: Instant,
     jobs: usize,
-    run: &(dyn Fn(u64) -> (Vec<u8>, Option<(String, Vec<u8>, Vec<u8>)>) + Sync),
+    run: &(dyn Fn(u64) -> (Vec<u8>, Found) + Sync),
 ) -> Report {
     let next = AtomicUsize::new(0);
     let report = Mutex::new(Report::default());
