@@ -8,11 +8,12 @@
 //! [`parse_head`] again when more bytes arrive and [`oversized_head_error`]
 //! when the head outgrows `large_client_header_buffers`.
 //!
-//! The request line is parsed here (RFC 9112 §3) rather than by `httparse`,
-//! so that `HTTP/1.2` (served as 1.1), `HTTP/2.0` (505) and runs of spaces
-//! are treated as nginx treats them; header fields are parsed by
-//! `httparse::parse_headers` (RFC 9112 §5), which refuses obsolete line
-//! folding and bytes not allowed in field names and values.
+//! The syntax is nginx's: the request line is scanned by nginx's own state
+//! machine (`head_scan`), which refuses a wrong byte as soon as it arrives
+//! and decides 400 against 505 as nginx does; header fields are parsed by
+//! `httparse::parse_headers` where nginx would read them the same way, and
+//! by nginx's header-line machine everywhere else (see
+//! [`parse_head_with`]).
 
 pub use crate::http::head_error::HeadError;
 use crate::http::head_scan::{self, HeaderLine, ScannedLine};

@@ -45,6 +45,8 @@ const MAX_CASE: usize = 16 * 1024;
 /// Seeds longer than this are left out (bodies of megabytes teach the head
 /// parser nothing).
 const MAX_SEED: usize = 8 * 1024;
+/// A long run says how far it is every this many cases.
+const PROGRESS_EVERY: usize = 10_000;
 /// Response headers compared: those that say how the answer is framed,
 /// what it is and whether the connection stays.
 pub const FUZZ_HEADERS: &[&str] = &[
@@ -623,11 +625,16 @@ pub fn run_many(
                         return;
                     }
                     let (request, class) = run(i);
-                    report
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .add(i, &request, class);
-                    let _ = seed;
+                    let mut report = report.lock().unwrap_or_else(|e| e.into_inner());
+                    report.add(i, &request, class);
+                    if report.cases % PROGRESS_EVERY == 0 {
+                        eprintln!(
+                            "fuzz: {} cases, {} identical, {} classes",
+                            report.cases,
+                            report.same,
+                            report.classes.len()
+                        );
+                    }
                 }
             });
         }
