@@ -85,7 +85,12 @@ pub fn parse_http_date(text: &str) -> Option<i64> {
         // asctime: "Nov  6 08:49:37 1994"; the day may be space-padded.
         p.skip_spaces();
         month = p.month()?;
-        p.skip_spaces();
+        // nginx skips the byte after the month unchecked, then one space
+        // (`Nov\x1f14` is the 14th).
+        p.next()?;
+        if p.s.get(p.i) == Some(&b' ') {
+            p.i += 1;
+        }
         day = p.digits(2).or_else(|| p.digits(1))?;
         year = None;
     }
@@ -369,6 +374,8 @@ mod tests {
         let nov = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
         assert!(nov.is_some());
         assert_eq!(parse_http_date("Sun, 06 N\u{1f}v 1994 08:49:37 GMT"), nov);
+        assert_eq!(parse_http_date("Sun Nov\u{1f}6 08:49:37 1994"), nov);
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), nov);
         assert_eq!(
             parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"),
             parse_http_date("Sun, 06 Feb 1994 08:49:37 GMT")
