@@ -85,7 +85,12 @@ pub fn parse_http_date(text: &str) -> Option<i64> {
         // asctime: "Nov  6 08:49:37 1994"; the day may be space-padded.
         p.skip_spaces();
         month = p.month()?;
-        p.skip_spaces();
+        // nginx skips the byte after the month unchecked, then one space
+        // (`Nov\x1f14` is the 14th).
+        p.next()?;
+        if p.s.get(p.i) == Some(&b' ') {
+            p.i += 1;
+        }
         day = p.digits(2).or_else(|| p.digits(1))?;
         year = None;
     }
@@ -178,12 +183,28 @@ impl Cursor<'_> {
         )
     }
 
-    /// A three-letter month name (case-sensitive, as nginx), as 1..=12.
+    /// A three-letter month name, as 1..=12, read as nginx's
+    /// `ngx_parse_http_time` reads it: by its first letter, and the second
+    /// or third where the first is shared (`N\x1fv` is November).
     fn month(&mut self) -> Option<i64> {
         let name = self.s.get(self.i..self.i + 3)?;
-        let index = MONTHS.iter().position(|m| m.as_bytes() == name)?;
+        let index = match name[0] {
+            b'J' if name[1] == b'a' => 0,
+            b'J' if name[2] == b'n' => 5,
+            b'J' => 6,
+            b'F' => 1,
+            b'M' if name[2] == b'r' => 2,
+            b'M' => 4,
+            b'A' if name[1] == b'p' => 3,
+            b'A' => 7,
+            b'S' => 8,
+            b'O' => 9,
+            b'N' => 10,
+            b'D' => 11,
+            _ => return None,
+        };
         self.i += 3;
-        Some(index as i64 + 1)
+        Some(index + 1)
     }
 }
 
@@ -334,7 +355,7 @@ mod tests {
             "",
             "garbage",
             "Sun, 06 Nov 1994",
-            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Xov 1994 08:49:37 GMT",
             "Sun, 31 Feb 1994 08:49:37 GMT",
             "Sun, 06 Nov 1994 24:00:00 GMT",
             "Sun, 06 Nov 1994 08:60:37 GMT",
@@ -346,6 +367,23 @@ mod tests {
             assert_eq!(parse_http_date(bad), None, "{bad:?}");
         }
         assert!(parse_http_date("Tue, 29 Feb 2000 00:00:00 GMT").is_some());
+    }
+
+    #[test]
+    fn months_by_their_first_letters_as_nginx() {
+        let nov = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
+        assert!(nov.is_some());
+        assert_eq!(parse_http_date("Sun, 06 N\u{1f}v 1994 08:49:37 GMT"), nov);
+        assert_eq!(parse_http_date("Sun Nov\u{1f}6 08:49:37 1994"), nov);
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), nov);
+        assert_eq!(
+            parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"),
+            parse_http_date("Sun, 06 Feb 1994 08:49:37 GMT")
+        );
+        assert_eq!(
+            parse_http_date("Sun, 06 Jux 1994 08:49:37 GMT"),
+            parse_http_date("Sun, 06 Jul 1994 08:49:37 GMT")
+        );
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub enum HeadError {
     InvalidMethod,
     /// A malformed request line (400).
     InvalidRequest,
+    /// A request line without a version whose method is not GET (400,
+    /// answered the HTTP/0.9 way: no status line).
+    Invalid09Method,
     /// An unusable request target (400).
     InvalidUri(UriError),
     /// `HTTP/2.0` or above in the request line (505).
@@ -79,6 +82,7 @@ impl HeadError {
         match self {
             HeadError::InvalidMethod
             | HeadError::InvalidRequest
+            | HeadError::Invalid09Method
             | HeadError::InvalidUri(_)
             | HeadError::UnsupportedVersion
             | HeadError::UriTooLarge => "while reading client request line",
@@ -92,6 +96,9 @@ impl fmt::Display for HeadError {
         match self {
             HeadError::InvalidMethod => f.write_str("client sent invalid method"),
             HeadError::InvalidRequest => f.write_str("client sent invalid request"),
+            HeadError::Invalid09Method => {
+                f.write_str("client sent invalid method in HTTP/0.9 request")
+            }
             HeadError::InvalidUri(e) => write!(f, "{e}"),
             HeadError::UnsupportedVersion => f.write_str("client sent invalid version"),
             HeadError::UriTooLarge => f.write_str("client sent too long URI"),

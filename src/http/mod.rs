@@ -5,6 +5,7 @@
 //! (bytes, times, file metadata) is passed in by the caller.
 //!
 //! - [`request`]: request heads (`httparse`), with nginx's smuggling checks.
+//! - [`head_scan`]: nginx's request-line and header-line state machines.
 //! - [`head_error`]: why a head was refused: status and nginx log words.
 //! - [`uri`]: request targets → `$uri`, `$args`; host validation; escaping.
 //! - [`escape`]: the escaping and unescaping of `rewrite` replacements.
@@ -31,6 +32,7 @@ pub mod escape;
 pub mod etag;
 pub mod gzip;
 pub mod head_error;
+pub mod head_scan;
 pub mod listing;
 pub mod mime;
 pub mod range;

@@ -8,13 +8,15 @@
 //! [`parse_head`] again when more bytes arrive and [`oversized_head_error`]
 //! when the head outgrows `large_client_header_buffers`.
 //!
-//! The request line is parsed here (RFC 9112 §3) rather than by `httparse`,
-//! so that `HTTP/1.2` (served as 1.1), `HTTP/2.0` (505) and runs of spaces
-//! are treated as nginx treats them; header fields are parsed by
-//! `httparse::parse_headers` (RFC 9112 §5), which refuses obsolete line
-//! folding and bytes not allowed in field names and values.
+//! The syntax is nginx's: the request line is scanned by nginx's own state
+//! machine (`head_scan`), which refuses a wrong byte as soon as it arrives
+//! and decides 400 against 505 as nginx does; header fields are parsed by
+//! `httparse::parse_headers` where nginx would read them the same way, and
+//! by nginx's header-line machine everywhere else (see
+//! [`parse_head_with`]).
 
 pub use crate::http::head_error::HeadError;
+use crate::http::head_scan::{self, HeaderLine, ScannedLine};
 use crate::http::uri::{self, RequestUri};
 
 /// The header fields a first parse has room for (see [`parse_head`]).
@@ -243,68 +245,38 @@ impl HeaderRules {
 }
 
 /// [`parse_head`] under a server's [`HeaderRules`].
+///
+/// The request line is scanned by nginx's state machine
+/// ([`head_scan::request_line`]), so a wrong byte is refused as soon as it
+/// arrives. The header section goes to `httparse` first: when it parses
+/// the whole section and the section holds no tab, nginx would accept it
+/// with the same fields (`httparse` is stricter everywhere else, and trims
+/// tabs around values where nginx trims only spaces). Anything else —
+/// an incomplete section, a refusal, a tab — is scanned line by line by
+/// nginx's own machine ([`head_scan::header_line`]), whose verdict is
+/// nginx's; the complete lines of an incomplete section are checked at
+/// once (an invalid or repeated `Host` is a 400 before the head ends).
 pub fn parse_head_with(
     buf: &[u8],
     rules: HeaderRules,
 ) -> Result<Option<(RequestHead, usize)>, HeadError> {
-    // RFC 9112 §2.2: ignore empty lines before the request line.
-    let start = buf
-        .iter()
-        .position(|&c| c != b'\r' && c != b'\n')
-        .unwrap_or(buf.len());
-    let Some(line_len) = buf[start..].iter().position(|&c| c == b'\n') else {
+    let Some(scanned) = head_scan::request_line(buf)? else {
         return Ok(None);
     };
-    let line_end = start + line_len + 1;
-    let line = trim_cr(&buf[start..start + line_len]);
-    let line = parse_request_line(line)?;
+    let line_end = scanned.end;
+    let line = parse_request_line(&scanned)?;
     if line.version == Version::Http09 {
         // No headers follow an HTTP/0.9 request line.
         let head = build_head(line, Fields::default())?;
         return Ok(Some((head, line_end)));
     }
-
-    // Most heads have a handful of fields: a small array on the stack is
-    // tried first (preparing a slot per line costs more than parsing a
-    // short head); only a head with more fields is parsed again with a slot
-    // for every line its bytes hold. How many fields a request may carry is
-    // the server's `max_headers`, checked once the server is known; the
-    // head's size is bounded by `large_client_header_buffers`.
-    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
-    let mut all = Vec::new();
-    let mut parsed = httparse::parse_headers(&buf[line_end..], &mut few);
-    if let Err(httparse::Error::TooManyHeaders) = parsed {
-        all.resize(line_slots(&buf[line_end..]), httparse::EMPTY_HEADER);
-        parsed = httparse::parse_headers(&buf[line_end..], &mut all);
-    }
-    let (headers_len, headers) = match parsed {
-        Ok(httparse::Status::Complete((len, parsed))) => (len, collect_headers(parsed, rules)),
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
-        Err(httparse::Error::HeaderName | httparse::Error::Token) => {
-            // A name outside a token, or a line without a colon: nginx
-            // skips such lines (`ignore_invalid_headers on`) or keeps them
-            // (`off`); a name starting with a colon or holding a control
-            // character is refused either way. Parse again with them
-            // removed, or made into tokens nginx would keep.
-            let Some((len, kept, extra)) = invalid_lines(&buf[line_end..], rules)? else {
-                return Ok(None);
-            };
-            let mut slots = vec![httparse::EMPTY_HEADER; line_slots(&kept)];
-            match httparse::parse_headers(&kept, &mut slots) {
-                Ok(httparse::Status::Complete((_, parsed))) => {
-                    let mut fields = collect_headers(parsed, rules);
-                    for (name, value) in &extra {
-                        fields.push_str(name, trim_ows(value));
-                    }
-                    (len, fields)
-                }
-                Ok(httparse::Status::Partial) => return Err(HeadError::InvalidHeaderLine),
-                Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
-                Err(_) => return Err(HeadError::InvalidHeaderLine),
-            }
-        }
-        Err(_) => return Err(HeadError::InvalidHeaderLine),
+    let section = &buf[line_end..];
+    let (headers_len, headers) = match fast_fields(section, rules) {
+        Some(found) => found,
+        None => match scan_fields(section, rules)? {
+            Some(found) => found,
+            None => return Ok(None),
+        },
     };
     let head = build_head(line, headers)?;
     Ok(Some((head, line_end + headers_len)))
@@ -316,6 +288,59 @@ fn line_slots(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&c| c == b'\n').count() + 1
 }
 
+/// The header section by `httparse`, when nginx would read it the same
+/// way (see [`parse_head_with`]); `None`: ask nginx's machine.
+fn fast_fields(section: &[u8], rules: HeaderRules) -> Option<(usize, Fields)> {
+    // Most heads have a handful of fields: a small array on the stack is
+    // tried first (preparing a slot per line costs more than parsing a
+    // short head); only a head with more fields is parsed again with a slot
+    // for every line its bytes hold. How many fields a request may carry is
+    // the server's `max_headers`, checked once the server is known; the
+    // head's size is bounded by `large_client_header_buffers`.
+    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+    let mut all = Vec::new();
+    let mut parsed = httparse::parse_headers(section, &mut few);
+    if let Err(httparse::Error::TooManyHeaders) = parsed {
+        all.resize(line_slots(section), httparse::EMPTY_HEADER);
+        parsed = httparse::parse_headers(section, &mut all);
+    }
+    match parsed {
+        Ok(httparse::Status::Complete((len, parsed))) if !section[..len].contains(&b'\t') => {
+            Some((len, collect_headers(parsed, rules)))
+        }
+        _ => None,
+    }
+}
+
+/// The header section by nginx's state machine: `Ok(None)` while it is
+/// incomplete (the complete lines checked as nginx checks each line).
+fn scan_fields(section: &[u8], rules: HeaderRules) -> Result<Option<(usize, Fields)>, HeadError> {
+    let mut fields = Fields::default();
+    let mut pos = 0;
+    loop {
+        match head_scan::header_line(section, pos, rules.underscores) {
+            HeaderLine::Field {
+                name,
+                value,
+                invalid,
+                next,
+            } => {
+                pos = next;
+                if invalid && rules.ignore_invalid {
+                    continue;
+                }
+                fields.push_str(&section[name.0..name.1], &section[value.0..value.1]);
+            }
+            HeaderLine::End { next } => return Ok(Some((next, fields))),
+            HeaderLine::Partial => {
+                walk_fields(&fields)?;
+                return Ok(None);
+            }
+            HeaderLine::Invalid => return Err(HeadError::InvalidHeaderLine),
+        }
+    }
+}
+
 /// Owned header fields, without those nginx ignores under `rules`.
 fn collect_headers(parsed: &[httparse::Header<'_>], rules: HeaderRules) -> Fields {
     let kept = || parsed.iter().filter(|h| rules.keeps(h.name.as_bytes()));
@@ -324,69 +349,9 @@ fn collect_headers(parsed: &[httparse::Header<'_>], rules: HeaderRules) -> Field
         spans: Vec::with_capacity(kept().count()),
     };
     for h in kept() {
-        fields.push(h.name, trim_ows(h.value));
+        fields.push(h.name, trim_spaces(h.value));
     }
     fields
-}
-
-/// Whether `c` may appear in a field name (RFC 9110 §5.6.2 `tchar`).
-fn is_tchar(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
-}
-
-/// A field kept from a line `httparse` refuses: its name and raw value.
-type ExtraField = (Vec<u8>, Vec<u8>);
-
-/// What [`invalid_lines`] found: the section's length, the lines left for
-/// `httparse`, and the fields kept apart.
-type Sorted = (usize, Vec<u8>, Vec<ExtraField>);
-
-/// The header section (up to and including its empty line) without the
-/// lines whose names are not tokens, the section's length in the original
-/// bytes, and those lines' fields when `rules` keep them
-/// (`ignore_invalid_headers off`); `Ok(None)` while the section is
-/// incomplete. A name that starts with `:` or holds a control character is
-/// refused, as nginx's parser refuses it; other bad lines (obsolete
-/// folding, bad bytes in values) are kept for `httparse` to refuse.
-fn invalid_lines(section: &[u8], rules: HeaderRules) -> Result<Option<Sorted>, HeadError> {
-    let mut kept = Vec::with_capacity(section.len());
-    let mut extra = Vec::new();
-    let mut pos = 0;
-    loop {
-        let Some(nl) = section[pos..].iter().position(|&c| c == b'\n') else {
-            return Ok(None);
-        };
-        let nl = nl + pos;
-        let line = &section[pos..=nl];
-        let body = line.strip_suffix(b"\n").unwrap_or(line);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        pos = nl + 1;
-        if body.is_empty() {
-            kept.extend_from_slice(line);
-            return Ok(Some((pos, kept, extra)));
-        }
-        let folded = matches!(body[0], b' ' | b'\t');
-        if folded {
-            kept.extend_from_slice(line);
-            continue;
-        }
-        let (name, value) = match body.iter().position(|&c| c == b':') {
-            None => (body, &b""[..]),
-            Some(colon) => (&body[..colon], &body[colon + 1..]),
-        };
-        if name.is_empty() || name.iter().any(|&c| c <= b' ' || c == 0x7f) {
-            return Err(HeadError::InvalidHeaderLine);
-        }
-        if value.contains(&0) || body.contains(&b'\r') {
-            kept.extend_from_slice(line);
-            continue;
-        }
-        if name.iter().all(|&c| is_tchar(c)) && body.contains(&b':') {
-            kept.extend_from_slice(line);
-        } else if rules.keeps(name) {
-            extra.push((name.to_vec(), value.to_vec()));
-        }
-    }
 }
 
 /// Says which error an oversized, still incomplete head deserves, as nginx
@@ -414,38 +379,18 @@ struct RequestLine {
     uri: RequestUri,
 }
 
-/// Parses `method SP target SP HTTP/x.y` (RFC 9112 §3), accepting runs of
-/// spaces between the parts as nginx does.
-fn parse_request_line(line: &[u8]) -> Result<RequestLine, HeadError> {
-    let mut parts = line.split(|&c| c == b' ').filter(|p| !p.is_empty());
-    let method = parts.next().ok_or(HeadError::InvalidRequest)?;
-    if !method
-        .iter()
-        .all(|&c| c.is_ascii_uppercase() || c == b'_' || c == b'-')
-    {
-        return Err(HeadError::InvalidMethod);
-    }
-    let target = parts.next().ok_or(HeadError::InvalidRequest)?;
-    // Controls, DEL and anything but plain spaces (already split) are refused.
-    if target.iter().any(|&c| c < 0x21 || c == 0x7f) {
-        return Err(HeadError::InvalidRequest);
-    }
-    let raw_version = parts.next();
-    if parts.next().is_some() {
-        return Err(HeadError::InvalidRequest);
-    }
-    // As nginx, the target is judged before the version: `PRI * HTTP/2.0`
-    // (an HTTP/2 preface) is a 400, not a 505.
-    let uri = uri::parse_target(target).map_err(HeadError::InvalidUri)?;
-    let version = match raw_version {
+/// Interprets a request line nginx's machine accepted (RFC 9112 §3):
+/// the target is parsed (nginx's `ngx_http_process_request_uri`), the
+/// version mapped: 1.0 → 1.0, 1.x → 1.1, none → 0.9.
+fn parse_request_line(scanned: &ScannedLine<'_>) -> Result<RequestLine, HeadError> {
+    let uri = uri::parse_target(scanned.target).map_err(HeadError::InvalidUri)?;
+    let version = match scanned.version {
         None => Version::Http09,
-        Some(v) => parse_version(v)?,
+        Some((1, 0)) => Version::Http10,
+        Some(_) => Version::Http11,
     };
-    // Methods are ASCII by the check above.
-    let method = Method::from_token(&String::from_utf8_lossy(method));
-    if version == Version::Http09 && method != Method::Get {
-        return Err(HeadError::InvalidRequest);
-    }
+    // Methods are ASCII: the machine took only `A-Z`, `_` and `-`.
+    let method = Method::from_token(&String::from_utf8_lossy(scanned.method));
     Ok(RequestLine {
         method,
         version,
@@ -453,33 +398,22 @@ fn parse_request_line(line: &[u8]) -> Result<RequestLine, HeadError> {
     })
 }
 
-/// The most digits nginx reads in a version number (it caps each at 999).
-const MAX_VERSION_DIGITS: usize = 3;
-
-/// `HTTP/major.minor`: 1.0 → 1.0, 1.x → 1.1, 2+ → 505, 0.x or junk → 400.
-fn parse_version(v: &[u8]) -> Result<Version, HeadError> {
-    let numbers = v.strip_prefix(b"HTTP/").ok_or(HeadError::InvalidRequest)?;
-    let dot = numbers
+/// How nginx frames its answer to a head it refused: `(head_only,
+/// http09)`. After a complete request line without a version nginx
+/// answers the HTTP/0.9 way, the page alone (its `r->http_version` is 9);
+/// once the method `HEAD` is read, with the head alone (`header_only`).
+/// Before either, with a status line and the page.
+pub fn error_framing(buf: &[u8]) -> (bool, bool) {
+    let line_start = buf
         .iter()
-        .position(|&c| c == b'.')
-        .ok_or(HeadError::InvalidRequest)?;
-    let (major, minor) = (&numbers[..dot], &numbers[dot + 1..]);
-    let number = |digits: &[u8]| -> Result<u32, HeadError> {
-        if digits.is_empty()
-            || digits.len() > MAX_VERSION_DIGITS
-            || !digits.iter().all(u8::is_ascii_digit)
-        {
-            return Err(HeadError::InvalidRequest);
-        }
-        Ok(digits.iter().fold(0, |n, &d| n * 10 + u32::from(d - b'0')))
+        .position(|&c| c != b'\r' && c != b'\n')
+        .unwrap_or(buf.len());
+    let http09 = match head_scan::request_line(buf) {
+        Ok(Some(line)) => line.version.is_none(),
+        Err(HeadError::Invalid09Method) => true,
+        _ => false,
     };
-    let (major, minor) = (number(major)?, number(minor)?);
-    match (major, minor) {
-        (0, _) => Err(HeadError::InvalidRequest),
-        (1, 0) => Ok(Version::Http10),
-        (1, _) => Ok(Version::Http11),
-        _ => Err(HeadError::UnsupportedVersion),
-    }
+    (!http09 && buf[line_start..].starts_with(b"HEAD "), http09)
 }
 
 /// Headers nginx 1.22 refuses to see twice (`ngx_http_process_unique_header_line`).
@@ -495,51 +429,91 @@ const UNIQUE_HEADERS: &[&str] = &[
     "Authorization",
 ];
 
-/// Derives the head's fields and applies nginx's checks, in nginx's order
-/// (`ngx_http_process_request_headers`, then `ngx_http_process_request_header`).
-fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadError> {
-    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
-    let mut host_header: Option<&[u8]> = None;
-    let mut valid_host: Option<String> = None;
-    let mut connection: Option<bool> = None; // Some(true): keep-alive, Some(false): close
-    let mut first: [Option<&[u8]>; UNIQUE_HEADERS.len()] = [None; UNIQUE_HEADERS.len()];
-    let (mut range, mut user_agent, mut referer) = (None, None, None);
+/// What the header lines said, as nginx's per-line handlers
+/// (`ngx_http_headers_in`) record it.
+struct Seen<'a> {
+    /// The `Host` value.
+    host_header: Option<&'a [u8]>,
+    /// The `Host` value validated.
+    valid_host: Option<String>,
+    /// `Some(true)`: keep-alive, `Some(false)`: close.
+    connection: Option<bool>,
+    /// The value of each of [`UNIQUE_HEADERS`].
+    first: [Option<&'a [u8]>; UNIQUE_HEADERS.len()],
+    /// The first `Range`.
+    range: Option<String>,
+    /// The first `User-Agent`.
+    user_agent: Option<String>,
+    /// The first `Referer`.
+    referer: Option<String>,
+}
 
+/// Runs nginx's per-line checks over `headers` in order: an invalid or
+/// repeated `Host`, a repeated unique header (`ngx_http_process_host`,
+/// `ngx_http_process_unique_header_line`). They apply to each line as it
+/// arrives, before the head is complete.
+fn walk_fields(headers: &Fields) -> Result<Seen<'_>, HeadError> {
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    let mut seen = Seen {
+        host_header: None,
+        valid_host: None,
+        connection: None,
+        first: [None; UNIQUE_HEADERS.len()],
+        range: None,
+        user_agent: None,
+        referer: None,
+    };
     for (name, value) in headers.iter() {
         if name.eq_ignore_ascii_case("Host") {
-            if host_header.is_some() {
+            if seen.host_header.is_some() {
                 return Err(HeadError::DuplicateHost);
             }
-            host_header = Some(value);
-            valid_host = Some(uri::validate_host(value).ok_or(HeadError::InvalidHost)?);
+            seen.host_header = Some(value);
+            seen.valid_host = Some(uri::validate_host(value).ok_or(HeadError::InvalidHost)?);
         } else if let Some(i) = UNIQUE_HEADERS
             .iter()
             .position(|u| name.eq_ignore_ascii_case(u))
         {
-            if let Some(prev) = first[i] {
+            if let Some(prev) = seen.first[i] {
                 return Err(HeadError::DuplicateHeader {
                     name: name.to_string(),
                     previous: text(prev),
                     value: text(value),
                 });
             }
-            first[i] = Some(value);
+            seen.first[i] = Some(value);
         } else if name.eq_ignore_ascii_case("Connection") {
             // nginx: a substring match, "close" first; the last header wins.
             let v = value.to_ascii_lowercase();
             if contains(&v, b"close") {
-                connection = Some(false);
+                seen.connection = Some(false);
             } else if contains(&v, b"keep-alive") {
-                connection = Some(true);
+                seen.connection = Some(true);
             }
         } else if name.eq_ignore_ascii_case("Range") {
-            range.get_or_insert_with(|| text(value));
+            seen.range.get_or_insert_with(|| text(value));
         } else if name.eq_ignore_ascii_case("User-Agent") {
-            user_agent.get_or_insert_with(|| text(value));
+            seen.user_agent.get_or_insert_with(|| text(value));
         } else if name.eq_ignore_ascii_case("Referer") {
-            referer.get_or_insert_with(|| text(value));
+            seen.referer.get_or_insert_with(|| text(value));
         }
     }
+    Ok(seen)
+}
+
+/// Derives the head's fields and applies nginx's checks, in nginx's order
+/// (`ngx_http_process_request_headers`, then `ngx_http_process_request_header`).
+fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadError> {
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    let Seen {
+        host_header,
+        valid_host,
+        connection,
+        first,
+        range,
+        user_agent,
+        referer,
+    } = walk_fields(&headers)?;
     let unique = |name: &str| {
         let i = UNIQUE_HEADERS.iter().position(|u| *u == name)?;
         first[i]
@@ -618,15 +592,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn trim_cr(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\r").unwrap_or(line)
-}
-
-/// Strips spaces and tabs around a field value (RFC 9112 §5.1 OWS).
-fn trim_ows(v: &[u8]) -> &[u8] {
-    let is_ows = |c: &u8| *c == b' ' || *c == b'\t';
-    let start = v.iter().position(|c| !is_ows(c)).unwrap_or(v.len());
-    let end = v.iter().rposition(|c| !is_ows(c)).map_or(start, |e| e + 1);
+/// Strips the spaces (not tabs: nginx keeps them) around a field value.
+fn trim_spaces(v: &[u8]) -> &[u8] {
+    let start = v.iter().position(|&c| c != b' ').unwrap_or(v.len());
+    let end = v.iter().rposition(|&c| c != b' ').map_or(start, |e| e + 1);
     &v[start..end]
 }
 

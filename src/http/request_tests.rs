@@ -106,7 +106,7 @@ fn http09_request_has_no_headers() {
     assert_eq!(h.version, Version::Http09);
     assert_eq!(len, "GET /a.txt\r\n".len());
     assert!(!h.keep_alive);
-    assert_eq!(err("POST /a.txt\r\n"), HeadError::InvalidRequest);
+    assert_eq!(err("POST /a.txt\r\n"), HeadError::Invalid09Method);
 }
 
 #[test]
@@ -167,9 +167,10 @@ fn absolute_form_host_overrides_host_header() {
         err("GET http://o/ HTTP/1.1\r\n\r\n"),
         HeadError::MissingHost
     );
+    // nginx's request line takes no `*` (asterisk form).
     assert_eq!(
         err("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"),
-        HeadError::InvalidUri(UriError::UnsupportedForm)
+        HeadError::InvalidRequest
     );
 }
 
@@ -433,4 +434,52 @@ fn header_name_rules() {
         assert!(parse_head_with(bad.as_bytes(), off).is_err(), "{bad:?}");
         assert!(parse_head(bad.as_bytes()).is_err(), "{bad:?}");
     }
+}
+
+#[test]
+fn refusals_framed_as_nginx_frames_them() {
+    // (head_only, http09)
+    assert_eq!(error_framing(b"HEAD / HTTP/1.1\r\n\r\n"), (true, false));
+    assert_eq!(error_framing(b"\r\nHEAD /a\x01"), (true, false));
+    assert_eq!(error_framing(b"HEA"), (false, false));
+    assert_eq!(error_framing(b"GET /%2\r\n"), (false, true));
+    assert_eq!(error_framing(b"HEAD /\r\n"), (false, true));
+    assert_eq!(
+        error_framing(b"GET / HTTP/1.1\r\nHost: a b\r\n"),
+        (false, false)
+    );
+}
+
+#[test]
+fn header_lines_checked_before_the_head_ends() {
+    assert_eq!(
+        err("GET / HTTP/1.1\r\nHost: a b\r\n"),
+        HeadError::InvalidHost
+    );
+    assert_eq!(
+        err("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n"),
+        HeadError::DuplicateHost
+    );
+    assert_eq!(
+        err("GET / HTTP/1.1\r\nHost: a\r\n\t"),
+        HeadError::InvalidHeaderLine
+    );
+}
+
+#[test]
+fn values_keep_tabs_as_nginx() {
+    assert_eq!(
+        err("GET / HTTP/1.1\r\nHost:\ta\r\n\r\n"),
+        HeadError::InvalidHost
+    );
+    let h = ok("GET / HTTP/1.1\r\nHost: a\r\nX: \x01b\t \r\n\r\n");
+    assert_eq!(h.header("X"), Some(&b"\x01b\t"[..]));
+}
+
+#[test]
+fn absolute_form_request_uri_is_from_the_path_on() {
+    let h = ok("GET http://a.b:8/x?y HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(h.uri.request_uri, b"/x?y");
+    let h = ok("GET http://a.b HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(h.uri.request_uri, b"/");
 }

@@ -56,7 +56,9 @@ pub struct RequestUri {
     /// `$args`: the raw (still encoded) query after the first `?`, or `None`
     /// when there is no `?` (nginx's `$is_args` is then empty).
     pub args: Option<Vec<u8>>,
-    /// `$request_uri`: the target exactly as received.
+    /// `$request_uri`: the target exactly as received, from the path on
+    /// (nginx's `unparsed_uri`: an absolute-form target's scheme and
+    /// authority are not part of it).
     pub request_uri: Vec<u8>,
     /// The host of an absolute-form target, validated and lowercased, port
     /// stripped. When present it overrides the `Host` header, as in nginx.
@@ -87,6 +89,10 @@ struct TargetParts<'t> {
     path: &'t [u8],
     /// What follows `?`, up to a fragment.
     args: Option<&'t [u8]>,
+    /// nginx's `unparsed_uri`: the target from its path on (an
+    /// absolute-form target without its scheme and authority; `/` when
+    /// nothing follows the authority).
+    unparsed: &'t [u8],
 }
 
 /// Splits a request target into its parts.
@@ -99,6 +105,7 @@ fn split_target(target: &[u8]) -> Result<TargetParts<'_>, UriError> {
         }
         _ => return Err(UriError::UnsupportedForm),
     };
+    let unparsed: &[u8] = if rest.is_empty() { b"/" } else { rest };
     // A fragment is never meant for the server: drop it with everything after.
     let rest = match rest.iter().position(|&c| c == b'#') {
         Some(i) => &rest[..i],
@@ -109,7 +116,12 @@ fn split_target(target: &[u8]) -> Result<TargetParts<'_>, UriError> {
         None => (rest, None),
     };
     let path: &[u8] = if raw_path.is_empty() { b"/" } else { raw_path };
-    Ok(TargetParts { host, path, args })
+    Ok(TargetParts {
+        host,
+        path,
+        args,
+        unparsed,
+    })
 }
 
 /// Parses a raw request target (the second word of the request line).
@@ -118,6 +130,7 @@ pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
         host,
         path: raw_path,
         args,
+        unparsed,
     } = split_target(target)?;
     // Most paths have nothing to decode or merge: copy them once.
     let path = if is_plain(raw_path) {
@@ -128,7 +141,7 @@ pub fn parse_target(target: &[u8]) -> Result<RequestUri, UriError> {
     Ok(RequestUri {
         path,
         args: args.map(<[u8]>::to_vec),
-        request_uri: target.to_vec(),
+        request_uri: unparsed.to_vec(),
         host,
     })
 }
@@ -185,10 +198,11 @@ fn authority_end(after: &[u8]) -> Option<usize> {
 
 /// Splits `scheme://host[:port]rest` into the validated host and `rest`.
 fn split_absolute(target: &[u8]) -> Result<(String, &[u8]), UriError> {
-    // nginx accepts any alphabetic scheme here.
+    // nginx accepts any scheme here (`sw_schema`): a letter, then
+    // letters, digits, `+`, `-` and `.`.
     let scheme_end = target
         .iter()
-        .position(|c| !c.is_ascii_alphabetic())
+        .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')))
         .ok_or(UriError::UnsupportedForm)?;
     let after = target[scheme_end..]
         .strip_prefix(b"://")

@@ -360,7 +360,10 @@ impl<'c> Client<'c> {
     }
 }
 
-/// Reads more bytes into `buf`, waiting at most `timeout`.
+/// Reads more bytes into `buf`, waiting at most `timeout`. A client that
+/// closes or resets mid-body gets no answer: nginx marks the connection
+/// failed (`c->error`), logs 400 and closes
+/// (`ngx_http_do_read_client_request_body`).
 async fn read_more(
     stream: &TcpStream,
     buf: &mut Vec<u8>,
@@ -371,7 +374,7 @@ async fn read_more(
         match crate::io::ready::recv(stream, buf) {
             Ok(0) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     "client prematurely closed connection",
                 ));
             }
@@ -379,7 +382,7 @@ async fn read_more(
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     format!("recv() failed ({})", crate::config::errno_text(&e)),
                 ));
             }
@@ -388,7 +391,7 @@ async fn read_more(
             Ok(Ok(())) => {}
             Ok(Err(_)) => {
                 return Err(BodyError::client(
-                    Some(Status::BAD_REQUEST),
+                    None,
                     "client prematurely closed connection",
                 ));
             }

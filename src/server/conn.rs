@@ -297,12 +297,16 @@ async fn refuse_head(
     {
         fail_with_page(&stream, buf, site, server, info, status).await;
     } else {
-        reject(&stream, site, server, info, buf, status).await;
+        let framing = crate::http::request::error_framing(buf);
+        reject(&stream, site, server, info, buf, status, framing).await;
     }
     linger(stream).await;
 }
 
 /// Answers a head that could not be read (400, 414, 494 …) with its page.
+/// `(head_only, http09)` from [`crate::http::request::error_framing`]:
+/// the page without the body (a `HEAD` request), or the page alone, with
+/// no status line (after an HTTP/0.9 request line), as nginx answers.
 async fn reject(
     stream: &TcpStream,
     site: &Site,
@@ -310,14 +314,18 @@ async fn reject(
     info: &ConnInfo,
     buf: &[u8],
     status: crate::http::status::Status,
+    (head_only, http09): (bool, bool),
 ) {
     let mut reply = Reply::special(status);
     reply.fill_special_page(crate::signature(server.conf.server_tokens));
-    let head = response_head(&reply, &server.conf, false);
+    let mut head = response_head(&reply, &server.conf, false);
     let body: &[u8] = match &reply.body {
-        Body::Bytes(b) => b,
+        Body::Bytes(b) if !head_only => b,
         _ => &[],
     };
+    if http09 {
+        head.clear();
+    }
     let ok = send::write_all(
         stream,
         &[&head[..], body].concat(),

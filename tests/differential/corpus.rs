@@ -137,6 +137,9 @@ pub struct Known {
     pub cases: BTreeMap<String, String>,
     /// (field suffix, reason).
     pub fields: Vec<(String, String)>,
+    /// Classes of the request fuzzer's differences (`fuzz CLASS: reason`,
+    /// see `differential/fuzz.rs`) → reason.
+    pub fuzz: BTreeMap<String, String>,
 }
 
 impl Known {
@@ -149,8 +152,8 @@ impl Known {
     }
 }
 
-/// Parses `known-differences.txt`: `case-name: reason` and
-/// `field FIELD: reason` lines, `#` comments.
+/// Parses `known-differences.txt`: `case-name: reason`,
+/// `field FIELD: reason` and `fuzz CLASS: reason` lines, `#` comments.
 pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
     let mut known = Known::default();
     let mut errors = Vec::new();
@@ -165,6 +168,14 @@ pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
                     known
                         .fields
                         .push((field.trim().to_string(), reason.trim().to_string()));
+                } else if let Some(class) = name.strip_prefix("fuzz ") {
+                    if known
+                        .fuzz
+                        .insert(class.trim().to_string(), reason.trim().to_string())
+                        .is_some()
+                    {
+                        errors.push(format!("line {}: {} listed twice", i + 1, name.trim()));
+                    }
                 } else if known
                     .cases
                     .insert(name.trim().to_string(), reason.trim().to_string())

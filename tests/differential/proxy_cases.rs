@@ -284,5 +284,26 @@ pub fn cases() -> Vec<Case> {
             "POST /too-large HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\
              Connection: close\r\n\r\n01234567890",
         ),
+        // Found by the request fuzzer: an absolute-form target goes on
+        // from its path; a client's field without a colon (an empty
+        // value) is forwarded; `Content-Length: 0` is announced.
+        c(
+            "fuzz-absolute",
+            "proxy_pass http://UP;",
+            None,
+            "GET http://localhost/fuzz-absolute/x?a HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "fuzz-empty-field",
+            "proxy_pass http://UP;",
+            None,
+            "GET /fuzz-empty-field/x HTTP/1.1\r\nHost: localhost\r\nX-Empty:\r\nlone\r\nConnection: close\r\n\r\n",
+        ),
+        c(
+            "fuzz-post-empty",
+            "proxy_pass http://UP;",
+            None,
+            "POST /fuzz-post-empty/x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        ),
     ]
 }

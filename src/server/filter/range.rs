@@ -43,7 +43,7 @@ pub fn header(
     };
     let base = whole.start;
     let mut spec = match &r.head.range {
-        Some(h) if len > 0 => range::parse_range_limited(
+        Some(h) => range::parse_range_limited(
             h,
             len,
             conf.max_ranges

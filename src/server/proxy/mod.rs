@@ -487,6 +487,11 @@ async fn prepare_body(
         });
     }
     if !r.head.has_body() {
+        // `Content-Length: 0` is still announced upstream, as nginx's
+        // `$content_length` default does.
+        if r.head.content_length == Some(0) {
+            return Ok(BodyPlan::LengthOnly(0));
+        }
         return Ok(BodyPlan::None);
     }
     let chunked = r.head.chunked;

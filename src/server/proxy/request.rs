@@ -160,7 +160,14 @@ pub fn head(
             if named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
                 continue;
             }
-            push(&mut out, name, value);
+            // The client's own fields go as received, an empty value
+            // too (`ngx_http_proxy_create_request` copies them whole;
+            // only `proxy_set_header` values that come out empty are
+            // left out).
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
         }
     }
     out.extend_from_slice(b"\r\n");
