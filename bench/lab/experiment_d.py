@@ -283,9 +283,12 @@ def error_summary(text):
     """The error log's lines by level and first words (counts)."""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"\S+ \S+ \[(\w+)\] [^:]*: (?:\*\d+ )?(.{0,60})", line)
+        m = re.match(r"\S+ \S+ \[(\w+)\] [^:]*: (?:\*\d+ )?(.{0,120})", line)
         if m:
-            words = re.sub(r"[0-9a-f]{8,}|\d+", "N", m.group(2))
+            # Paths in the lab's work folder are named from the server's
+            # prefix: the report names no folder of the machine it ran on.
+            msg = re.sub(r"/\S*/run/[^/\s]+/", "PREFIX/", m.group(2))
+            words = re.sub(r"[0-9a-f]{8,}|\d+", "N", msg)[:60]
             k = f"[{m.group(1)}] {words}"
             out[k] = out.get(k, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1])[:8])

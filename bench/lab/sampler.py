@@ -70,6 +70,10 @@ class Sampler:
         # per loop thread: (first, last) of (run_delay ns, wall time s), from
         # /proc/…/schedstat: how long it waited on a run queue for a CPU
         self.runq = {}
+        # the largest growth of one thread's run_delay between two samples:
+        # the kernel adds a wait when it ends, so this is (about) the
+        # longest single wait of a loop thread for a CPU
+        self.runq_max = 0
         self._stop = threading.Event()
         self._thread = None
 
@@ -93,7 +97,8 @@ class Sampler:
                 try:
                     sched = _read(f"/proc/{pid}/task/{tid}/schedstat").split()
                     mark = (int(sched[1]), time.time())
-                    first, _ = self.runq.get(tid, (mark, mark))
+                    first, last = self.runq.get(tid, (mark, mark))
+                    self.runq_max = max(self.runq_max, mark[0] - last[0])
                     self.runq[tid] = (first, mark)
                     stat = _read(f"/proc/{pid}/task/{tid}/stat")
                     st = stat.rsplit(")", 1)[1].split()[0]
@@ -117,6 +122,7 @@ class Sampler:
         return {
             # the share of the loop threads' time spent waiting for a CPU
             "share_runq": waited / span if span > 0 else None,
+            "runq_max_s": self.runq_max / 1e9 if self.runq else None,
             "samples": self.samples,
             "share_D": self.states.get("D", 0) / n,
             "share_R": self.states.get("R", 0) / n,
