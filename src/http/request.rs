@@ -554,9 +554,20 @@ fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadErr
         None => valid_host,
     };
     let owned = |name: &str| unique(name).map(text);
+    // Dates are read byte by byte (nginx's `ngx_parse_http_time` skips the
+    // byte after an asctime month unchecked): a byte above 0x7F stays one
+    // byte (`?`, which no date allows), where U+FFFD would take three and
+    // move what follows.
+    let date = |name: &str| {
+        unique(name).map(|v| {
+            v.iter()
+                .map(|&b| if b.is_ascii() { b as char } else { '?' })
+                .collect()
+        })
+    };
     Ok(RequestHead {
-        if_modified_since: owned("If-Modified-Since"),
-        if_unmodified_since: owned("If-Unmodified-Since"),
+        if_modified_since: date("If-Modified-Since"),
+        if_unmodified_since: date("If-Unmodified-Since"),
         if_none_match: owned("If-None-Match"),
         if_match: owned("If-Match"),
         if_range: owned("If-Range"),

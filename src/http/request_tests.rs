@@ -483,3 +483,18 @@ fn absolute_form_request_uri_is_from_the_path_on() {
     let h = ok("GET http://a.b HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(h.uri.request_uri, b"/");
 }
+
+#[test]
+fn a_date_with_a_byte_above_0x7f_keeps_its_length() {
+    // nginx skips the byte after an asctime month unchecked: the fuzzer's
+    // `Tue Nov\x9914 22:13:20 2023` is the 14th for it, and for nowait.
+    let raw =
+        b"GET / HTTP/1.1\r\nHost: a\r\nIf-Modified-Since: Tue Nov\x9914 22:13:20 2023\r\n\r\n";
+    let (h, _) = parse_head(raw).unwrap().unwrap();
+    let v = h.if_modified_since.as_deref().unwrap();
+    assert_eq!(v.len(), "Tue Nov?14 22:13:20 2023".len());
+    assert_eq!(
+        crate::http::date::parse_http_date(v),
+        crate::http::date::parse_http_date("Tue, 14 Nov 2023 22:13:20 GMT")
+    );
+}

@@ -405,7 +405,11 @@ pub fn reply_return(r: &Req<'_>, ret: &Return) -> Reply {
                 reply = Reply::new(Status::NOT_MODIFIED, Body::Empty)
             }
             conditional::Outcome::PreconditionFailed => {
-                reply = Reply::special(Status::PRECONDITION_FAILED)
+                reply = Reply::special(Status::PRECONDITION_FAILED);
+                // nginx's not-modified filter finalizes the request with
+                // the 412 (`ngx_http_filter_finalize_request`): the
+                // connection closes, whatever its head said.
+                reply.close = true;
             }
         }
     }
