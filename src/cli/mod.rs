@@ -19,8 +19,13 @@ pub const DEFAULT_PREFIX: &str = match option_env!("NOWAIT_PREFIX") {
     None => "/usr/local/nowait/",
 };
 
-/// The configuration file when `-c` is not given, relative to the prefix.
-pub const DEFAULT_CONF: &str = "conf/nowait.conf";
+/// The configuration file when `-c` is not given: relative to the prefix,
+/// or absolute. Overridable at build time with `NOWAIT_CONF_PATH` (nginx's
+/// `--conf-path`), as the Debian package does (`/etc/nowait/nowait.conf`).
+pub const DEFAULT_CONF: &str = match option_env!("NOWAIT_CONF_PATH") {
+    Some(p) => p,
+    None => "conf/nowait.conf",
+};
 
 /// Prints a message as nginx does before its logs are open: `nowait: …`.
 /// A message with a level (`[emerg] …`) also goes to the `-e` error log,
@@ -81,7 +86,7 @@ fn version_facts() -> String {
         "nginx version: nginx/{compat} (the nginx whose configuration and behaviour nowait follows)\n\
          built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
          features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n\
-         configure arguments: --prefix={prefix} --conf-path={prefix}{conf} --error-log-path={prefix}logs/error.log \
+         configure arguments: --prefix={prefix} --conf-path={conf} --error-log-path={prefix}logs/error.log \
          --pid-path={prefix}logs/{name}.pid --http-log-path={prefix}logs/access.log \
          --http-client-body-temp-path={prefix}{body_temp}{build} {flags}\n",
         compat = NGINX_COMPAT_VERSION,
@@ -92,7 +97,7 @@ fn version_facts() -> String {
             "release"
         },
         prefix = DEFAULT_PREFIX,
-        conf = DEFAULT_CONF,
+        conf = default_conf(Path::new(DEFAULT_PREFIX)).display(),
         name = crate::NAME,
         body_temp = config::inherit::DEFAULT_CLIENT_BODY_TEMP_PATH,
         flags = config::modules::configure_flags().join(" "),
@@ -111,6 +116,17 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
         base.join(p)
     };
     joined.components().collect()
+}
+
+/// The configuration file when `-c` is not given: [`DEFAULT_CONF`] under
+/// `prefix`, or [`DEFAULT_CONF`] itself when the build made it absolute.
+fn default_conf(prefix: &Path) -> PathBuf {
+    conf_under(prefix, DEFAULT_CONF)
+}
+
+fn conf_under(prefix: &Path, conf: &str) -> PathBuf {
+    // `join` keeps an absolute `conf` as it is, as nginx's `--conf-path`.
+    prefix.join(conf)
 }
 
 /// What the command line resolved to: where things are and what to load.
@@ -134,7 +150,7 @@ fn invocation(args: Args) -> Result<Invocation, String> {
     let conf_file = match &args.conf {
         Some(c) => Some(absolute(&prefix, c)),
         None => {
-            let default = prefix.join(DEFAULT_CONF);
+            let default = default_conf(&prefix);
             default.exists().then_some(default)
         }
     };
@@ -212,7 +228,7 @@ pub fn main() -> i32 {
     if inv.args.signal.is_some() && inv.load.conf_file.is_none() {
         say(&format!(
             "[error] no configuration file at \"{}\": \"-s\" needs one to find the pid file",
-            inv.load.prefix.join(DEFAULT_CONF).display()
+            default_conf(&inv.load.prefix).display()
         ));
         return 1;
     }
@@ -234,7 +250,7 @@ pub fn main() -> i32 {
     if inv.load.conf_file.is_none() {
         say(&format!(
             "[notice] no configuration file at \"{}\": serving \"{}\" on http://{}/ with the embedded configuration",
-            inv.load.prefix.join(DEFAULT_CONF).display(),
+            default_conf(&inv.load.prefix).display(),
             inv.load.embedded_root.display(),
             inv.load.embedded_listen
         ));
@@ -275,6 +291,22 @@ fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A relative default configuration is under the prefix; an absolute
+    /// one (`NOWAIT_CONF_PATH=/etc/nowait/nowait.conf`, the package's) is
+    /// not moved under it.
+    #[test]
+    fn default_conf_is_under_the_prefix_unless_absolute() {
+        let prefix = Path::new("/usr/share/nowait/");
+        assert_eq!(
+            conf_under(prefix, "conf/nowait.conf"),
+            PathBuf::from("/usr/share/nowait/conf/nowait.conf")
+        );
+        assert_eq!(
+            conf_under(prefix, "/etc/nowait/nowait.conf"),
+            PathBuf::from("/etc/nowait/nowait.conf")
+        );
+    }
 
     /// Regression: `-p . -c examples/x.conf` printed `/cwd/./examples/x.conf`.
     #[test]
