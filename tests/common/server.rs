@@ -32,6 +32,9 @@ pub const NGINX_BIN: &str = "/usr/sbin/nginx";
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pause between two readiness probes.
 const READY_POLL: Duration = Duration::from_millis(20);
+/// How many free ports a start tries when another process takes the one
+/// it was given before the server binds it.
+const PORT_ATTEMPTS: u32 = 4;
 /// How long a server may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -116,43 +119,58 @@ impl Server {
             std::fs::create_dir_all(dir.join(d))
                 .unwrap_or_else(|e| panic!("mkdir {}/{d}: {e}", dir.display()));
         }
-        let port = free_port();
-        let conf = for_kind(kind, conf)
-            .replace("{port}", &port.to_string())
-            .replace("{prefix}", &dir.to_string_lossy());
-        let conf_path = dir.join("nginx.conf");
-        write(&conf_path, conf.as_bytes());
         let mime = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/mime.types");
         let mime_text =
             std::fs::read(&mime).unwrap_or_else(|e| panic!("read {}: {e}", mime.display()));
         write(&dir.join("mime.types"), &mime_text);
-
+        let conf_path = dir.join("nginx.conf");
         let stderr_path = dir.join("stderr.log");
-        let stderr = File::create(&stderr_path)
-            .unwrap_or_else(|e| panic!("create {}: {e}", stderr_path.display()));
-        let stdout = stderr
-            .try_clone()
-            .unwrap_or_else(|e| panic!("dup {}: {e}", stderr_path.display()));
-        let child = Command::new(kind.program())
-            .arg("-p")
-            .arg(format!("{}/", dir.display()))
-            .arg("-c")
-            .arg(&conf_path)
-            .args(["-e", "stderr", "-g", "daemon off;"])
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", kind.program()));
-        let mut server = Server {
-            kind,
-            port,
-            child: Some(child),
-            stderr_path,
-            prefix,
-        };
-        server.wait_ready();
-        server
+        let mut prefix = Some(prefix);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let port = free_port();
+            let text = for_kind(kind, conf)
+                .replace("{port}", &port.to_string())
+                .replace("{prefix}", &dir.to_string_lossy());
+            write(&conf_path, text.as_bytes());
+            let stderr = File::create(&stderr_path)
+                .unwrap_or_else(|e| panic!("create {}: {e}", stderr_path.display()));
+            let stdout = stderr
+                .try_clone()
+                .unwrap_or_else(|e| panic!("dup {}: {e}", stderr_path.display()));
+            let child = Command::new(kind.program())
+                .arg("-p")
+                .arg(format!("{}/", dir.display()))
+                .arg("-c")
+                .arg(&conf_path)
+                .args(["-e", "stderr", "-g", "daemon off;"])
+                .stdin(Stdio::null())
+                .stdout(stdout)
+                .stderr(stderr)
+                .spawn()
+                .unwrap_or_else(|e| panic!("spawn {}: {e}", kind.program()));
+            let mut server = Server {
+                kind,
+                port,
+                child: Some(child),
+                stderr_path: stderr_path.clone(),
+                prefix: prefix.take().expect("the prefix is kept until a start"),
+            };
+            match server.wait_ready() {
+                Ok(()) => return server,
+                // The free port was taken by another process between
+                // `free_port` and the server's bind: try another one.
+                Err(e) if attempt < PORT_ATTEMPTS && e.contains("Address already in use") => {
+                    server.child = None;
+                    prefix = Some(std::mem::replace(
+                        &mut server.prefix,
+                        TempDir::new(kind.name()),
+                    ));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
 
     /// The loopback port the server listens on.
@@ -227,31 +245,31 @@ impl Server {
             .unwrap_or_else(|e| format!("(cannot read {}: {e})", self.stderr_path.display()))
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<(), String> {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
                     self.child = None;
-                    panic!(
+                    return Err(format!(
                         "{} exited before listening on port {} ({status}); stderr:\n{}",
                         self.kind.name(),
                         self.port,
                         self.stderr()
-                    );
+                    ));
                 }
             }
             if TcpStream::connect_timeout(&addr, READY_POLL).is_ok() {
-                return;
+                return Ok(());
             }
             if Instant::now() >= deadline {
-                panic!(
+                return Err(format!(
                     "{} did not listen on port {} within {READY_TIMEOUT:?}; stderr:\n{}",
                     self.kind.name(),
                     self.port,
                     self.stderr()
-                );
+                ));
             }
             sleep(READY_POLL);
         }
