@@ -39,14 +39,15 @@ pub enum HeadRead {
 }
 
 /// Reads until a complete head is in `buf`. Reads are tried first without
-/// waiting; only when the socket is empty is `timer` (one per connection,
+/// waiting; `buf` holds a buffer of the worker's pool only while it holds
+/// bytes. Only when the socket is empty is `timer` (one per connection,
 /// reset rather than recreated) armed: the idle timeout until the first
 /// byte, then `client_header_timeout` from that byte. `stats` counts the
 /// connection as reading from that byte on.
 #[allow(clippy::too_many_arguments)]
 pub async fn read_head(
     stream: &TcpStream,
-    buf: &mut Vec<u8>,
+    buf: &mut super::conn_buf::ConnBuf,
     srv: &crate::config::inherit::SrvConf,
     idle_timeout: Duration,
     quit: &mut watch::Receiver<bool>,
@@ -85,11 +86,18 @@ pub async fn read_head(
                 return HeadRead::Bad(e.status(), e.to_string());
             }
         }
-        buf.reserve(4096);
+        // A buffer only for bytes: tried first (no system call when the
+        // reactor has seen nothing), given back if nothing came, so that a
+        // connection waiting for a request holds none.
+        buf.lend();
         match crate::io::ready::recv(stream, buf) {
             Ok(0) => return HeadRead::Gone,
             Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !started {
+                    buf.release();
+                }
+            }
             Err(_) => return HeadRead::Gone,
         }
         if armed != Some(started) {
