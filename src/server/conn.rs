@@ -81,6 +81,7 @@ pub async fn serve(
     info: ConnInfo,
     site: Arc<Site>,
     mut quit: watch::Receiver<bool>,
+    _open: super::worker::Open,
 ) {
     // This connection in nginx's counters (`stub_status`), until it ends.
     let mut stats = crate::metrics::connections::Tracked::accepted();

@@ -2,7 +2,9 @@
 //! limits and timeouts, the request body (read and dropped: static locations
 //! take none), and the lingering close after a final response.
 
+use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -111,16 +113,40 @@ pub async fn read_head(
                 .reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + wait);
             armed = Some(started);
         }
-        tokio::select! {
-            r = stream.readable() => {
-                if r.is_err() {
-                    return HeadRead::Gone;
-                }
+        // Polled by hand rather than with `select!`: the socket's readiness
+        // takes no waiter of its own (`poll_read_ready`), which keeps a
+        // waiting connection's future small.
+        let quit_wait = !first && !started;
+        let mut changed = std::pin::pin!(quit.changed());
+        let woke = std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                return Poll::Ready(if r.is_ok() { Woke::Readable } else { Woke::Gone });
             }
-            _ = timer.as_mut() => return if started { HeadRead::TimedOut } else { HeadRead::Gone },
-            _ = quit.changed(), if !first && !started => return HeadRead::Gone,
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(if started { Woke::TimedOut } else { Woke::Gone });
+            }
+            if quit_wait && changed.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Woke::Gone);
+            }
+            Poll::Pending
+        })
+        .await;
+        match woke {
+            Woke::Readable => {}
+            Woke::TimedOut => return HeadRead::TimedOut,
+            Woke::Gone => return HeadRead::Gone,
         }
     }
+}
+
+/// What ended a wait for bytes of a head.
+enum Woke {
+    /// The socket is readable.
+    Readable,
+    /// `client_header_timeout` passed with a head begun.
+    TimedOut,
+    /// The idle timeout passed, the worker quits, or the socket failed.
+    Gone,
 }
 
 /// Whether a (possibly partial) head breaks `large_client_header_buffers`:
