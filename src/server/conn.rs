@@ -231,7 +231,11 @@ enum Served<'s> {
     Close(Option<(Duration, Duration)>),
     /// Refuse the head with this status and error log line, from this
     /// server, and close.
-    Refuse(crate::http::status::Status, String, &'s crate::config::model::Server),
+    Refuse(
+        crate::http::status::Status,
+        String,
+        &'s crate::config::model::Server,
+    ),
 }
 
 /// Serves one request whose head has been read: walks it through the

@@ -120,7 +120,11 @@ pub async fn read_head(
         let mut changed = std::pin::pin!(quit.changed());
         let woke = std::future::poll_fn(|cx| {
             if let Poll::Ready(r) = stream.poll_read_ready(cx) {
-                return Poll::Ready(if r.is_ok() { Woke::Readable } else { Woke::Gone });
+                return Poll::Ready(if r.is_ok() {
+                    Woke::Readable
+                } else {
+                    Woke::Gone
+                });
             }
             if timer.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(if started { Woke::TimedOut } else { Woke::Gone });
