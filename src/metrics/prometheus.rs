@@ -186,6 +186,21 @@ pub fn render(
     }
     header(
         &mut out,
+        "nowait_connection_buffers_bytes",
+        "gauge",
+        "Bytes of read buffers client connections hold (none while they wait for a request).",
+    );
+    for w in workers {
+        let _ = writeln!(
+            out,
+            "nowait_connection_buffers_bytes{{worker=\"{}\"}} {}",
+            w.id,
+            w.connection_buffers
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    header(
+        &mut out,
         "nowait_fast_path_total",
         "counter",
         "Non-blocking fast-path attempts on the loop, by operation and outcome.",

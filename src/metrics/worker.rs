@@ -122,6 +122,9 @@ pub struct WorkerMetrics {
     pub requests: AtomicU64,
     /// Connections open now.
     pub connections: AtomicU64,
+    /// Bytes of read buffers the worker's client connections hold now
+    /// (`server::conn_buf`): none for a connection waiting for a request.
+    pub connection_buffers: AtomicU64,
 }
 
 impl WorkerMetrics {
@@ -133,6 +136,7 @@ impl WorkerMetrics {
             fast: Default::default(),
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            connection_buffers: AtomicU64::new(0),
         }
     }
 

@@ -26,6 +26,7 @@ use crate::log::Level;
 
 use super::access_log;
 use super::client::{BodyProgress, Client};
+use super::conn_buf::ConnBuf;
 use super::pace::Pace;
 use super::phases::{Handled, Walk};
 use super::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
@@ -67,11 +68,20 @@ enum Next {
 }
 
 /// Serves a connection until it closes.
+///
+/// What the connection holds while it waits for a request's first byte is
+/// kept small: this future's own state (the socket, where it came from,
+/// the idle timer, counters) and no read buffer (`conn_buf`: one is lent
+/// when bytes come and given back when the connection goes idle with no
+/// pipelined bytes). Serving a request is a boxed future of its own
+/// ([`serve_request`]), made when a head is read and freed when the reply
+/// is sent, so that its state does not size the waiting one.
 pub async fn serve(
     stream: TcpStream,
     info: ConnInfo,
     site: Arc<Site>,
     mut quit: watch::Receiver<bool>,
+    _open: super::worker::Open,
 ) {
     // This connection in nginx's counters (`stub_status`), until it ends.
     let mut stats = crate::metrics::connections::Tracked::accepted();
@@ -79,7 +89,7 @@ pub async fn serve(
         return;
     };
     let srv = &default_server.srv;
-    let mut buf: Vec<u8> = Vec::with_capacity(srv.client_header_buffer_size as usize);
+    let mut buf = ConnBuf::new();
     let mut requests: u64 = 0;
     let mut idle_timeout = srv.client_header_timeout;
     let mut pool_sock = SocketForPools::default();
@@ -120,7 +130,7 @@ pub async fn serve(
             }
             HeadRead::Bad(status, msg) => {
                 let line = format!("{msg}, client: {}", info.peer.ip());
-                refuse_head(
+                Box::pin(refuse_head(
                     stream,
                     &mut buf,
                     &site,
@@ -128,91 +138,192 @@ pub async fn serve(
                     &info,
                     status,
                     &line,
-                )
+                ))
                 .await;
                 return;
             }
         };
         requests += 1;
-        stats.writing();
-        let start = crate::metrics::timed::now();
-        let (server, name_regex) = site
-            .server_match(info.socket_addr, info.local, head.host.as_deref())
-            .unwrap_or((default_server, None));
-        if super::max_headers::exceeded(&head, &default_server.srv, &server.srv) {
-            let r = Req::new(&site, &head, server, &info, requests, start, head_len);
-            let e = crate::http::request::HeadError::TooManyHeaders;
-            let line = format!("{e} {}{}", e.while_reading(), r.log_context());
-            drop(r);
-            refuse_head(stream, &mut buf, &site, server, &info, e.status(), &line).await;
-            return;
-        }
-        buf.drain(..head_len);
-        let mut r = Req::new(&site, &head, server, &info, requests, start, head_len);
-        r.pipelined = pipelined;
-        if let (Some(re), Some(host)) = (name_regex, head.host.as_deref()) {
-            // A regex server name's captures are the request's.
-            r.regex_exec(re, host);
-        }
-        if !default_server.srv.merge_slashes {
-            // nginx normalizes the path with the default server's setting,
-            // before the Host header chose a server.
-            if let Ok(path) = head.uri.path_keeping_slashes() {
-                r.uri = String::from_utf8_lossy(&path).into_owned().into();
-            }
-        }
-        let next = {
-            let mut client = Client::new(&stream, &mut buf);
-            let mut walk = Walk::new(&site);
-            let handled = match walk.route(&mut r) {
-                Some(h) => h,
-                None => walk.content(&mut r, &mut client).await,
-            };
-            r.body.received = r.body.received.max(client.body_received());
-            let continue_sent = client.continue_sent;
-            let progress = std::mem::replace(&mut client.body, BodyProgress::Failed);
-            drop(client);
-            respond(
-                &stream,
-                &mut buf,
-                &site,
-                &r,
-                handled,
-                &mut pool_sock,
-                continue_sent,
-                progress,
-                requests,
-                &quit,
-            )
-            .await
+        let request = Request {
+            stream: &stream,
+            buf: &mut buf,
+            site: &site,
+            default_server,
+            info: &info,
+            head,
+            head_len,
+            requests,
+            pipelined,
+            pool_sock: &mut pool_sock,
+            quit: &quit,
+            stats: &mut stats,
         };
-        // The entry this request filled is in place before the connection
-        // goes on, as nginx's rename precedes the end of its request.
-        super::proxy::settle_fill(&mut r).await;
-        if r.upstream.background_update {
-            // The stale entry was sent; now refresh it, before the next
-            // request, as nginx's background subrequest does.
-            let mut client = Client::new(&stream, &mut buf);
-            super::proxy::background_update(&site, &mut r, &mut client).await;
-        }
-        match next {
-            Next::KeepAlive => stats.waiting(),
-            Next::Close {
-                linger: Some((time, timeout)),
+        match Box::pin(serve_request(request)).await {
+            Served::KeepAlive {
+                keepalive_timeout,
+                tcp_nodelay,
             } => {
-                linger_for(stream, time, timeout).await;
+                idle_timeout = keepalive_timeout;
+                if tcp_nodelay != nodelay {
+                    // Only when a location asks otherwise than the http level
+                    // did at accept: one setsockopt per change, not per request.
+                    nodelay = tcp_nodelay;
+                    let _ = stream.set_nodelay(nodelay);
+                }
+                // Nothing pipelined: the buffer goes back to the pool while
+                // the connection waits.
+                buf.release();
+            }
+            Served::Close(Some((time, timeout))) => {
+                Box::pin(linger_for(stream, time, timeout)).await;
                 return;
             }
-            Next::Close { linger: None } => return,
+            Served::Close(None) => return,
+            Served::Refuse(status, line, server) => {
+                Box::pin(refuse_head(
+                    stream, &mut buf, &site, server, &info, status, &line,
+                ))
+                .await;
+                return;
+            }
         }
-        let conf = r.conf;
-        idle_timeout = conf.keepalive_timeout;
-        if conf.tcp_nodelay != nodelay {
-            // Only when a location asks otherwise than the http level did
-            // at accept: one setsockopt per change, not per request.
-            nodelay = conf.tcp_nodelay;
-            let _ = stream.set_nodelay(nodelay);
+    }
+}
+
+/// What [`serve_request`] needs of its connection.
+struct Request<'a, 's> {
+    /// The client's socket.
+    stream: &'a TcpStream,
+    /// The read buffer: the head at its start, then what followed it.
+    buf: &'a mut ConnBuf,
+    /// The generation serving it.
+    site: &'s Arc<Site>,
+    /// The server the connection's address chose.
+    default_server: &'s crate::config::model::Server,
+    /// Where the connection came from.
+    info: &'a ConnInfo,
+    /// The request head read.
+    head: Box<crate::http::request::RequestHead>,
+    /// Its length at the start of `buf`.
+    head_len: usize,
+    /// Requests on this connection so far, this one included.
+    requests: u64,
+    /// Whether the head was in the buffer before the wait for it began.
+    pipelined: bool,
+    /// The socket as the file pools see it, kept across requests.
+    pool_sock: &'a mut SocketForPools,
+    /// The worker's quit signal.
+    quit: &'a watch::Receiver<bool>,
+    /// The connection in nginx's counters.
+    stats: &'a mut crate::metrics::connections::Tracked,
+}
+
+/// How serving a request ended for its connection.
+enum Served<'s> {
+    /// Read the next request, with the location's `keepalive_timeout` and
+    /// `tcp_nodelay`.
+    KeepAlive {
+        keepalive_timeout: Duration,
+        tcp_nodelay: bool,
+    },
+    /// Close, after a lingering close for (`lingering_time`,
+    /// `lingering_timeout`) when set.
+    Close(Option<(Duration, Duration)>),
+    /// Refuse the head with this status and error log line, from this
+    /// server, and close.
+    Refuse(
+        crate::http::status::Status,
+        String,
+        &'s crate::config::model::Server,
+    ),
+}
+
+/// Serves one request whose head has been read: walks it through the
+/// phases, sends the reply, and says whether the connection goes on. Its
+/// state (the request, the walk, the reply being sent) lives only as long
+/// as the request.
+async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
+    let Request {
+        stream,
+        buf,
+        site,
+        default_server,
+        info,
+        head,
+        head_len,
+        requests,
+        pipelined,
+        pool_sock,
+        quit,
+        stats,
+    } = q;
+    let buf: &mut Vec<u8> = buf;
+    stats.writing();
+    let start = crate::metrics::timed::now();
+    let (server, name_regex) = site
+        .server_match(info.socket_addr, info.local, head.host.as_deref())
+        .unwrap_or((default_server, None));
+    if super::max_headers::exceeded(&head, &default_server.srv, &server.srv) {
+        let r = Req::new(site, &head, server, info, requests, start, head_len);
+        let e = crate::http::request::HeadError::TooManyHeaders;
+        let line = format!("{e} {}{}", e.while_reading(), r.log_context());
+        return Served::Refuse(e.status(), line, server);
+    }
+    buf.drain(..head_len);
+    let mut r = Req::new(site, &head, server, info, requests, start, head_len);
+    r.pipelined = pipelined;
+    if let (Some(re), Some(host)) = (name_regex, head.host.as_deref()) {
+        // A regex server name's captures are the request's.
+        r.regex_exec(re, host);
+    }
+    if !default_server.srv.merge_slashes {
+        // nginx normalizes the path with the default server's setting,
+        // before the Host header chose a server.
+        if let Ok(path) = head.uri.path_keeping_slashes() {
+            r.uri = String::from_utf8_lossy(&path).into_owned().into();
         }
+    }
+    let next = {
+        let mut client = Client::new(stream, buf);
+        let mut walk = Walk::new(site);
+        let handled = match walk.route(&mut r) {
+            Some(h) => h,
+            None => walk.content(&mut r, &mut client).await,
+        };
+        r.body.received = r.body.received.max(client.body_received());
+        let continue_sent = client.continue_sent;
+        let progress = std::mem::replace(&mut client.body, BodyProgress::Failed);
+        drop(client);
+        respond(
+            stream,
+            buf,
+            site,
+            &r,
+            handled,
+            pool_sock,
+            continue_sent,
+            progress,
+            requests,
+            quit,
+        )
+        .await
+    };
+    // The entry this request filled is in place before the connection
+    // goes on, as nginx's rename precedes the end of its request.
+    super::proxy::settle_fill(&mut r).await;
+    if r.upstream.background_update {
+        // The stale entry was sent; now refresh it, before the next
+        // request, as nginx's background subrequest does.
+        let mut client = Client::new(stream, buf);
+        super::proxy::background_update(site, &mut r, &mut client).await;
+    }
+    match next {
+        Next::KeepAlive => stats.waiting(),
+        Next::Close { linger } => return Served::Close(linger),
+    }
+    Served::KeepAlive {
+        keepalive_timeout: r.conf.keepalive_timeout,
+        tcp_nodelay: r.conf.tcp_nodelay,
     }
 }
 

@@ -41,6 +41,7 @@ pub mod addition;
 pub mod autoindex;
 pub mod client;
 pub mod conn;
+pub mod conn_buf;
 pub mod file_rules;
 pub mod filter;
 pub mod headers_filter;

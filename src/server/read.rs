@@ -2,7 +2,9 @@
 //! limits and timeouts, the request body (read and dropped: static locations
 //! take none), and the lingering close after a final response.
 
+use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -39,14 +41,15 @@ pub enum HeadRead {
 }
 
 /// Reads until a complete head is in `buf`. Reads are tried first without
-/// waiting; only when the socket is empty is `timer` (one per connection,
+/// waiting; `buf` holds a buffer of the worker's pool only while it holds
+/// bytes. Only when the socket is empty is `timer` (one per connection,
 /// reset rather than recreated) armed: the idle timeout until the first
 /// byte, then `client_header_timeout` from that byte. `stats` counts the
 /// connection as reading from that byte on.
 #[allow(clippy::too_many_arguments)]
 pub async fn read_head(
     stream: &TcpStream,
-    buf: &mut Vec<u8>,
+    buf: &mut super::conn_buf::ConnBuf,
     srv: &crate::config::inherit::SrvConf,
     idle_timeout: Duration,
     quit: &mut watch::Receiver<bool>,
@@ -85,11 +88,18 @@ pub async fn read_head(
                 return HeadRead::Bad(e.status(), e.to_string());
             }
         }
-        buf.reserve(4096);
+        // A buffer only for bytes: tried first (no system call when the
+        // reactor has seen nothing), given back if nothing came, so that a
+        // connection waiting for a request holds none.
+        buf.lend();
         match crate::io::ready::recv(stream, buf) {
             Ok(0) => return HeadRead::Gone,
             Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !started {
+                    buf.release();
+                }
+            }
             Err(_) => return HeadRead::Gone,
         }
         if armed != Some(started) {
@@ -103,16 +113,44 @@ pub async fn read_head(
                 .reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + wait);
             armed = Some(started);
         }
-        tokio::select! {
-            r = stream.readable() => {
-                if r.is_err() {
-                    return HeadRead::Gone;
-                }
+        // Polled by hand rather than with `select!`: the socket's readiness
+        // takes no waiter of its own (`poll_read_ready`), which keeps a
+        // waiting connection's future small.
+        let quit_wait = !first && !started;
+        let mut changed = std::pin::pin!(quit.changed());
+        let woke = std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                return Poll::Ready(if r.is_ok() {
+                    Woke::Readable
+                } else {
+                    Woke::Gone
+                });
             }
-            _ = timer.as_mut() => return if started { HeadRead::TimedOut } else { HeadRead::Gone },
-            _ = quit.changed(), if !first && !started => return HeadRead::Gone,
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(if started { Woke::TimedOut } else { Woke::Gone });
+            }
+            if quit_wait && changed.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Woke::Gone);
+            }
+            Poll::Pending
+        })
+        .await;
+        match woke {
+            Woke::Readable => {}
+            Woke::TimedOut => return HeadRead::TimedOut,
+            Woke::Gone => return HeadRead::Gone,
         }
     }
+}
+
+/// What ended a wait for bytes of a head.
+enum Woke {
+    /// The socket is readable.
+    Readable,
+    /// `client_header_timeout` passed with a head begun.
+    TimedOut,
+    /// The idle timeout passed, the worker quits, or the socket failed.
+    Gone,
 }
 
 /// Whether a (possibly partial) head breaks `large_client_header_buffers`:

@@ -280,14 +280,20 @@ async fn accept_loop(
                     }
                     active.set(active.get() + 1);
                     worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
-                    let (site, active, freed, quit) =
-                        (site.clone(), active.clone(), freed.clone(), quit.clone());
-                    tokio::task::spawn_local(Timed::new(async move {
-                        conn::serve(stream, info, site, quit).await;
-                        active.set(active.get() - 1);
-                        worker_metrics::with(|m| m.connections.fetch_sub(1, Ordering::Relaxed));
-                        freed.notify_one();
-                    }));
+                    let open = Open {
+                        active: active.clone(),
+                        freed: freed.clone(),
+                    };
+                    // The connection's future is the task's whole state: no
+                    // wrapping block that would keep a second copy of its
+                    // arguments beside it.
+                    tokio::task::spawn_local(Timed::new(conn::serve(
+                        stream,
+                        info,
+                        site.clone(),
+                        quit.clone(),
+                        open,
+                    )));
                 }
                 Err(e) => {
                     site.error_log.log(
@@ -307,6 +313,24 @@ async fn accept_loop(
         if !multi {
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// A connection counted in its worker's `worker_connections`: dropping it
+/// (the connection ended, or its task was dropped) frees the place and
+/// wakes an acceptor waiting for one.
+pub struct Open {
+    /// The worker's count of open connections.
+    active: Rc<Cell<usize>>,
+    /// Woken when a place frees.
+    freed: Rc<Notify>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.active.set(self.active.get() - 1);
+        worker_metrics::with(|m| m.connections.fetch_sub(1, Ordering::Relaxed));
+        self.freed.notify_one();
     }
 }
 
