@@ -16,23 +16,36 @@
 //!
 //! This exists so tests can show, by ordering and counters rather than by
 //! timing thresholds, what waits behind what. It is read once at start-up
-//! and costs one empty check per operation when unset. Not for production.
+//! and costs one empty check per operation when unset.
+//!
+//! Compiled only with the `test-faults` cargo feature, which the test builds
+//! turn on (Cargo.toml's self dev-dependency) and `cargo build` does not:
+//! without it `stall_for` is `None` and `stall` does nothing, both inlined
+//! away, and the variables are never read. [`ENABLED`] says which.
 
 use std::path::Path;
+#[cfg(feature = "test-faults")]
 use std::sync::OnceLock;
 use std::time::Duration;
 
+/// Whether this build reads the fault-injection variables (`-V` says so).
+pub const ENABLED: bool = cfg!(feature = "test-faults");
+
 /// The environment variable read.
+#[cfg(feature = "test-faults")]
 pub const ENV: &str = "NOWAIT_TEST_STALL";
 /// The directory where stalls leave their marks, if set.
+#[cfg(feature = "test-faults")]
 pub const MARKS_ENV: &str = "NOWAIT_TEST_STALL_MARKS";
 
+#[cfg(feature = "test-faults")]
 fn rules() -> &'static [(String, Duration)] {
     static RULES: OnceLock<Vec<(String, Duration)>> = OnceLock::new();
     RULES.get_or_init(|| std::env::var(ENV).map(|v| parse(&v)).unwrap_or_default())
 }
 
 /// Parses `SUBSTRING=MILLIS,…`; malformed entries are skipped.
+#[cfg(feature = "test-faults")]
 pub fn parse(spec: &str) -> Vec<(String, Duration)> {
     spec.split(',')
         .filter_map(|rule| {
@@ -44,6 +57,7 @@ pub fn parse(spec: &str) -> Vec<(String, Duration)> {
 }
 
 /// The stall configured for `path`, if any.
+#[cfg(feature = "test-faults")]
 pub fn stall_for(path: &Path) -> Option<Duration> {
     let rules = rules();
     if rules.is_empty() {
@@ -57,6 +71,7 @@ pub fn stall_for(path: &Path) -> Option<Duration> {
 }
 
 /// Sleeps for the stall configured for `path` (the "disk" answering).
+#[cfg(feature = "test-faults")]
 pub fn stall(path: &Path) {
     if let Some(d) = stall_for(path) {
         mark(path);
@@ -65,6 +80,7 @@ pub fn stall(path: &Path) {
 }
 
 /// Leaves a mark that a stall began (see the module header).
+#[cfg(feature = "test-faults")]
 fn mark(path: &Path) {
     static MARKS: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
     static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -76,7 +92,19 @@ fn mark(path: &Path) {
     }
 }
 
-#[cfg(test)]
+/// Without the `test-faults` feature: no path is ever stalled.
+#[cfg(not(feature = "test-faults"))]
+#[inline(always)]
+pub fn stall_for(_path: &Path) -> Option<Duration> {
+    None
+}
+
+/// Without the `test-faults` feature: nothing to wait for.
+#[cfg(not(feature = "test-faults"))]
+#[inline(always)]
+pub fn stall(_path: &Path) {}
+
+#[cfg(all(test, feature = "test-faults"))]
 mod tests {
     use super::*;
 
