@@ -99,8 +99,8 @@ pub async fn serve(
             &mut stats,
         )
         .await;
-        let (head, head_len) = match head {
-            HeadRead::Head(h, n) => (h, n),
+        let (head, head_len, start) = match head {
+            HeadRead::Head(h, n, began) => (h, n, began),
             HeadRead::Gone => return,
             HeadRead::TimedOut => {
                 let sent = Sent {
@@ -135,7 +135,6 @@ pub async fn serve(
         };
         requests += 1;
         stats.writing();
-        let start = crate::metrics::timed::now();
         let (server, name_regex) = site
             .server_match(info.socket_addr, info.local, head.host.as_deref())
             .unwrap_or((default_server, None));
@@ -483,7 +482,7 @@ async fn respond(
         max_chunk: conf.sendfile_max_chunk,
         nopush: conf.tcp_nopush,
         files: FileLayer::for_conf(pool.as_ref(), conf),
-        start: r.start,
+        start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
         spill: reply.spill.clone(),
@@ -603,7 +602,7 @@ async fn upgrade(
         ..Sent::default()
     };
     if ok {
-        crate::metrics::worker::ttfb(r.start.elapsed());
+        crate::metrics::worker::ttfb(r.head_read.elapsed());
         let leftover = std::mem::take(buf);
         let through = std::cell::Cell::new(0);
         match tunnel.run(stream, leftover, &through).await {
