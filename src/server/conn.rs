@@ -732,9 +732,9 @@ fn log_send_error(r: &Req<'_>, e: send::SendError) {
             return;
         }
         send::SendError::File(e) => (Level::Crit, format!("{e} while sending response to client")),
-        send::SendError::Truncated => (
+        send::SendError::Truncated(t) => (
             Level::Alert,
-            "file was truncated while sending response to client".to_string(),
+            format!("{t} while sending response to client"),
         ),
         // Already logged where it happened (a subrequest).
         send::SendError::Source(e) if e.terminate => return,
