@@ -66,8 +66,9 @@ fn a_panic_in_a_pool_task_fails_that_request_alone() {
     let s = one_pool_thread(dir.path(), &[("NOWAIT_TEST_PANIC", "boom".into())]);
     assert_eq!(get(s.port, "/boom.txt").status, 500);
     assert!(
-        s.error_log()
-            .contains("task in thread pool \"disk\" panicked during open"),
+        wait::until(SETTLE, || s
+            .error_log()
+            .contains("task in thread pool \"disk\" panicked during open")),
         "the panic is not logged:\n{}",
         s.error_log()
     );
