@@ -28,3 +28,11 @@ cargo clippy --all-targets -- -D warnings
 
 step "cargo test"
 cargo test --all-targets
+
+step "release build: no fault injection"
+# Fault injection (NOWAIT_TEST_STALL, NOWAIT_TEST_PANIC) is compiled into
+# test builds only. A release binary must ignore the variables: a file
+# stalled for 30 s is served within a 5 s client timeout.
+cargo build --release
+scripts/check-release-faults.sh target/release/nowait
+

@@ -85,7 +85,7 @@ fn version_facts() -> String {
     format!(
         "nginx version: nginx/{compat} (the nginx whose configuration and behaviour nowait follows)\n\
          built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
-         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport\n\
+         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport{faults}\n\
          configure arguments: --prefix={prefix} --conf-path={conf} --error-log-path={prefix}logs/error.log \
          --pid-path={prefix}logs/{name}.pid --http-log-path={prefix}logs/access.log \
          --http-client-body-temp-path={prefix}{body_temp}{build} {flags}\n",
@@ -95,6 +95,11 @@ fn version_facts() -> String {
             "debug"
         } else {
             "release"
+        },
+        faults = if crate::io::fault::ENABLED {
+            ", test fault injection"
+        } else {
+            ""
         },
         prefix = DEFAULT_PREFIX,
         conf = default_conf(Path::new(DEFAULT_PREFIX)).display(),

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::closer::CloseOffLoop;
 use super::fault;
-use super::{Lane, Pool, SubmitError};
+use super::{Lane, Pool, SubmitError, TaskError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
 use crate::sys::file::{self as sysfile, FileMeta, LinkPolicy, Links};
@@ -63,8 +63,9 @@ pub enum FileError {
     Sys(SysError),
     /// The pool refused the task (queue full): the request fails at once.
     Overflow(SubmitError),
-    /// The pool task panicked or the pool is shutting down.
-    Lost(&'static str),
+    /// The pool task for the operation named (`open`, `read`…) panicked,
+    /// or was dropped unrun: no result (the pool keeps its threads).
+    Lost(&'static str, TaskError),
 }
 
 impl FileError {
@@ -82,7 +83,7 @@ impl fmt::Display for FileError {
         match self {
             FileError::Sys(e) => e.fmt(f),
             FileError::Overflow(e) => e.fmt(f),
-            FileError::Lost(what) => write!(f, "thread pool task for {what} was lost"),
+            FileError::Lost(what, why) => write!(f, "{why} during {what}"),
         }
     }
 }
@@ -223,7 +224,7 @@ impl<'a> FileLayer<'a> {
             None => Ok(f()),
             Some(pool) => {
                 let done = pool.submit_to(lane, f).map_err(FileError::Overflow)?;
-                done.await.map_err(|_| FileError::Lost(what))
+                done.await.map_err(|why| FileError::Lost(what, why))
             }
         }
     }

@@ -8,7 +8,8 @@
 //! thread: once the buffer holds [`LogWriter::capacity`] bytes, further lines
 //! are dropped and counted ([`WriterStats::dropped`]). Dropping was chosen
 //! over waiting because a log line is never worth stalling every connection
-//! on a loop; the counter makes the loss visible in the metrics.
+//! on a loop; the counter makes the loss visible on the status page
+//! (`nowait_log_lines_dropped_total{log="…"}`, `metrics/logs.rs`).
 
 use crate::sys::error::{SysError, SysResultExt};
 use crate::sys::file::OPEN;

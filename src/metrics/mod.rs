@@ -7,6 +7,7 @@
 //! - [`timed`]: the future wrapper that times every poll of a task.
 //! - [`upstream`]: per upstream server: requests, failures, response time.
 //! - [`connections`]: nginx's connection counters (`stub_status`).
+//! - [`logs`]: per log destination, lines written and dropped.
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -15,6 +16,7 @@
 
 pub mod cache;
 pub mod connections;
+pub mod logs;
 pub mod prometheus;
 pub mod timed;
 pub mod upstream;

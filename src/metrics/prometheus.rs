@@ -115,6 +115,7 @@ pub fn render(
     pools: &Pools,
     upstreams: &[super::upstream::PeerSample],
     caches: &[super::cache::ZoneSample],
+    logs: &[super::logs::LogSample],
 ) -> String {
     let mut out = String::with_capacity(8192);
     let hists: Vec<_> = workers.iter().map(|w| (w.id, w.histograms())).collect();
@@ -346,6 +347,7 @@ pub fn render(
     );
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
+    super::logs::render(&mut out, logs);
     out
 }
 
@@ -370,7 +372,7 @@ mod tests {
         w.fast(FastOp::Read, FastOutcome::Miss);
         let mut pools = Pools::new();
         pools.add("disk", 1, 0).unwrap();
-        let text = render(&[w], &pools, &[], &[]);
+        let text = render(&[w], &pools, &[], &[], &[]);
         assert!(text.contains("# TYPE nowait_loop_poll_seconds summary"));
         assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
         // The maximum is the 100 ms poll (1% precision).

@@ -109,8 +109,8 @@ pub async fn serve(
             &mut stats,
         )
         .await;
-        let (head, head_len) = match head {
-            HeadRead::Head(h, n) => (h, n),
+        let (head, head_len, start) = match head {
+            HeadRead::Head(h, n, began) => (h, n, began),
             HeadRead::Gone => return,
             HeadRead::TimedOut => {
                 let sent = Sent {
@@ -152,6 +152,7 @@ pub async fn serve(
             info: &info,
             head,
             head_len,
+            start,
             requests,
             pipelined,
             pool_sock: &mut pool_sock,
@@ -206,6 +207,8 @@ struct Request<'a, 's> {
     head: Box<crate::http::request::RequestHead>,
     /// Its length at the start of `buf`.
     head_len: usize,
+    /// When its first byte was read (`$request_time` starts there).
+    start: std::time::Instant,
     /// Requests on this connection so far, this one included.
     requests: u64,
     /// Whether the head was in the buffer before the wait for it began.
@@ -251,6 +254,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
         info,
         head,
         head_len,
+        start,
         requests,
         pipelined,
         pool_sock,
@@ -259,7 +263,6 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     } = q;
     let buf: &mut Vec<u8> = buf;
     stats.writing();
-    let start = crate::metrics::timed::now();
     let (server, name_regex) = site
         .server_match(info.socket_addr, info.local, head.host.as_deref())
         .unwrap_or((default_server, None));
@@ -594,7 +597,7 @@ async fn respond(
         max_chunk: conf.sendfile_max_chunk,
         nopush: conf.tcp_nopush,
         files: FileLayer::for_conf(pool.as_ref(), conf),
-        start: r.start,
+        start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
         spill: reply.spill.clone(),
@@ -714,7 +717,7 @@ async fn upgrade(
         ..Sent::default()
     };
     if ok {
-        crate::metrics::worker::ttfb(r.start.elapsed());
+        crate::metrics::worker::ttfb(r.head_read.elapsed());
         let leftover = std::mem::take(buf);
         let through = std::cell::Cell::new(0);
         match tunnel.run(stream, leftover, &through).await {
@@ -844,9 +847,9 @@ fn log_send_error(r: &Req<'_>, e: send::SendError) {
             return;
         }
         send::SendError::File(e) => (Level::Crit, format!("{e} while sending response to client")),
-        send::SendError::Truncated => (
+        send::SendError::Truncated(t) => (
             Level::Alert,
-            "file was truncated while sending response to client".to_string(),
+            format!("{t} while sending response to client"),
         ),
         // Already logged where it happened (a subrequest).
         send::SendError::Source(e) if e.terminate => return,

@@ -440,6 +440,7 @@ impl<'a> Walk<'a> {
                     &site.pools,
                     &site.upstream_samples(),
                     &proxy::cache::samples(site),
+                    &site.log_samples(),
                 );
                 Some(Reply::text(
                     Status::OK,

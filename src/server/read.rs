@@ -30,8 +30,11 @@ const DISCARD_BUFFER: usize = 16 * 1024;
 
 /// How reading a head ended.
 pub enum HeadRead {
-    /// A complete head, and its length in the buffer.
-    Head(Box<RequestHead>, usize),
+    /// A complete head, its length in the buffer, and when its first byte
+    /// was read (nginx creates the request, and starts `$request_time`, on
+    /// the read that brings its first byte; a pipelined request begins when
+    /// the one before it has ended).
+    Head(Box<RequestHead>, usize, std::time::Instant),
     /// The client closed, or nothing came in time between requests.
     Gone,
     /// A head began but did not complete within `client_header_timeout`.
@@ -63,6 +66,8 @@ pub async fn read_head(
     // Which deadline the timer holds: None (unarmed), Some(false) the idle
     // one, Some(true) the header one.
     let mut armed: Option<bool> = None;
+    // When the request's first byte was read: now for bytes already here.
+    let mut began = (!buf.is_empty()).then(crate::metrics::timed::now);
     loop {
         let started = !buf.is_empty();
         if started {
@@ -79,7 +84,8 @@ pub async fn read_head(
                             return HeadRead::Bad(e.status(), e.to_string());
                         }
                     }
-                    return HeadRead::Head(Box::new(h), n);
+                    let began = began.unwrap_or_else(crate::metrics::timed::now);
+                    return HeadRead::Head(Box::new(h), n, began);
                 }
                 Ok(None) => {}
                 Err(e) => return HeadRead::Bad(e.status(), e.to_string()),
@@ -94,7 +100,10 @@ pub async fn read_head(
         buf.lend();
         match crate::io::ready::recv(stream, buf) {
             Ok(0) => return HeadRead::Gone,
-            Ok(_) => continue,
+            Ok(_) => {
+                began.get_or_insert_with(crate::metrics::timed::now);
+                continue;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if !started {
                     buf.release();

@@ -54,8 +54,13 @@ pub struct Req<'a> {
     pub conn_requests: u64,
     /// When the connection was accepted (`$connection_time`).
     pub conn_start: Instant,
-    /// When the first byte of the request arrived (`$request_time`).
+    /// When the first byte of the request arrived (`$request_time`,
+    /// `limit_rate`'s clock): nginx's `r->start_sec`/`start_msec`.
     pub start: Instant,
+    /// When the request head was complete: time to first byte is measured
+    /// from here, so that a client slow to send its head does not count as
+    /// a slow server.
+    pub head_read: Instant,
     /// The request head's length in bytes (`$request_length` adds the body).
     pub head_len: usize,
     /// Whether the request arrived behind another one in the same read
@@ -252,6 +257,7 @@ impl<'a> Req<'a> {
             conn_requests,
             conn_start: conn.accepted,
             start,
+            head_read: crate::metrics::timed::now(),
             head_len,
             pipelined: false,
             internal: false,
@@ -297,6 +303,7 @@ impl<'a> Req<'a> {
             conn_requests: self.conn_requests,
             conn_start: self.conn_start,
             start: crate::metrics::timed::now(),
+            head_read: self.head_read,
             head_len: self.head_len,
             pipelined: self.pipelined,
             internal: true,

@@ -97,11 +97,11 @@ pub fn file_truth(
                 .log(Level::Error, Some(r.conn_no), format_args!("{o}"));
             return Err(Box::new(Reply::special(OVERFLOW_STATUS)));
         }
-        Err(FileError::Lost(what)) => {
+        Err(e @ FileError::Lost(..)) => {
             r.error_log().log(
                 Level::Alert,
                 Some(r.conn_no),
-                format_args!("thread pool task for {what} was lost{}", r.log_context()),
+                format_args!("{e}{}", r.log_context()),
             );
             return Err(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR)));
         }

@@ -44,9 +44,50 @@ pub enum SendError {
     /// Reading the file failed after the head was sent (e.g. the file shrank).
     File(FileError),
     /// The file ended before the promised length (truncated while sent).
-    Truncated,
+    Truncated(Truncation),
     /// A streamed body ended before it was complete (the upstream failed).
     Source(crate::body::SourceError),
+}
+
+/// How a file was found shorter than its response promised, in nginx's
+/// words (`[alert]`, then the connection closes).
+#[derive(Debug)]
+pub enum Truncation {
+    /// `sendfile()` sent nothing before the end: the file now ends at `at`
+    /// (`ngx_linux_sendfile`).
+    Sendfile {
+        /// The file.
+        path: std::sync::Arc<std::path::Path>,
+        /// The offset sendfile was asked to start from.
+        at: u64,
+    },
+    /// A read returned fewer bytes than asked (`ngx_output_chain_copy_buf`).
+    Read {
+        /// The file.
+        path: std::sync::Arc<std::path::Path>,
+        /// Bytes read.
+        got: usize,
+        /// Bytes asked for.
+        wanted: usize,
+    },
+}
+
+impl std::fmt::Display for Truncation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Truncation::Sendfile { path, at } => write!(
+                f,
+                "sendfile() reported that \"{}\" was truncated at {at}",
+                path.display()
+            ),
+            Truncation::Read { path, got, wanted } => write!(
+                f,
+                "{}() read only {got} of {wanted} from \"{}\"",
+                sysfile::PREAD,
+                path.display()
+            ),
+        }
+    }
 }
 
 /// How a body is sent.
@@ -297,7 +338,11 @@ pub async fn send(
                 .await
                 .map_err(SendError::File)?;
             if out.len() < head_len + len {
-                return Err(SendError::Truncated);
+                return Err(SendError::Truncated(Truncation::Read {
+                    path: file.path.clone(),
+                    got: out.len().saturating_sub(head_len),
+                    wanted: len,
+                }));
             }
             write_all(stream, &out, p.timeout).await?;
             metrics::ttfb(p.start.elapsed());
@@ -495,8 +540,13 @@ async fn send_range(
                     .read_append_in(lane, file, buf, chunk, off)
                     .await
                     .map_err(SendError::File)?;
-                if buf.is_empty() {
-                    return Err(SendError::Truncated);
+                if buf.len() < chunk {
+                    // A regular file reads short only at its end.
+                    return Err(SendError::Truncated(Truncation::Read {
+                        path: file.path.clone(),
+                        got: buf.len(),
+                        wanted: chunk,
+                    }));
                 }
                 write_all(stream, &buf, p.timeout).await?;
                 let n = buf.len();
@@ -558,7 +608,12 @@ async fn sendfile_once(
             }
         };
         match result {
-            Ok(0) => return Err(SendError::Truncated),
+            Ok(0) => {
+                return Err(SendError::Truncated(Truncation::Sendfile {
+                    path: file.path.clone(),
+                    at: off,
+                }));
+            }
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 tokio::time::timeout(p.timeout, stream.writable())

@@ -192,6 +192,37 @@ impl Site {
         self.upstreams.samples(&self.shared)
     }
 
+    /// Every log destination's counters, for the status page: the files
+    /// (and stderr) this generation writes, and the writer of logs whose
+    /// names have variables.
+    pub fn log_samples(&self) -> Vec<crate::metrics::logs::LogSample> {
+        let mut out: Vec<_> = self
+            .log_files
+            .iter()
+            .map(|w| {
+                let stats = w.stats();
+                crate::metrics::logs::LogSample {
+                    log: match w.destination() {
+                        Destination::Stderr => "stderr".to_string(),
+                        Destination::File(p) => p.display().to_string(),
+                    },
+                    written: stats.written,
+                    dropped: stats.dropped,
+                    write_errors: stats.write_errors,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.log.cmp(&b.log));
+        if let Some(d) = &self.dynamic_logs {
+            out.push(crate::metrics::logs::LogSample {
+                log: crate::metrics::logs::DYNAMIC_LOG.to_string(),
+                dropped: d.dropped(),
+                ..Default::default()
+            });
+        }
+        out
+    }
+
     /// Every worker's measurements (the process's, across reloads).
     pub fn worker_metrics(&self) -> Vec<Arc<crate::metrics::WorkerMetrics>> {
         self.shared.all_worker_metrics()

@@ -80,7 +80,7 @@ fn open_failure(e: &FileError) -> (Status, Option<String>) {
         }
         Some(libc::EACCES | libc::EPERM | libc::ELOOP) => (Status::FORBIDDEN, Some(e.to_string())),
         _ => match e {
-            FileError::Overflow(_) | FileError::Lost(_) => {
+            FileError::Overflow(_) | FileError::Lost(..) => {
                 (Status::INTERNAL_SERVER_ERROR, Some(e.to_string()))
             }
             FileError::Sys(_) => (Status::INTERNAL_SERVER_ERROR, Some(e.to_string())),

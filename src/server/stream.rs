@@ -275,8 +275,12 @@ pub async fn send_stream_after(
                     .read_temp(file, spill.read, want)
                     .await
                     .map_err(SendError::File)?;
-                if piece.is_empty() {
-                    return Err(SendError::Truncated);
+                if piece.len() < want {
+                    return Err(SendError::Truncated(super::send::Truncation::Read {
+                        path: file.path.clone(),
+                        got: piece.len(),
+                        wanted: want,
+                    }));
                 }
                 spill.read += piece.len() as u64;
                 q.push_payload(Bytes::from(piece), p.chunked);

@@ -6,7 +6,7 @@
 //! pool, log writer, signal thread) is spawned.
 
 use super::error::{SysError, SysResultExt};
-use super::{c_path, c_string, cvt, cvt_errno};
+use super::{c_string, cvt, cvt_errno};
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -166,32 +166,78 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
 /// Must be called before any thread is spawned (tokio runtimes, pools, log
 /// writers, the signal thread): `fork()` copies only the calling thread, so
 /// threads started earlier would be missing in the child, with whatever locks
-/// they held left locked forever. Startup errors must already have been
-/// printed: stderr is gone afterwards (the error log takes over).
+/// they held (the allocator's, stdio's) left locked forever. This is checked,
+/// not only documented: with more than one thread running the call fails
+/// before forking. Between `fork()` and the return the child makes only raw
+/// system calls on what was prepared before (no allocation, no lock), and
+/// builds its error, if any, after them. Startup errors must already have
+/// been printed: stderr is gone afterwards (the error log takes over).
 pub fn daemonize() -> Result<(), SysError> {
-    // SAFETY: called single-threaded (documented contract), so the child is a
-    // complete copy of the process.
+    let threads = thread_count().on_path("opendir", Path::new(TASKS_DIR))?;
+    if threads != 1 {
+        return Err(SysError::new(
+            FORK,
+            io::Error::other(format!(
+                "{threads} threads are running; daemonizing needs the only one"
+            )),
+        ));
+    }
+    // SAFETY: the process has one thread (checked above), so the child is a
+    // complete copy of it.
     let pid = cvt(unsafe { libc::fork() }).on_call(FORK)?;
     if pid != 0 {
         // SAFETY: _exit ends the parent at once, without running atexit
         // handlers or flushing stdio buffers the child also holds.
         unsafe { libc::_exit(0) };
     }
-    // SAFETY: no arguments; fails only if we already lead a process group,
-    // which a fresh child never does.
-    cvt(unsafe { libc::setsid() }).on_call(SETSID)?;
-    redirect_stdio_to_dev_null()
+    detach().map_err(|(call, errno)| {
+        let e = io::Error::from_raw_os_error(errno);
+        match call {
+            OPEN => SysError::with_path(call, DEV_NULL_PATH, e),
+            _ => SysError::new(call, e),
+        }
+    })
 }
 
-/// Opens `/dev/null` and `dup2`s it onto descriptors 0, 1 and 2.
-fn redirect_stdio_to_dev_null() -> Result<(), SysError> {
-    let dev_null = Path::new("/dev/null");
-    let cpath = c_path(dev_null).on_path("open", dev_null)?;
-    // SAFETY: `cpath` is NUL-terminated and outlives the call.
-    let fd = cvt(unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) }).on_path("open", dev_null)?;
+/// Where a process lists its threads, one directory each.
+const TASKS_DIR: &str = "/proc/self/task";
+/// `/dev/null`, NUL-terminated before the fork so that the child need not
+/// allocate to name it.
+const DEV_NULL: &CStr = c"/dev/null";
+/// [`DEV_NULL`] for messages.
+const DEV_NULL_PATH: &str = "/dev/null";
+/// Log name of the `open` step of [`daemonize`].
+const OPEN: &str = "open";
+
+/// How many threads the process runs now.
+fn thread_count() -> io::Result<usize> {
+    Ok(std::fs::read_dir(TASKS_DIR)?.count())
+}
+
+/// The child's part of [`daemonize`]: `setsid()`, then `/dev/null` onto
+/// descriptors 0, 1 and 2. Raw calls only, async-signal-safe; a failure is
+/// the call's name and errno.
+fn detach() -> Result<(), (&'static str, i32)> {
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    // SAFETY: no arguments; fails only if we already lead a process group,
+    // which a fresh child never does.
+    if unsafe { libc::setsid() } < 0 {
+        return Err((SETSID, errno()));
+    }
+    // SAFETY: `DEV_NULL` is a NUL-terminated static string.
+    let fd = unsafe { libc::open(DEV_NULL.as_ptr(), libc::O_RDWR) };
+    if fd < 0 {
+        return Err((OPEN, errno()));
+    }
     for target in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
         // SAFETY: `fd` is open; dup2 atomically replaces `target`.
-        cvt(unsafe { libc::dup2(fd, target) }).on_call(DUP2)?;
+        if unsafe { libc::dup2(fd, target) } < 0 {
+            return Err((DUP2, errno()));
+        }
     }
     if fd > libc::STDERR_FILENO {
         // SAFETY: `fd` is ours and no longer needed; 0–2 now hold copies.
@@ -387,6 +433,38 @@ mod tests {
     /// child's `_exit(0)` stands for the shell seeing the server return, and
     /// the grandchild reports over a pipe that it leads its own session and
     /// that stdin is /dev/null. Only async-signal-safe calls follow the fork.
+    #[test]
+    fn daemonize_refuses_a_process_with_threads() {
+        // SAFETY: the child spawns a thread, tries to daemonize and _exits
+        // with the outcome; the parent only waits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let other = std::thread::spawn(move || {
+                let _ = rx.recv();
+            });
+            // 7, not 0: the old parent's `_exit(0)` must not pass for a refusal.
+            let code = match daemonize() {
+                Err(e) if e.call == FORK && e.to_string().contains("2 threads") => 7,
+                Err(_) => 3,
+                // The grandchild (if it got this far) is the one that returns.
+                Ok(()) => 4,
+            };
+            drop(tx);
+            let _ = other.join();
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: `child` is our child; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 7,
+            "daemonize forked a process with two threads (status {status})"
+        );
+    }
+
     #[test]
     fn daemonize_detaches_and_parent_exits_zero() {
         let mut fds = [0; 2];
