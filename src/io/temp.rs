@@ -200,18 +200,7 @@ impl FileLayer<'_> {
     where
         D: AsRef<[u8]> + Send + 'static,
     {
-        let file = t.file.clone();
-        let path = t.path.clone();
-        let off = t.len;
-        let len = data.as_ref().len() as u64;
-        self.run_write("write", move || {
-            fault::stall(&path);
-            file.write_all_at(data.as_ref(), off)
-                .map_err(|e| sys(PWRITE, &path, e))
-        })
-        .await??;
-        t.len += len;
-        Ok(())
+        self.append(t, data, false).await
     }
 
     /// [`FileLayer::append_temp`] for a file that is kept (a cache entry
@@ -224,9 +213,15 @@ impl FileLayer<'_> {
     where
         D: AsRef<[u8]> + Send + 'static,
     {
-        if !self.writes_in_pool() {
-            return self.append_temp(t, data).await;
-        }
+        let behind = self.writes_in_pool();
+        self.append(t, data, behind).await
+    }
+
+    /// Appends `data` to `t`, then (`behind`) writes it behind.
+    async fn append<D>(&self, t: &mut TempFile, data: D, behind: bool) -> Result<(), FileError>
+    where
+        D: AsRef<[u8]> + Send + 'static,
+    {
         let file = t.file.clone();
         let path = t.path.clone();
         let off = t.len;
@@ -235,8 +230,11 @@ impl FileLayer<'_> {
             fault::stall(&path);
             file.write_all_at(data.as_ref(), off)
                 .map_err(|e| sys(PWRITE, &path, e))?;
-            crate::sys::file::write_behind(&*file, off, len)
-                .map_err(|e| sys(crate::sys::file::SYNC_FILE_RANGE, &path, e))
+            if behind {
+                crate::sys::file::write_behind(&*file, off, len)
+                    .map_err(|e| sys(crate::sys::file::SYNC_FILE_RANGE, &path, e))?;
+            }
+            Ok(())
         })
         .await??;
         t.len += len;
