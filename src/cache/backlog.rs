@@ -265,29 +265,12 @@ impl Drop for Backlog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::model::CachePath;
 
     fn zone() -> Arc<Zone> {
-        Arc::new(Zone::new(CachePath {
-            path: "/nonexistent".into(),
-            levels: vec![1, 2],
-            zone: "z".into(),
-            zone_size: 1 << 20,
-            max_size: None,
-            inactive: Duration::from_secs(600),
-            use_temp_path: false,
-            loc: crate::config::source::Loc {
-                origin: crate::config::source::Origin::Embedded,
-                line: 0,
-            },
-            min_free: None,
-            manager_files: 100,
-            manager_sleep: Duration::from_millis(50),
-            manager_threshold: Duration::from_millis(200),
-            loader_files: 100,
-            loader_sleep: Duration::from_millis(50),
-            loader_threshold: Duration::from_millis(200),
-        }))
+        Arc::new(Zone::new(crate::cache::zone::test_path(
+            "/nonexistent".into(),
+            1 << 20,
+        )))
     }
 
     fn gauge(z: &Zone) -> u64 {

@@ -298,30 +298,13 @@ pub fn entry_path(zone: &Zone, md5: &Md5) -> PathBuf {
 mod tests {
     use super::*;
     use crate::cache::backlog::{MAX_BACKLOG, ZONE_BACKLOG};
-    use crate::config::model::CachePath;
     use std::time::{Duration, Instant};
 
     fn zone(dir: &std::path::Path) -> Arc<Zone> {
-        let z = Arc::new(Zone::new(CachePath {
-            path: dir.to_path_buf(),
-            levels: vec![1, 2],
-            zone: "z".into(),
-            zone_size: 1 << 20,
-            max_size: None,
-            inactive: Duration::from_secs(600),
-            use_temp_path: false,
-            loc: crate::config::source::Loc {
-                origin: crate::config::source::Origin::Embedded,
-                line: 0,
-            },
-            min_free: None,
-            manager_files: 100,
-            manager_sleep: Duration::from_millis(50),
-            manager_threshold: Duration::from_millis(200),
-            loader_files: 100,
-            loader_sleep: Duration::from_millis(50),
-            loader_threshold: Duration::from_millis(200),
-        }));
+        let z = Arc::new(Zone::new(crate::cache::zone::test_path(
+            dir.to_path_buf(),
+            1 << 20,
+        )));
         z.loaded();
         z
     }

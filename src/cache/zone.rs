@@ -647,31 +647,39 @@ impl Zone {
     }
 }
 
+/// A cache path for unit tests: `path`, `levels=1:2`, zone `z` of
+/// `zone_size` bytes, nginx's other defaults, short manager and loader
+/// intervals.
+#[cfg(test)]
+pub(crate) fn test_path(path: PathBuf, zone_size: u64) -> CachePath {
+    CachePath {
+        path,
+        levels: vec![1, 2],
+        zone: "z".into(),
+        zone_size,
+        max_size: None,
+        inactive: Duration::from_secs(600),
+        use_temp_path: false,
+        loc: crate::config::source::Loc {
+            origin: crate::config::source::Origin::Embedded,
+            line: 0,
+        },
+        min_free: None,
+        manager_files: 100,
+        manager_sleep: Duration::from_millis(50),
+        manager_threshold: Duration::from_millis(200),
+        loader_files: 100,
+        loader_sleep: Duration::from_millis(50),
+        loader_threshold: Duration::from_millis(200),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn conf(zone_size: u64) -> CachePath {
-        CachePath {
-            path: PathBuf::from("/c"),
-            levels: vec![1, 2],
-            zone: "z".into(),
-            zone_size,
-            max_size: None,
-            inactive: Duration::from_secs(600),
-            use_temp_path: false,
-            loc: crate::config::source::Loc {
-                origin: crate::config::source::Origin::Embedded,
-                line: 0,
-            },
-            min_free: None,
-            manager_files: 100,
-            manager_sleep: Duration::from_millis(50),
-            manager_threshold: Duration::from_millis(200),
-            loader_files: 100,
-            loader_sleep: Duration::from_millis(50),
-            loader_threshold: Duration::from_millis(200),
-        }
+        test_path(PathBuf::from("/c"), zone_size)
     }
 
     fn md5(n: u8) -> Md5 {
