@@ -155,18 +155,40 @@ fn names_with_variables_and_the_log_file_cache() {
     let p = s.port();
     get(p, "/varlog?name=0");
     get(p, "/varlog?name=file");
+    // Each line is in its file before the next request: the log thread
+    // sees the names in this order (a request's line is queued after its
+    // response, so the next connection could otherwise overtake it), and
+    // everything is written before the directory moves.
+    let mut written = std::collections::HashMap::new();
     for name in ["lru", "lru", "once", "first", "first", "second", "second"] {
         get(p, &format!("/cache?name={name}"));
+        let n = written.entry(name).or_insert(0);
+        *n += 1;
+        let file = d.path().join("dir").join(format!("cache_{name}"));
+        let want = *n;
+        assert!(until(Duration::from_secs(5), || read_text(&file)
+            .lines()
+            .count()
+            == want));
     }
-    // Let the writer catch up before the directory moves.
-    let first = d.path().join("dir/cache_second");
-    assert!(until(Duration::from_secs(5), || read_text(&first)
-        .lines()
-        .count()
-        == 2));
     std::fs::rename(d.path().join("dir"), d.path().join("moved")).unwrap();
-    for name in ["lru", "once", "first", "second"] {
+    // Again one line at a time, each seen where it went (the kept files in
+    // the moved folder, the others as a failed open in the error log)
+    // before the folder moves back.
+    for (name, kept) in [
+        ("lru", false),
+        ("once", false),
+        ("first", true),
+        ("second", true),
+    ] {
         get(p, &format!("/cache?name={name}"));
+        let file = d.path().join("moved").join(format!("cache_{name}"));
+        let failed = format!("cache_{name}\" failed");
+        assert!(until(Duration::from_secs(5), || if kept {
+            read_text(&file).lines().count() == 3
+        } else {
+            s.stderr().contains(&failed)
+        }));
     }
     std::fs::rename(d.path().join("moved"), d.path().join("dir")).unwrap();
     drop(s);
