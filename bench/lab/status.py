@@ -21,7 +21,56 @@ def parse(text):
             out.append((m.group(1), labels, float(m.group(3))))
         except ValueError:
             pass
+    return out + quantiles_from_buckets(out)
+
+
+def _le(v):
+    return float("inf") if v == "+Inf" else float(v)
+
+
+def quantiles_from_buckets(samples):
+    """[(name, labels + {quantile}, seconds)] for every histogram series in
+    `samples` (`_bucket` lines), so that readers written for the former
+    summaries (quantile="0.5", "0.99", "0.999", "1") keep working. A
+    quantile is interpolated inside its bucket, as Prometheus's
+    histogram_quantile does; "1" (the maximum) is the upper bound of the
+    highest bucket that holds a value, so it is at most one bucket high."""
+    series = {}
+    for n, l, v in samples:
+        if n.endswith("_bucket") and "le" in l:
+            key = (n[:-len("_bucket")], tuple(sorted((k, x) for k, x in l.items() if k != "le")))
+            series.setdefault(key, []).append((_le(l["le"]), v))
+    out = []
+    for (name, labels), buckets in series.items():
+        buckets.sort()
+        total = buckets[-1][1] if buckets else 0
+        if not total:
+            continue
+        for q in ("0.5", "0.99", "0.999", "1"):
+            out.append((name, dict(labels, quantile=q), bucket_quantile(float(q), buckets)))
     return out
+
+
+def bucket_quantile(q, buckets):
+    """The q-quantile (seconds) of cumulative `buckets` [(le, count)]."""
+    total = buckets[-1][1]
+    finite = [b for b in buckets if b[0] != float("inf")]
+    if q >= 1.0:
+        below = 0.0
+        for le, c in finite:
+            if c >= total:
+                return le
+            below = le
+        return below
+    rank = q * total
+    lo, before = 0.0, 0.0
+    for le, c in buckets:
+        if c >= rank:
+            if le == float("inf"):
+                return lo
+            return lo + (le - lo) * ((rank - before) / (c - before) if c > before else 1.0)
+        lo, before = le, c
+    return lo
 
 
 def pick(samples, name, **want):
@@ -41,6 +90,7 @@ def summarize(text):
     out = {}
     for metric, key in (("nowait_loop_poll_seconds", "poll"),
                         ("nowait_loop_lag_seconds", "lag"),
+                        ("nowait_loop_turn_seconds", "turn"),
                         ("nowait_ttfb_seconds", "ttfb")):
         for q, qk in (("0.5", "p50"), ("0.99", "p99"), ("0.999", "p999"), ("1", "max")):
             vals = [v for _, v in pick(s, metric, quantile=q)]

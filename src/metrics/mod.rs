@@ -4,6 +4,7 @@
 //!
 //! - [`worker`]: each worker's histograms and counters, reached from the
 //!   worker's own thread through a thread-local handle.
+//! - [`buckets`]: Prometheus histograms rendered from the hdrhistograms.
 //! - [`timed`]: the future wrapper that times every poll of a task.
 //! - [`upstream`]: per upstream server: requests, failures, response time.
 //! - [`connections`]: nginx's connection counters (`stub_status`).
@@ -14,6 +15,7 @@
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
+pub mod buckets;
 pub mod cache;
 pub mod connections;
 pub mod logs;

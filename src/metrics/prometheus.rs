@@ -12,25 +12,10 @@ use crate::io::Pools;
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
-/// The quantiles reported for every histogram (1.0 is the maximum).
-pub const QUANTILES: [f64; 4] = [0.5, 0.99, 0.999, 1.0];
-
-fn summary(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
-    for q in QUANTILES {
-        let v = if q >= 1.0 {
-            h.max()
-        } else {
-            h.value_at_quantile(q)
-        };
-        let _ = writeln!(
-            out,
-            "{name}{{{labels},quantile=\"{q}\"}} {:.6}",
-            v as f64 / 1e6
-        );
-    }
-    let sum = h.mean() * h.len() as f64 / 1e6;
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum:.6}");
-    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.len());
+/// One series of a histogram in seconds from microseconds recorded
+/// (`_bucket`, `_sum`, `_count`; see [`super::buckets`]).
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
+    super::buckets::series(out, name, labels, h);
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -96,11 +81,11 @@ fn render_upstreams(out: &mut String, peers: &[super::upstream::PeerSample]) {
     header(
         out,
         "nowait_upstream_response_seconds",
-        "summary",
+        "histogram",
         "Time from the start of an exchange with an upstream server to its end.",
     );
     for p in peers {
-        summary(
+        histogram(
             out,
             "nowait_upstream_response_seconds",
             &labels(p),
@@ -118,15 +103,20 @@ pub fn render(
     logs: &[super::logs::LogSample],
 ) -> String {
     let mut out = String::with_capacity(8192);
-    let hists: Vec<_> = workers.iter().map(|w| (w.id, w.histograms())).collect();
+    // Copied out so that no worker's loop waits on its lock while the page
+    // is written.
+    let hists: Vec<_> = workers
+        .iter()
+        .map(|w| (w.id, w.histograms().clone()))
+        .collect();
     header(
         &mut out,
         "nowait_loop_poll_seconds",
-        "summary",
+        "histogram",
         "Time one task held a worker's event loop in one poll.",
     );
     for (id, h) in &hists {
-        summary(
+        histogram(
             &mut out,
             "nowait_loop_poll_seconds",
             &format!("worker=\"{id}\""),
@@ -136,11 +126,11 @@ pub fn render(
     header(
         &mut out,
         "nowait_loop_lag_seconds",
-        "summary",
+        "histogram",
         "How late a worker's periodic timer fired: time the loop was held by other work.",
     );
     for (id, h) in &hists {
-        summary(
+        histogram(
             &mut out,
             "nowait_loop_lag_seconds",
             &format!("worker=\"{id}\""),
@@ -149,12 +139,26 @@ pub fn render(
     }
     header(
         &mut out,
+        "nowait_loop_turn_seconds",
+        "histogram",
+        "One turn of a worker's event loop: from the reactor's return to the next park.",
+    );
+    for (id, h) in &hists {
+        histogram(
+            &mut out,
+            "nowait_loop_turn_seconds",
+            &format!("worker=\"{id}\""),
+            &h.turn,
+        );
+    }
+    header(
+        &mut out,
         "nowait_ttfb_seconds",
-        "summary",
+        "histogram",
         "Time from a complete request head to the first response byte.",
     );
     for (id, h) in &hists {
-        summary(
+        histogram(
             &mut out,
             "nowait_ttfb_seconds",
             &format!("worker=\"{id}\""),
@@ -309,11 +313,11 @@ pub fn render(
     header(
         &mut out,
         "nowait_pool_queue_wait_seconds",
-        "summary",
+        "histogram",
         "Time a task waited for a pool thread.",
     );
     for p in &pools {
-        summary(
+        histogram(
             &mut out,
             "nowait_pool_queue_wait_seconds",
             &format!("pool=\"{}\"", p.name()),
@@ -323,11 +327,11 @@ pub fn render(
     header(
         &mut out,
         "nowait_pool_task_run_seconds",
-        "summary",
+        "histogram",
         "Time a pool task ran.",
     );
     for p in &pools {
-        summary(
+        histogram(
             &mut out,
             "nowait_pool_task_run_seconds",
             &format!("pool=\"{}\"", p.name()),
@@ -359,7 +363,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn renders_summaries_counters_and_pools() {
+    fn renders_histograms_counters_and_pools() {
         let w = Arc::new(WorkerMetrics::new(1));
         {
             let mut h = w.histograms();
@@ -373,15 +377,12 @@ mod tests {
         let mut pools = Pools::new();
         pools.add("disk", 1, 0).unwrap();
         let text = render(&[w], &pools, &[], &[], &[]);
-        assert!(text.contains("# TYPE nowait_loop_poll_seconds summary"));
+        assert!(text.contains("# TYPE nowait_loop_poll_seconds histogram"));
         assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
-        // The maximum is the 100 ms poll (1% precision).
-        let max = text
-            .lines()
-            .find(|l| l.starts_with("nowait_loop_poll_seconds{worker=\"1\",quantile=\"1\"}"))
-            .unwrap();
-        let v: f64 = max.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!((0.099..=0.101).contains(&v), "{max}");
+        // 1, 2 and 3 ms are at most 5 ms; the 100 ms poll is not.
+        assert!(text.contains("nowait_loop_poll_seconds_bucket{worker=\"1\",le=\"0.005\"} 3"));
+        assert!(text.contains("nowait_loop_poll_seconds_bucket{worker=\"1\",le=\"0.1\"} 4"));
+        assert!(text.contains("# TYPE nowait_loop_turn_seconds histogram"));
         assert!(text.contains("nowait_fast_path_total{worker=\"1\",op=\"open\",result=\"hit\"} 2"));
         assert!(
             text.contains("nowait_fast_path_total{worker=\"1\",op=\"read\",result=\"miss\"} 1")

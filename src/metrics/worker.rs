@@ -1,9 +1,9 @@
 //! Per-worker measurements.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
@@ -82,7 +82,7 @@ impl FastOutcome {
 }
 
 /// One worker's histograms (microseconds).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Histograms {
     /// How long one task held the loop in one poll: a handler's run.
     pub poll: Histogram<u64>,
@@ -91,6 +91,10 @@ pub struct Histograms {
     pub lag: Histogram<u64>,
     /// From a complete request head to the first byte of the response.
     pub ttfb: Histogram<u64>,
+    /// One turn of the loop: from the reactor's return (the thread
+    /// unparks) to the next park, measured by the runtime's park hooks
+    /// (Cloudflare's `event_loop_blocked`, measured instead of sampled).
+    pub turn: Histogram<u64>,
 }
 
 pub(crate) fn histogram() -> Histogram<u64> {
@@ -104,6 +108,7 @@ impl Default for Histograms {
             poll: histogram(),
             lag: histogram(),
             ttfb: histogram(),
+            turn: histogram(),
         }
     }
 }
@@ -125,6 +130,9 @@ pub struct WorkerMetrics {
     /// Bytes of read buffers the worker's client connections hold now
     /// (`server::conn_buf`): none for a connection waiting for a request.
     pub connection_buffers: AtomicU64,
+    /// The longest loop turn (µs) since the status ring last took it: the
+    /// ring's per-second maximum, which cumulative counts cannot give.
+    turn_max_window: AtomicU64,
 }
 
 impl WorkerMetrics {
@@ -137,7 +145,20 @@ impl WorkerMetrics {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             connection_buffers: AtomicU64::new(0),
+            turn_max_window: AtomicU64::new(0),
         }
+    }
+
+    /// Records one loop turn that lasted `d`.
+    pub fn turn(&self, d: Duration) {
+        let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
+        self.turn_max_window.fetch_max(us, Ordering::Relaxed);
+        let _ = self.histograms().turn.record(us);
+    }
+
+    /// The longest turn (µs) since the last call, and starts a new window.
+    pub fn take_turn_max(&self) -> u64 {
+        self.turn_max_window.swap(0, Ordering::Relaxed)
     }
 
     /// The histograms, for reading or recording.
@@ -165,6 +186,24 @@ pub fn record(h: &mut Histogram<u64>, d: Duration) {
 thread_local! {
     /// The metrics of the worker running on this thread, if any.
     static CURRENT: RefCell<Option<Arc<WorkerMetrics>>> = const { RefCell::new(None) };
+    /// When the current loop turn began (the thread unparked), if one runs.
+    static TURN_START: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The worker's runtime unparked its thread: the reactor returned and a
+/// loop turn begins (`on_thread_unpark`).
+pub fn turn_begins() {
+    TURN_START.with(|t| t.set(Some(Instant::now())));
+}
+
+/// The worker's runtime is about to park its thread: the turn that began at
+/// the last [`turn_begins`] ends and is recorded (`on_thread_park`). The
+/// first park, before any turn, records nothing.
+pub fn turn_ends() {
+    if let Some(start) = TURN_START.with(Cell::take) {
+        let spent = start.elapsed();
+        with(|m| m.turn(spent));
+    }
 }
 
 /// Makes `m` the current thread's worker metrics.
@@ -185,4 +224,28 @@ pub fn fast(op: FastOp, outcome: FastOutcome) {
 /// Records a time to first byte for the current worker.
 pub fn ttfb(d: Duration) {
     with(|m| record(&mut m.histograms().ttfb, d));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_is_recorded_from_unpark_to_park() {
+        let m = Arc::new(WorkerMetrics::new(7));
+        install(m.clone());
+        turn_ends(); // the first park: no turn yet
+        assert_eq!(m.histograms().turn.len(), 0);
+        turn_begins();
+        std::thread::sleep(Duration::from_millis(2));
+        turn_ends();
+        let h = m.histograms().turn.clone();
+        assert_eq!(h.len(), 1);
+        assert!(h.max() >= 1_900, "microseconds: {}", h.max());
+        let max = m.take_turn_max();
+        assert!(max >= 1_900);
+        assert_eq!(m.take_turn_max(), 0, "a new window starts");
+        turn_ends(); // a park without an unpark records nothing
+        assert_eq!(m.histograms().turn.len(), 1);
+    }
 }

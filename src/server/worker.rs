@@ -105,8 +105,12 @@ pub fn spawn(
             init();
             let _ = crate::sys::signal::block_all_in_thread();
             worker_metrics::install(site.shared.worker_metrics(id));
+            // Each loop turn, from the reactor's return to the next park,
+            // is timed into `nowait_loop_turn_seconds` (metrics::worker).
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_unpark(worker_metrics::turn_begins)
+                .on_thread_park(worker_metrics::turn_ends)
                 .build()
             {
                 Ok(rt) => rt,
