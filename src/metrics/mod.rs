@@ -9,6 +9,7 @@
 //! - [`upstream`]: per upstream server: requests, failures, response time.
 //! - [`connections`]: nginx's connection counters (`stub_status`).
 //! - [`logs`]: per log destination, lines written and dropped.
+//! - [`ring`]: the status page's last minutes, one sample a second.
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -20,6 +21,7 @@ pub mod cache;
 pub mod connections;
 pub mod logs;
 pub mod prometheus;
+pub mod ring;
 pub mod timed;
 pub mod upstream;
 pub mod worker;

@@ -11,6 +11,8 @@
 //! - [`access`]: between location and content: `realip`, `limit_req`,
 //!   `limit_conn`, `allow`/`deny`, `auth_basic`, `satisfy`.
 //! - [`stub_status`]: the `stub_status` and `empty_gif` handlers.
+//! - [`status_page`]: `nowait_status`: Prometheus text, the live page, its JSON.
+//! - [`status_ring`]: the sampler that fills the live page's ring once a second.
 //! - [`rewrite`]: the rewrite module's scripts (`rewrite`, `return`, `set`,
 //!   `if`, `break`); [`script_if`] their conditions and file tests.
 //! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
@@ -63,6 +65,8 @@ pub mod shared;
 pub mod site;
 pub mod ssi;
 pub mod static_file;
+pub mod status_page;
+pub mod status_ring;
 pub mod stream;
 pub mod stub_status;
 pub mod sub_filter;

@@ -434,20 +434,7 @@ impl<'a> Walk<'a> {
         match r.location.map_or(r.server.handler, |l| l.handler) {
             Handler::StubStatus => Some(stub_status::stub_status(r)),
             Handler::EmptyGif => Some(stub_status::empty_gif(r)),
-            Handler::Status => {
-                let text = crate::metrics::prometheus::render(
-                    &site.worker_metrics(),
-                    &site.pools,
-                    &site.upstream_samples(),
-                    &proxy::cache::samples(site),
-                    &site.log_samples(),
-                );
-                Some(Reply::text(
-                    Status::OK,
-                    text,
-                    crate::metrics::prometheus::CONTENT_TYPE,
-                ))
-            }
+            Handler::Status => Some(super::status_page::reply(site, r)),
             Handler::Static | Handler::Proxy => None,
         }
     }

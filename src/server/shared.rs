@@ -47,6 +47,11 @@ pub struct Shared {
     zones: Mutex<HashMap<String, Arc<Zone>>>,
     /// The `limit_req_zone` and `limit_conn_zone` tables, across reloads.
     pub limits: super::access::zones::Registry,
+    /// The status page's last minutes, one sample a second
+    /// (`server::status_ring`).
+    ring: Mutex<crate::metrics::ring::Ring>,
+    /// Whether the sampler that fills [`Shared::ring`] was started.
+    sampler: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -194,6 +199,33 @@ impl Shared {
         }
         all.retain(|name, _| out.contains_key(name));
         out
+    }
+
+    /// Every pool the process runs now (not the retired ones).
+    pub fn all_pools(&self) -> Vec<Arc<Pool>> {
+        lock(&self.pools).values().map(|e| e.pool.clone()).collect()
+    }
+
+    /// Every cache zone the current configuration declares.
+    pub fn all_zones(&self) -> Vec<Arc<Zone>> {
+        lock(&self.zones).values().cloned().collect()
+    }
+
+    /// Claims the start of the status sampler: true for the first caller.
+    pub fn claim_sampler(&self) -> bool {
+        !self
+            .sampler
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Appends one second to the status ring.
+    pub fn push_second(&self, s: crate::metrics::ring::Second) {
+        lock(&self.ring).push(s);
+    }
+
+    /// The status ring's seconds after `since` (Unix seconds) as JSON.
+    pub fn ring_json(&self, since: u64) -> String {
+        lock(&self.ring).json(since)
     }
 
     /// Every worker's measurements, by worker number.

@@ -163,6 +163,7 @@ impl Site {
             .as_ref()
             .map(VirtualHosts::new)
             .unwrap_or_default();
+        super::status_ring::start(shared, &error_log);
         Ok(Site {
             config,
             vhosts,
