@@ -12,15 +12,25 @@
 //! are removed — nginx leaves them — and so are files whose names are not
 //! entries' names.
 //!
+//! Progress: every [`PROGRESS_EVERY`] of a long walk an `info` line says
+//! how many files and bytes it has found so far, and the status page's
+//! `nowait_cache_loader_*` figures move as it goes; at the end, nginx's
+//! `notice` line (`ngx_http_file_cache_loader`): the path, the size in
+//! megabytes and the block size.
+//!
 //! This thread is not an event loop: it may wait on the disk.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::key::{NAME_LEN, md5_from_name};
 use super::zone::Zone;
 use crate::log::{ErrorLog, Level};
+
+/// How often a long walk logs its progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Walks `zone`'s directory and marks it loaded.
 pub fn run(zone: Arc<Zone>, log: ErrorLog) {
@@ -28,20 +38,34 @@ pub fn run(zone: Arc<Zone>, log: ErrorLog) {
         files: 0,
         since: Instant::now(),
         started: std::time::SystemTime::now(),
+        reported: Instant::now(),
     };
     let root = zone.conf.path.clone();
     walk(&zone, &log, &root, 0, &mut pace);
     zone.loaded();
-    log.log(
-        Level::Notice,
-        None,
-        format_args!(
-            "http file cache: \"{}\" {} keys loaded, {} bytes",
-            root.display(),
-            zone.keys(),
-            zone.size()
-        ),
-    );
+    log.log(Level::Notice, None, format_args!("{}", done_line(&zone)));
+}
+
+/// nginx's line at the end of the walk: `http file cache: PATH SIZEM,
+/// bsize: BLOCK` (the size of the entries found, in MiB to three places).
+fn done_line(zone: &Zone) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let bsize = std::fs::metadata(&zone.conf.path).map_or(512, |m| m.blksize());
+    format!(
+        "http file cache: {} {:.3}M, bsize: {bsize}",
+        zone.conf.path.display(),
+        zone.size() as f64 / (1024.0 * 1024.0)
+    )
+}
+
+/// The progress line of a walk under way.
+fn progress_line(zone: &Zone) -> String {
+    format!(
+        "http file cache loader: \"{}\" {} files, {} bytes so far",
+        zone.conf.path.display(),
+        zone.stats.loaded_files.load(Ordering::Relaxed),
+        zone.stats.loaded_bytes.load(Ordering::Relaxed)
+    )
 }
 
 /// The loader's pacing state.
@@ -51,11 +75,17 @@ struct Pace {
     /// When the walk began: a temp file written since is a fill of this
     /// process under way, not a crash's leftover.
     started: std::time::SystemTime,
+    /// When progress was last logged (or the walk began).
+    reported: Instant,
 }
 
 impl Pace {
-    fn step(&mut self, zone: &Zone) {
+    fn step(&mut self, zone: &Zone, log: &ErrorLog) {
         self.files += 1;
+        if self.reported.elapsed() >= PROGRESS_EVERY {
+            self.reported = Instant::now();
+            log.log(Level::Info, None, format_args!("{}", progress_line(zone)));
+        }
         let c = &zone.conf;
         if self.files >= c.loader_files || self.since.elapsed() >= c.loader_threshold {
             std::thread::sleep(c.loader_sleep);
@@ -96,7 +126,7 @@ fn walk(zone: &Zone, log: &ErrorLog, dir: &Path, depth: usize, pace: &mut Pace) 
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        pace.step(zone);
+        pace.step(zone, log);
         if depth != levels {
             continue;
         }
@@ -148,6 +178,23 @@ fn remove(log: &ErrorLog, path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_and_end_lines_say_files_and_bytes() {
+        let zone = Zone::new(crate::cache::zone::test_path(
+            std::path::PathBuf::from("/nonexistent/c"),
+            1 << 20,
+        ));
+        zone.add_loaded([7; 16], 0, 0, 3 * 1024 * 1024 / 2, Instant::now());
+        assert_eq!(
+            progress_line(&zone),
+            "http file cache loader: \"/nonexistent/c\" 1 files, 1572864 bytes so far"
+        );
+        assert_eq!(
+            done_line(&zone),
+            "http file cache: /nonexistent/c 1.500M, bsize: 512"
+        );
+    }
 
     #[test]
     fn temp_names_are_told_from_entries() {

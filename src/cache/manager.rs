@@ -9,6 +9,12 @@
 //! this zone run in (`aio threads=pool_$disk`), learned as they fill it —
 //! so the disk's I/O stays bounded by its pool; until a fill has named one,
 //! the manager's own thread removes them. Either way, never a loop.
+//!
+//! Progress: each pass counts in `nowait_cache_manager_passes_total` and
+//! each file it removes in `nowait_cache_manager_removed_total`; while it
+//! removes, an `info` line at most every [`PROGRESS_EVERY`] says how many
+//! files it removed since the last line and what the zone holds now
+//! (nginx only logs its passes at `debug`: "http file cache manager").
 
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -20,8 +26,51 @@ use crate::log::{ErrorLog, Level};
 /// How long the manager rests when a pass found nothing to do.
 const IDLE: Duration = Duration::from_secs(1);
 
+/// How often, at most, the manager logs its progress while it removes.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// The files removed since the last progress line, and when that was.
+struct Progress {
+    removed: u64,
+    since: Instant,
+}
+
+impl Progress {
+    /// Counts a pass that removed `n` files, and logs when due.
+    fn pass(&mut self, zone: &Zone, log: &ErrorLog, n: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        zone.stats.manager_passes.fetch_add(1, Relaxed);
+        zone.stats.manager_removed.fetch_add(n as u64, Relaxed);
+        self.removed += n as u64;
+        if self.removed > 0 && self.since.elapsed() >= PROGRESS_EVERY {
+            log.log(
+                Level::Info,
+                None,
+                format_args!("{}", progress_line(zone, self.removed)),
+            );
+            self.removed = 0;
+            self.since = Instant::now();
+        }
+    }
+}
+
+/// The manager's progress line: files removed since the last line, and
+/// what the zone holds now.
+fn progress_line(zone: &Zone, removed: u64) -> String {
+    format!(
+        "http file cache manager: \"{}\" {removed} files removed, {} keys, {} bytes",
+        zone.conf.path.display(),
+        zone.keys(),
+        zone.size()
+    )
+}
+
 /// Runs until the zone is dropped (no configuration names it any more).
 pub fn run(zone: Weak<Zone>, log: ErrorLog) {
+    let mut progress = Progress {
+        removed: 0,
+        since: Instant::now(),
+    };
     loop {
         let Some(z) = zone.upgrade() else {
             return;
@@ -38,7 +87,9 @@ pub fn run(zone: Weak<Zone>, log: ErrorLog) {
             }
         }
         let busy = !victims.is_empty();
+        let n = victims.len();
         remove(&z, &log, victims);
+        progress.pass(&z, &log, n);
         let rest = if busy {
             // More may wait: come back after the configured pause, or at
             // once if the pass was quick.
@@ -85,5 +136,33 @@ fn remove(zone: &Arc<Zone>, log: &ErrorLog, files: Vec<PathBuf>) {
     };
     for e in errors {
         log.log(Level::Crit, None, format_args!("{e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_and_removals_are_counted_and_told() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let zone = Zone::new(crate::cache::zone::test_path(PathBuf::from("/c"), 1 << 20));
+        let log = ErrorLog::new();
+        let mut p = Progress {
+            removed: 0,
+            since: Instant::now(),
+        };
+        p.pass(&zone, &log, 0);
+        p.pass(&zone, &log, 3);
+        assert_eq!(zone.stats.manager_passes.load(Relaxed), 2);
+        assert_eq!(zone.stats.manager_removed.load(Relaxed), 3);
+        assert_eq!(p.removed, 3, "not logged within PROGRESS_EVERY");
+        p.since = Instant::now() - PROGRESS_EVERY;
+        p.pass(&zone, &log, 1);
+        assert_eq!(p.removed, 0, "logged and restarted");
+        assert_eq!(
+            progress_line(&zone, 4),
+            "http file cache manager: \"/c\" 4 files removed, 0 keys, 0 bytes"
+        );
     }
 }

@@ -175,6 +175,12 @@ pub struct ZoneStats {
     pub evictions: AtomicU64,
     /// Files the loader has read.
     pub loaded_files: AtomicU64,
+    /// Bytes on disk of the entries the loader has found.
+    pub loaded_bytes: AtomicU64,
+    /// Passes the manager has made over the zone.
+    pub manager_passes: AtomicU64,
+    /// Files the manager has removed (inactive, `max_size`, `min_free`).
+    pub manager_removed: AtomicU64,
     /// Requests that waited on `proxy_cache_lock` and streamed the fill
     /// under way (read-while-write), counted among the hits too.
     pub coalesced: AtomicU64,
@@ -580,6 +586,9 @@ impl Zone {
         );
         inner.size += fs_size;
         self.stats.loaded_files.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .loaded_bytes
+            .fetch_add(fs_size, Ordering::Relaxed);
         drop(inner);
         // Room made for a loaded file drops older loaded ones: their files
         // stay on disk for the manager's size check (nginx does the same).

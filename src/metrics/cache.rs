@@ -38,6 +38,12 @@ pub struct ZoneSample {
     pub size: u64,
     /// Files the loader has read.
     pub loaded_files: u64,
+    /// Bytes on disk of the entries the loader has found.
+    pub loaded_bytes: u64,
+    /// Passes the manager has made.
+    pub manager_passes: u64,
+    /// Files the manager has removed.
+    pub manager_removed: u64,
     /// Whether the loader has finished walking the path.
     pub loader_done: bool,
 }
@@ -92,7 +98,7 @@ pub fn render(out: &mut String, zones: &[ZoneSample]) {
             );
         }
     }
-    let scalars: [Scalar; 11] = [
+    let scalars: [Scalar; 14] = [
         (
             "nowait_cache_coalesced_total",
             "counter",
@@ -152,6 +158,24 @@ pub fn render(out: &mut String, zones: &[ZoneSample]) {
             "counter",
             "Files the cache loader has read.",
             |z| z.loaded_files,
+        ),
+        (
+            "nowait_cache_loader_bytes_total",
+            "counter",
+            "Bytes on disk of the entries the cache loader has found.",
+            |z| z.loaded_bytes,
+        ),
+        (
+            "nowait_cache_manager_passes_total",
+            "counter",
+            "Passes the cache manager has made over the zone.",
+            |z| z.manager_passes,
+        ),
+        (
+            "nowait_cache_manager_removed_total",
+            "counter",
+            "Files the cache manager removed: inactive, max_size, min_free.",
+            |z| z.manager_removed,
         ),
         (
             "nowait_cache_loader_done",

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 
@@ -45,12 +45,25 @@ pub fn start(shared: &Arc<Shared>, log: &crate::log::ErrorLog) {
     }
 }
 
+/// How long after a whole second of the wall clock a sample is taken, so
+/// that each sample's second (`Second::t`) is a different one.
+const SAMPLE_OFFSET: Duration = Duration::from_millis(5);
+
+/// The time until the next whole second of the wall clock, plus
+/// [`SAMPLE_OFFSET`].
+fn until_next_second() -> Duration {
+    let into = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(Duration::ZERO, |d| {
+            Duration::from_nanos(u64::from(d.subsec_nanos()))
+        });
+    SAMPLE_PERIOD.saturating_sub(into) + SAMPLE_OFFSET
+}
+
 fn run(shared: Weak<Shared>) {
     let mut last = Previous::default();
-    let mut next = Instant::now() + SAMPLE_PERIOD;
     loop {
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        next += SAMPLE_PERIOD;
+        std::thread::sleep(until_next_second());
         let Some(s) = shared.upgrade() else {
             return;
         };

@@ -143,6 +143,9 @@ pub fn samples(site: &Site) -> Vec<crate::metrics::cache::ZoneSample> {
                 keys: z.keys() as u64,
                 size: z.size(),
                 loaded_files: s.loaded_files.load(Relaxed),
+                loaded_bytes: s.loaded_bytes.load(Relaxed),
+                manager_passes: s.manager_passes.load(Relaxed),
+                manager_removed: s.manager_removed.load(Relaxed),
                 loader_done: !z.is_cold(),
             }
         })
