@@ -19,6 +19,8 @@
 pub mod buckets;
 pub mod cache;
 pub mod connections;
+#[cfg(test)]
+mod docs;
 pub mod logs;
 pub mod prometheus;
 pub mod ring;
