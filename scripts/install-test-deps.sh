@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the black-box tests need: a real nginx 1.22 (Debian's
-# nginx-light) that tests/differential.rs runs beside nowait.
+# nginx-light) that tests/differential.rs runs beside nowait, and Debian's
+# Chromium for the status page's browser test.
 #
 # Idempotent: does nothing when /usr/sbin/nginx is already there. Must run as
 # root (it uses apt-get). The tests start their own nginx processes on free
@@ -26,6 +27,17 @@ else
     log "installing nginx-light"
     DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light
     log "installed: $($NGINX -v 2>&1)"
+fi
+
+# Debian's Chromium, for the live status page's test in a real headless
+# browser (tests/status_page.rs).
+if command -v chromium >/dev/null 2>&1; then
+    log "chromium already installed"
+else
+    log "installing chromium"
+    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+    }
 fi
 
 # The Perl modules nginx's own test suite uses in the files

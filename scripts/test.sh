@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check nowait has, from a fresh clone: installs what the tests
-# need (Debian's nginx-light for the differential tests; rustfmt and clippy
+# need (Debian's nginx-light for the differential tests, Chromium for the
+# status page's browser test; rustfmt and clippy
 # when missing), then the gates in order: formatting, lints, all tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +11,8 @@ step() { printf '\n== %s\n' "$*"; }
 step "installing test dependencies"
 if [[ $(id -u) -eq 0 ]]; then
     scripts/install-test-deps.sh
-elif [[ ! -x /usr/sbin/nginx ]]; then
-    echo "nginx-light is missing and installing it needs root: run scripts/install-test-deps.sh as root" >&2
+elif [[ ! -x /usr/sbin/nginx ]] || ! command -v chromium >/dev/null 2>&1; then
+    echo "nginx-light or chromium is missing and installing them needs root: run scripts/install-test-deps.sh as root" >&2
     exit 1
 fi
 for component in rustfmt clippy; do
@@ -27,7 +28,9 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
 step "cargo test"
-cargo test --all-targets
+# The status page's browser test must run here, not skip: Chromium is
+# installed above (or by scripts/install-test-deps.sh).
+NOWAIT_REQUIRE_CHROMIUM=1 cargo test --all-targets
 
 step "release build: no fault injection"
 # Fault injection (NOWAIT_TEST_STALL, NOWAIT_TEST_PANIC) is compiled into

@@ -58,7 +58,10 @@ fn documented() -> BTreeMap<String, String> {
 fn every_exported_metric_is_documented_with_its_type() {
     let exported = exported();
     let documented = documented();
-    assert!(exported.len() > 30, "a page with every section: {exported:?}");
+    assert!(
+        exported.len() > 30,
+        "a page with every section: {exported:?}"
+    );
     for (name, kind) in &exported {
         assert_eq!(
             documented.get(name),
