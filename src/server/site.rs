@@ -141,7 +141,7 @@ impl Site {
             None => HashMap::new(),
         };
         let pools: Pools = shared
-            .pools_for(&config.main.thread_pools, identity, thread_init)
+            .pools_for(&config.main.thread_pools, identity, thread_init.clone())
             .map_err(|(name, e)| {
                 SysError::with_arg("pthread_create", format!("thread pool \"{name}\""), e)
             })?;
@@ -163,7 +163,7 @@ impl Site {
             .as_ref()
             .map(VirtualHosts::new)
             .unwrap_or_default();
-        super::status_ring::start(shared, &error_log);
+        super::status_ring::start(shared, &thread_init, &error_log);
         Ok(Site {
             config,
             vhosts,

@@ -25,15 +25,21 @@ use crate::metrics::worker::FastOp;
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 
 /// Starts the process's sampler once; later calls do nothing. The thread
-/// ends when the process's state is dropped.
-pub fn start(shared: &Arc<Shared>, log: &crate::log::ErrorLog) {
+/// runs `init` first (it serves nobody, and like every thread but the main
+/// one and the log writers it gives up root), and ends when the process's
+/// state is dropped.
+pub fn start(shared: &Arc<Shared>, init: &crate::io::pool::ThreadInit, log: &crate::log::ErrorLog) {
     if !shared.claim_sampler() {
         return;
     }
     let weak = Arc::downgrade(shared);
+    let init = init.clone();
     let spawned = std::thread::Builder::new()
         .name("status".into())
-        .spawn(move || run(weak));
+        .spawn(move || {
+            init();
+            run(weak)
+        });
     if let Err(e) = spawned {
         log.log(
             crate::log::Level::Alert,
