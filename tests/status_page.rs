@@ -224,6 +224,16 @@ fn run_chromium(bin: &Path, profile: &Path, url: &str, args: &[&str]) -> String 
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether a dumped DOM holds chart `id` with its SVG drawn.
+fn dom_has_chart(dom: &str, id: &str) -> bool {
+    dom.split(&format!("id=\"chart-{id}\""))
+        .nth(1)
+        .is_some_and(|rest| {
+            let rest = rest.split("class=\"chart\"").next().unwrap_or(rest);
+            rest.contains("<svg") && rest.contains("<line")
+        })
+}
+
 /// The `d` of each chart's series path in a dumped DOM, by `data-series`.
 fn series_paths(dom: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
@@ -276,7 +286,8 @@ fn the_live_page_draws_charts_that_move_in_chromium() {
     let url = format!("http://127.0.0.1:{port}/status");
     let first = series_paths(&run_chromium(&bin, profile.path(), &url, &["--dump-dom"]));
     std::thread::sleep(Duration::from_millis(2500));
-    let second = series_paths(&run_chromium(&bin, profile.path(), &url, &["--dump-dom"]));
+    let second_dom = run_chromium(&bin, profile.path(), &url, &["--dump-dom"]);
+    let second = series_paths(&second_dom);
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page");
     std::fs::create_dir_all(&artifacts).expect("artifact directory");
     let shot = artifacts.join("status-page.png");
@@ -296,7 +307,6 @@ fn the_live_page_draws_charts_that_move_in_chromium() {
         "worker 1 p99",
         "worker 2 max",
         "disk",
-        "hits",
     ] {
         let d = first
             .get(series)
@@ -308,6 +318,20 @@ fn the_live_page_draws_charts_that_move_in_chromium() {
         "the requests chart moves between two loads 2.5 s apart"
     );
     assert_ne!(first["worker 1 p99"], second["worker 1 p99"]);
+    for chart in [
+        "requests",
+        "ttfb",
+        "turn",
+        "pool_depth",
+        "pool_wait",
+        "fast",
+        "cache",
+    ] {
+        assert!(
+            dom_has_chart(&second_dom, chart),
+            "the page has the {chart} chart"
+        );
+    }
     let png = std::fs::read(&shot).expect("the screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG at {}", shot.display());
     eprintln!("status page screenshot: {}", shot.display());
