@@ -236,6 +236,19 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
     if let Some(w) = warning {
         say(&format!("[warn] {w}"));
     }
+    // Control signals are blocked before the first socket listens: a
+    // client that sees the port accept may signal at once, and the signal
+    // must wait for the loop below rather than take its default action.
+    let signals = match block_control_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!(
+                "[emerg] sigprocmask() failed ({})",
+                crate::config::errno_text(&e)
+            ));
+            return 1;
+        }
+    };
     let workers = worker_count(&config);
     let mut listeners = Listeners::default();
     if let Err(e) = listeners.update(&wanted_listens(&config), workers) {
@@ -265,16 +278,6 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             }
         },
         None => None,
-    };
-    let signals = match block_control_signals() {
-        Ok(s) => s,
-        Err(e) => {
-            say(&format!(
-                "[emerg] sigprocmask() failed ({})",
-                crate::config::errno_text(&e)
-            ));
-            return 1;
-        }
     };
     let shared = Shared::new();
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
