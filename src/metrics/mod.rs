@@ -8,12 +8,15 @@
 //! - [`upstream`]: per upstream server: requests, failures, response time.
 //! - [`connections`]: nginx's connection counters (`stub_status`).
 //! - [`logs`]: per log destination, lines written and dropped.
+//! - [`body`]: file body bytes by how they were sent (loop or pool
+//!   `sendfile()`, or copied).
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
+pub mod body;
 pub mod cache;
 pub mod connections;
 pub mod logs;
