@@ -12,10 +12,12 @@
 //! then `fstat`; `read` is `preadv2(RWF_NOWAIT)`, which fails with `EAGAIN`
 //! (or reads short) when the data is not in the page cache or not yet read
 //! from the disk; a body is copied from memory on the loop the same way
-//! ([`FileLayer::body_now`]) and only what is not in memory is `sendfile`d
-//! by the pool. A missing call (`ENOSYS`) or a file system that refuses one
-//! (`EOPNOTSUPP`, `EINVAL`) sends the operation to the pool — never an error
-//! to the client — and the call is not tried again by this process.
+//! ([`FileLayer::body_now`], `sendfile off`) or `sendfile()`d from the
+//! loop after a probe found it up to date ([`FileLayer::resident_now`],
+//! `sendfile on`); only what is not in memory is `sendfile`d by the pool.
+//! A missing call (`ENOSYS`) or a file system that refuses one
+//! (`EOPNOTSUPP`, `EINVAL`) sends the operation to the pool — never an
+//! error to the client — and the call is not tried again by this process.
 //!
 //! What must not happen here: an unbounded wait for a pool (a full queue fails
 //! at once, see [`super::pool`]), and a descriptor used by a pool thread after
@@ -438,6 +440,60 @@ impl<'a> FileLayer<'a> {
         done
     }
 
+    /// The loop's part of sending a body with `sendfile on` under `aio
+    /// threads` with the fast path: how many of `len` bytes at `off` are in
+    /// memory and up to date now, so that a `sendfile()` of that many bytes
+    /// on the loop finds every page ready and never waits (see
+    /// [`sysfile::probe_nowait`] and `docs/architecture.md`, "the file
+    /// layer"). 0 means the next bytes need the disk (or the file ended):
+    /// the caller hands the next slice to the pool.
+    ///
+    /// `cachestat()` cannot answer this: it counts pages present, and a page
+    /// under read-ahead I/O is present, locked and not up to date — the page
+    /// `sendfile()` would wait on. `mincore()` reports up to date, but only
+    /// to a file's owner or writers: to a worker that runs as `user` it
+    /// says every page is resident.
+    pub fn resident_now(&self, file: &OpenFile, off: u64, len: usize) -> usize {
+        let stalled = fault::stall_for(&file.path).is_some();
+        if stalled || !SUPPORT.preadv2.load(Ordering::Relaxed) {
+            let outcome = if stalled {
+                FastOutcome::Miss
+            } else {
+                FastOutcome::Unsupported
+            };
+            metrics::fast(FastOp::Body, outcome);
+            return 0;
+        }
+        if all_present(file, off, len as u64) == Some(false) {
+            metrics::fast(FastOp::Body, FastOutcome::Miss);
+            return 0;
+        }
+        let ready = PROBE_SINK.with(|sink| {
+            let mut sink = sink.borrow_mut();
+            loop {
+                match sysfile::probe_nowait(&*file.fd, &mut sink[..], off, len) {
+                    Ok(n) => return n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        if unsupported(&e) {
+                            SUPPORT.preadv2.store(false, Ordering::Relaxed);
+                        }
+                        return 0;
+                    }
+                }
+            }
+        });
+        metrics::fast(
+            FastOp::Body,
+            if ready > 0 {
+                FastOutcome::Hit
+            } else {
+                FastOutcome::Miss
+            },
+        );
+        ready
+    }
+
     /// One `sendfile()` of up to `len` bytes at `off` into the non-blocking
     /// socket `sock`, on the pool in `lane` (or the loop under `aio off`).
     /// `Ok(0)` means the file ended early (truncated); `EAGAIN` comes back as
@@ -466,6 +522,20 @@ impl<'a> FileLayer<'a> {
         })
         .await?
     }
+}
+
+/// Bytes of the buffer [`FileLayer::resident_now`] probes through: small
+/// enough to stay in the CPU's first-level cache, so a probe costs one read
+/// of the page cache and no stores to memory.
+const PROBE_SINK_SIZE: usize = 32 * 1024;
+
+/// The most [`FileLayer::resident_now`] probes at once.
+pub const PROBE_MAX: usize = PROBE_SINK_SIZE * sysfile::PROBE_IOVECS;
+
+thread_local! {
+    /// Each loop thread's probe buffer; its contents are never read.
+    static PROBE_SINK: std::cell::RefCell<Box<[u8]>> =
+        std::cell::RefCell::new(vec![0u8; PROBE_SINK_SIZE].into_boxed_slice());
 }
 
 /// What an open under a link rule found, as an [`Opened`].

@@ -10,6 +10,8 @@
 //! - [`connections`]: nginx's connection counters (`stub_status`).
 //! - [`logs`]: per log destination, lines written and dropped.
 //! - [`ring`]: the status page's last minutes, one sample a second.
+//! - [`body`]: file body bytes by how they were sent (loop or pool
+//!   `sendfile()`, or copied).
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -17,6 +19,7 @@
 //! for a counter.
 
 pub mod buckets;
+pub mod body;
 pub mod cache;
 pub mod connections;
 #[cfg(test)]

@@ -349,6 +349,7 @@ pub fn render(
         "nowait_closes_off_loop_total {}",
         crate::io::closer::deferred()
     );
+    super::body::render(&mut out);
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
     super::logs::render(&mut out, logs);

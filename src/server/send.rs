@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use crate::http::range::ByteRange;
 use crate::io::file::{FileError, FileLayer, OpenFile};
 use crate::io::{Lane, fault};
+use crate::metrics::body::{self as body_metrics, BodyPath};
 use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
 use crate::sys::socket as sys_socket;
@@ -29,6 +30,13 @@ pub const OUTPUT_BUFFER_SIZE: usize = 32 * 1024;
 /// The most a body step copies from memory on the loop under `aio threads`
 /// with the fast path: the memory one connection may hold at once.
 pub const FAST_BODY_CHUNK: u64 = 64 * 1024;
+
+/// The most one step of a body sent with `sendfile on` probes and
+/// `sendfile()`s from the loop (see [`FileLayer::resident_now`]). The probe
+/// reads what it checks once, through a buffer that stays in the CPU's
+/// cache; a step larger than the socket takes is probed again after the
+/// wait for room, so this stays near what a loopback socket takes at once.
+pub const FAST_SENDFILE_PROBE: u64 = 256 * 1024;
 
 /// A file body up to this size is read into the head's buffer and sent with
 /// one `write()`: one system call instead of two for small files.
@@ -348,6 +356,7 @@ pub async fn send(
             metrics::ttfb(p.start.elapsed());
             w.total += out.len() as u64;
             w.body += range.len();
+            body_metrics::record(BodyPath::Copy, len);
         }
         Body::File { file, range } => {
             let cork = p.sendfile && p.nopush;
@@ -485,11 +494,16 @@ pub fn lane_for(from_memory: u64, from_pool: u64) -> Lane {
 
 /// Sends one range of a file; returns the bytes sent.
 ///
-/// Under `aio threads` with the fast path, each step first copies what is
-/// in memory from the loop ([`FileLayer::body_now`], at most
-/// [`FAST_BODY_CHUNK`]); only when the next bytes need the disk does a slice
-/// go to the pool (`sendfile()` there, or a read), in the lane
-/// [`lane_for`] picks. Otherwise `sendfile()` or reads run where `aio` says.
+/// Under `aio threads` with the fast path, each step first sends what is
+/// in memory from the loop: with `sendfile on`, a `sendfile()` of the
+/// prefix of at most [`FAST_SENDFILE_PROBE`] bytes that a probe found up to
+/// date ([`FileLayer::resident_now`]), so the call meets no page it could
+/// wait for; with `sendfile off`, a copy ([`FileLayer::body_now`], at most
+/// [`FAST_BODY_CHUNK`]), as nginx copies then. Only when the next bytes need
+/// the disk does a slice go to the pool (`sendfile()` there, or a read), in
+/// the lane [`lane_for`] picks. Otherwise `sendfile()` or reads run where
+/// `aio` says. Each slice is counted by how it was sent
+/// (`nowait_body_bytes_total`).
 async fn send_range(
     stream: &TcpStream,
     pool_sock: &mut SocketForPools,
@@ -509,7 +523,25 @@ async fn send_range(
             left = wait_pace(stream, pace, left.min(usize::MAX as u64) as usize).await? as u64;
         }
         let mut n = 0;
-        if fast {
+        if fast && p.sendfile {
+            // Zero copy from the loop: only the prefix a probe found up to
+            // date, so the sendfile() below meets no page it must wait for.
+            let want = chunk_limit(p, left).min(FAST_SENDFILE_PROBE) as usize;
+            let ready = p.files.resident_now(file, off, want);
+            if ready > 0 {
+                match sendfile_on_loop(stream, file, off, ready, p).await? {
+                    Some(sent) => {
+                        n = sent;
+                        w.count(n);
+                        from_memory += n as u64;
+                        body_metrics::record(BodyPath::LoopSendfile, n);
+                    }
+                    // The socket was full and is writable again: probe anew,
+                    // since what was up to date then may not be now.
+                    None => continue,
+                }
+            }
+        } else if fast {
             scratch.clear();
             n = p
                 .files
@@ -518,18 +550,21 @@ async fn send_range(
                 write_all(stream, &scratch[..n], p.timeout).await?;
                 w.count(n);
                 from_memory += n as u64;
+                body_metrics::record(BodyPath::Copy, n);
             }
         }
         if n == 0 {
             let lane = lane_for(from_memory, from_pool);
             n = if p.sendfile {
-                let chunk = if p.max_chunk == 0 {
-                    left
-                } else {
-                    left.min(p.max_chunk)
-                } as usize;
+                let chunk = chunk_limit(p, left) as usize;
                 let n = sendfile_once(stream, pool_sock, file, off, chunk, lane, p).await?;
                 w.count(n);
+                let path = if p.files.pool.is_some() {
+                    BodyPath::PoolSendfile
+                } else {
+                    BodyPath::LoopSendfile
+                };
+                body_metrics::record(path, n);
                 n
             } else {
                 let chunk = left.min(OUTPUT_BUFFER_SIZE as u64) as usize;
@@ -551,6 +586,7 @@ async fn send_range(
                 write_all(stream, &buf, p.timeout).await?;
                 let n = buf.len();
                 w.count(n);
+                body_metrics::record(BodyPath::Copy, n);
                 scratch = buf;
                 n
             };
@@ -567,6 +603,48 @@ async fn send_range(
         }
     }
     Ok(())
+}
+
+/// The most one `sendfile_max_chunk` slice may be for `left` bytes to go
+/// (0 means unbounded).
+fn chunk_limit(p: &SendParams<'_>, left: u64) -> u64 {
+    if p.max_chunk == 0 {
+        left
+    } else {
+        left.min(p.max_chunk)
+    }
+}
+
+/// One `sendfile()` on the loop of `len` bytes the caller found up to date
+/// in memory ([`FileLayer::resident_now`]): `Some(sent)`, or `None` when the
+/// socket was full and has become writable again (within `send_timeout`),
+/// for the caller to probe again before the next try.
+async fn sendfile_on_loop(
+    stream: &TcpStream,
+    file: &OpenFile,
+    off: u64,
+    len: usize,
+    p: &SendParams<'_>,
+) -> Result<Option<usize>, SendError> {
+    let result = stream.try_io(Interest::WRITABLE, || {
+        let mut o = off;
+        sysfile::sendfile(stream, &*file.fd, &mut o, len)
+    });
+    match result {
+        Ok(0) => Err(SendError::Truncated(Truncation::Sendfile {
+            path: file.path.clone(),
+            at: off,
+        })),
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            tokio::time::timeout(p.timeout, stream.writable())
+                .await
+                .map_err(|_| SendError::TimedOut)?
+                .map_err(SendError::Io)?;
+            Ok(None)
+        }
+        Err(e) => Err(SendError::Io(e)),
+    }
 }
 
 /// One `sendfile()` of up to `chunk` bytes, on the loop or in the pool.

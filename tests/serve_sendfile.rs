@@ -1,0 +1,257 @@
+//! Black-box tests of zero-copy bodies under `aio threads; sendfile on;`:
+//! what is in memory and up to date is `sendfile()`d by the worker's loop,
+//! what needs the disk by a pool thread, and `sendfile off` copies. Which
+//! path ran is read from `nowait_body_bytes_total{path}` on the status
+//! page; every body is compared byte for byte with the file.
+//!
+//! A page is made to need the disk with `posix_fadvise(DONTNEED)` after
+//! the file is written back (`fsync`), and the test checks with
+//! `cachestat()` that the kernel really dropped it before relying on it.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::client::{get, request};
+use common::{Conf, Conn, Server, TempDir};
+use nowait::sys::file as sysfile;
+
+/// Size of the large file: many times what a loopback socket takes at once
+/// and larger than `sendfile_max_chunk 2m`.
+const LARGE: usize = 6 * 1024 * 1024;
+/// The file truncated while sent: larger than loopback socket buffers hold.
+const HUGE: usize = 64 * 1024 * 1024;
+/// The ranges the tests drop from memory start and end on this boundary:
+/// the page cache may hold a file in folios of up to 2 MiB (the PMD size),
+/// naturally aligned, and `DONTNEED` drops only folios wholly inside its
+/// range.
+const FOLIO_MAX: usize = 2 * 1024 * 1024;
+
+/// Deterministic content in which every 4-byte word differs from its
+/// neighbours, so a misplaced slice shows.
+fn content(len: usize) -> Vec<u8> {
+    (0..len / 4)
+        .flat_map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ 0x9e37_79b9).to_le_bytes())
+        .collect()
+}
+
+/// Writes `name` in `dir` with `data`, readable by the workers, and on
+/// the disk (so that its pages are clean and can be dropped).
+fn write_file(dir: &Path, name: &str, data: &[u8]) {
+    let path = dir.join(name);
+    std::fs::write(&path, data).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    common::tmp::set_mode(&path, 0o644);
+}
+
+/// Drops `[off, off + len)` of `name` from the page cache and checks that
+/// the kernel did (a file system that keeps its pages, such as tmpfs,
+/// cannot run these tests).
+fn drop_pages(dir: &Path, name: &str, off: usize, len: usize) {
+    let fd = sysfile::open_read(&dir.join(name)).unwrap();
+    sysfile::fadvise(&fd, off as u64, len as u64, sysfile::Advice::DontNeed).unwrap();
+    let cs = sysfile::cachestat(&fd, off as u64, len as u64).expect("cachestat (Linux 6.5+)");
+    assert_eq!(
+        cs.cached, 0,
+        "{name}: the file system kept pages posix_fadvise(DONTNEED) should drop: {cs:?}"
+    );
+}
+
+fn serve(root: &Path, extra: &str) -> Server {
+    let conf = Conf::server(&format!(
+        "root {{root}};\naio threads;\n{extra}\nlocation = /status {{ nowait_status; }}"
+    ))
+    .root(root)
+    .render();
+    Server::tested(&conf)
+}
+
+/// `nowait_body_bytes_total{path=…}` for `loop_sendfile`, `pool_sendfile`
+/// and `copy`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Paths {
+    loop_sendfile: u64,
+    pool_sendfile: u64,
+    copy: u64,
+}
+
+impl Paths {
+    fn read(s: &Server) -> Paths {
+        let text = String::from_utf8_lossy(&get(s.port(), "/status").body).into_owned();
+        let value = |path: &str| {
+            let key = format!("nowait_body_bytes_total{{path=\"{path}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(key.as_str()))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no {key} on the status page:\n{text}"))
+        };
+        Paths {
+            loop_sendfile: value("loop_sendfile"),
+            pool_sendfile: value("pool_sendfile"),
+            copy: value("copy"),
+        }
+    }
+
+    fn since(self, before: Paths) -> Paths {
+        Paths {
+            loop_sendfile: self.loop_sendfile - before.loop_sendfile,
+            pool_sendfile: self.pool_sendfile - before.pool_sendfile,
+            copy: self.copy - before.copy,
+        }
+    }
+}
+
+/// GETs `/large.bin` and checks it byte for byte; what each path sent.
+fn fetch_whole(s: &Server, data: &[u8]) -> Paths {
+    let before = Paths::read(s);
+    let r = get(s.port(), "/large.bin");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), data.len());
+    assert!(r.body == data, "the body differs from the file");
+    Paths::read(s).since(before)
+}
+
+fn root() -> (TempDir, Vec<u8>) {
+    let dir = TempDir::new("sendfile-root");
+    let data = content(LARGE);
+    write_file(dir.path(), "large.bin", &data);
+    write_file(dir.path(), "x.txt", b"x\n");
+    (dir, data)
+}
+
+#[test]
+fn a_file_in_memory_is_sendfiled_by_the_loop() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile on;");
+    // The first request may meet pages the write-back left; the second
+    // finds the whole file in memory.
+    fetch_whole(&s, &data);
+    let d = fetch_whole(&s, &data);
+    assert_eq!(d.loop_sendfile, LARGE as u64, "{d:?}");
+    assert_eq!((d.pool_sendfile, d.copy), (0, 0), "{d:?}");
+}
+
+#[test]
+fn sendfile_off_copies_as_nginx_does() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile off;");
+    fetch_whole(&s, &data);
+    let d = fetch_whole(&s, &data);
+    assert_eq!(d.copy, LARGE as u64, "{d:?}");
+    assert_eq!((d.loop_sendfile, d.pool_sendfile), (0, 0), "{d:?}");
+}
+
+#[test]
+fn a_file_not_in_memory_is_sendfiled_by_the_pool() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile on;");
+    drop_pages(dir.path(), "large.bin", 0, LARGE);
+    let d = fetch_whole(&s, &data);
+    assert!(d.pool_sendfile > 0, "{d:?}");
+    assert_eq!(d.loop_sendfile + d.pool_sendfile, LARGE as u64, "{d:?}");
+    assert_eq!(d.copy, 0, "{d:?}");
+}
+
+#[test]
+fn a_hole_in_a_file_in_memory_goes_to_the_pool_and_the_rest_stays_on_the_loop() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile on;");
+    fetch_whole(&s, &data);
+    // The second 2 MiB need the disk; the first are sent from the loop.
+    drop_pages(dir.path(), "large.bin", FOLIO_MAX, FOLIO_MAX);
+    let d = fetch_whole(&s, &data);
+    assert!(d.loop_sendfile >= FOLIO_MAX as u64, "{d:?}");
+    assert!(d.pool_sendfile > 0, "{d:?}");
+    assert_eq!(d.loop_sendfile + d.pool_sendfile, LARGE as u64, "{d:?}");
+}
+
+#[test]
+fn ranges_are_exact_from_memory_and_from_the_disk() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile on;\nsendfile_max_chunk 64k;");
+    fetch_whole(&s, &data);
+    let ranges = [
+        (1_000_003, 2_500_000),
+        (LARGE - 70_000, LARGE - 1),
+        (65_535, 65_536),
+        (3 * 1024 * 1024 - 5, 5 * 1024 * 1024 + 7),
+    ];
+    for dropped in [false, true] {
+        if dropped {
+            // The middle of the file needs the disk; most ranges cross it.
+            drop_pages(dir.path(), "large.bin", FOLIO_MAX, FOLIO_MAX);
+        }
+        for (first, last) in ranges {
+            let r = request(
+                s.port(),
+                &format!(
+                    "GET /large.bin HTTP/1.1\r\nHost: localhost\r\nRange: bytes={first}-{last}\r\nConnection: close\r\n\r\n"
+                ),
+            );
+            assert_eq!(r.status, 206, "{first}-{last} dropped={dropped}");
+            assert!(
+                r.body == data[first..=last],
+                "range {first}-{last} differs (dropped={dropped})"
+            );
+        }
+        let r = request(
+            s.port(),
+            "GET /large.bin HTTP/1.1\r\nHost: localhost\r\nRange: bytes=10-19,2000000-2300009\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(r.status, 206);
+        let needle = &data[2_000_000..2_300_010];
+        assert!(
+            r.body.windows(needle.len()).any(|w| w == needle),
+            "the second part differs (dropped={dropped})"
+        );
+    }
+    let d = Paths::read(&s);
+    assert!(d.loop_sendfile > 0 && d.pool_sendfile > 0, "{d:?}");
+}
+
+#[test]
+fn a_file_truncated_while_sendfiled_from_memory_ends_the_response() {
+    let dir = TempDir::new("sendfile-trunc");
+    let path = dir.path().join("huge.bin");
+    write_file(dir.path(), "huge.bin", &content(HUGE));
+    write_file(dir.path(), "x.txt", b"x\n");
+    let s = serve(dir.path(), "sendfile on;");
+    let mut c = Conn::open(s.port());
+    c.send(b"GET /huge.bin HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert!(!c.quiet_for(Duration::from_secs(5)), "no response");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1024 * 1024)
+        .unwrap();
+    // Read until the server closes: it must, the promised length is gone.
+    let mut total = c.pending().len();
+    let mut buf = vec![0u8; 256 * 1024];
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    loop {
+        use std::io::Read;
+        match c.stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => total += n,
+        }
+    }
+    assert!(total < HUGE, "{total} bytes of a file truncated to 1 MiB");
+    let logged = |s: &Server| {
+        s.stderr().lines().any(|l| {
+            l.contains("[alert]")
+                && l.contains("sendfile() reported that \"")
+                && l.contains("huge.bin\" was truncated at ")
+        })
+    };
+    assert!(
+        common::wait::until(Duration::from_secs(5), || logged(&s)),
+        "the truncation is not logged as nginx logs it:\n{}",
+        s.stderr()
+    );
+    let r = get(s.port(), "/x.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"x\n"[..]));
+}
