@@ -51,7 +51,8 @@ def _res_fmt(r):
     tl = (r.get("loop_states") or {}).get("resident_timeline") or []
     if not tl:
         return "—"
-    first = [f[0] for _, f in tl]
+    # the URL the measured phase requests: the switch target, if any
+    first = [f[-1] for _, f in tl if f]
     return f"{min(first) * 100:.0f}% / {sum(first) / len(first) * 100:.0f}%"
 
 
@@ -69,7 +70,7 @@ def tables(res, lines):
               "first second in which the new URL's completions reach 80% of the server's "
               "unloaded req/s.", "",
               "| server | configuration | variant | hot req/s | % of unloaded | per second "
-              "(first 10 s) | back to 80% | random MB/s | hot file resident min / mean | "
+              "(first 10 s) | back to 80% | random MB/s | measured URL's file resident min / mean | "
               "pool tasks promoted |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for r in v["runs"]:
