@@ -612,3 +612,57 @@ fn a_cold_directory_listing_waits_in_the_pool_not_on_the_loop() {
         }
     }
 }
+
+/// Issue: under a load of cold files, a popular file's misses waited in
+/// the pool's FIFO behind every older cold miss, so a hot file that fell
+/// out of memory never came back. The pool now takes the misses of files
+/// opened often lately (the popularity sketch) first.
+#[test]
+fn a_popular_files_miss_overtakes_older_cold_misses_in_the_pool() {
+    // `start` puts the document root here; a second location reaches the
+    // same files through another pool.
+    let root = std::env::temp_dir()
+        .join(format!("nowait-fl-popular-{}", std::process::id()))
+        .join("root");
+    let srv = start(
+        "thread_pool disk threads=1; thread_pool wide threads=16;",
+        &format!(
+            "aio threads=disk;\n  location /p/ {{ alias {}/; aio threads=wide; }}",
+            root.display()
+        ),
+        "popular",
+    );
+    assert_eq!(srv.root(), root);
+    std::fs::write(root.join("coldpop.txt"), "coldpop.txt\n").unwrap();
+    // Make coldpop.txt popular: eight opens at once through the wide pool
+    // (they stall side by side).
+    let port = srv.port;
+    let warm: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(port, "/p/coldpop.txt")))
+        .collect();
+    for w in warm {
+        assert_eq!(w.join().unwrap(), (200, b"coldpop.txt\n".to_vec()));
+    }
+    assert_eq!(
+        srv.metric("nowait_pool_promoted_total", &["pool=\"disk\""]),
+        0
+    );
+    // The one thread of "disk" is held by a cold open; two cold misses
+    // wait, then the popular file's.
+    let order = completion_order(
+        &srv,
+        &[
+            ("/cold.txt", Then::Stalls),
+            ("/cold2.txt", Then::Waiting(1)),
+            ("/cold3.txt", Then::Waiting(2)),
+            ("/coldpop.txt", Then::Waiting(3)),
+        ],
+    );
+    let at = |p: &str| order.iter().position(|(q, _)| q == p).unwrap();
+    assert!(order.iter().all(|(_, status)| *status == 200), "{order:?}");
+    // In nginx's FIFO it would complete last; ranked, before both cold
+    // misses that were queued before it.
+    assert!(at("/coldpop.txt") < at("/cold2.txt"), "{order:?}");
+    assert!(at("/coldpop.txt") < at("/cold3.txt"), "{order:?}");
+    assert!(srv.metric("nowait_pool_promoted_total", &["pool=\"disk\""]) >= 1);
+}

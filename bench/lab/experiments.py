@@ -162,7 +162,127 @@ def _hot_matrix(ctx, exp):
 
 
 def run_A(ctx):
-    return _hot_matrix(ctx, "A")
+    out = _hot_matrix(ctx, "A")
+    out["variants"] = _variants(ctx, out["calibration"])
+    return out
+
+
+# The hot-data variants of A (issue 12). nginx as the issue measured it
+# (the hot location `aio off`, the rest `aio threads`: its loop reads the
+# hot file back itself) and with `aio threads` everywhere; nowait as in A.
+HOT_LATE_DELAY = 3
+SWITCH_TARGET = 0.8
+
+
+def _aio_off_for(urls):
+    return "\n".join(f"        location = {u} {{ aio off; }}" for u in urls)
+
+
+def _variant_matrix(hot, switch_to):
+    return [
+        ("nginx", "aio threads; hot location aio off",
+         dict(aio="threads", extra_locations=_aio_off_for([hot, switch_to]))),
+        ("nginx", "aio threads", dict(aio="threads")),
+        ("nowait", "aio threads (fast path on)", dict(aio="threads", fast_path=True)),
+    ]
+
+
+def variant_run(ctx, server, label, conf_opts, kind):
+    """One hot-data variant run; kind is "late" (the random load runs
+    HOT_LATE_DELAY s alone, then the hot load joins) or "switch" (random and
+    hot load together as in A; after the warm-up the hot URL becomes a cold
+    file of the random set). The measured hot phase is closed loop, with a
+    per-second timeline; the residency of the hot file(s) is sampled from
+    the random load's start."""
+    a = ctx.a
+    hot = ctx.urls["a_hot"]
+    hot_url = open(hot).read().split()[0]
+    rnd = ctx.urls["a_random"]
+    switch_to = _switch_target(ctx)
+    ctx.disk.cold()
+    tag = f"A-{kind}-{label}"
+    ctx.log(f"A ({kind}): {server} {label}")
+    run, prefix = start(ctx, server, tag, conf_opts, ctx.disk.mnt)
+    res = {"server": server, "config": label, "kind": kind}
+    track_urls = [hot_url] + ([switch_to] if kind == "switch" else [])
+    res["tracked"] = track_urls
+    track = [os.path.join(ctx.disk.mnt, u.lstrip("/")) for u in track_urls]
+    samp = sampler.Sampler(ctx.cg, track, track=track)
+    wrk = None
+    try:
+        fetch(hot_url)
+        pre = HOT_LATE_DELAY if kind == "late" else a.warmup
+        wrk = load.Wrk(servers.PORT, rnd, RANDOM_CONNS, 2, pre + a.seconds + 2,
+                       os.path.join(prefix, "wrk-random.txt"))
+        samp.start()
+        if kind == "late":
+            time.sleep(pre)
+            url = hot_url
+        else:
+            res["before"] = load.oha(ctx.tools, servers.PORT, hot_url, HOT_CONNS, pre,
+                                     os.path.join(prefix, "oha-before.json"), timeline=True)
+            url = switch_to
+        res["switched_at_s"] = round(time.time() - samp.t0, 2)
+        res["closed"] = load.oha(ctx.tools, servers.PORT, url, HOT_CONNS, a.seconds,
+                                 os.path.join(prefix, "oha-closed.json"), timeline=True)
+        res["loop_states"] = samp.stop()
+        res["random"] = wrk.wait(extra=a.seconds * 2 + 60)
+        wrk = None
+        if server == "nowait":
+            text = run.status()
+            with open(os.path.join(prefix, "status.txt"), "w") as f:
+                f.write(text)
+            res["status"] = status.summarize(text)
+        res["overflow_lines"] = overflow_lines(run)
+    finally:
+        samp.stop()
+        if wrk:
+            wrk.kill()
+        stop(ctx, run)
+    return res
+
+
+def _switch_target(ctx):
+    """The cold file the hot URL switches to: the last of the random set."""
+    return open(ctx.urls["a_random"]).read().split()[-1]
+
+
+def _variants(ctx, ceilings=None):
+    """Both variants for every configuration of the variant matrix, with
+    each server's unloaded ceiling (measured here when not given)."""
+    hot_url = open(ctx.urls["a_hot"]).read().split()[0]
+    if ceilings is None:
+        ceilings = {}
+        for server, (label, opts) in CEILING.items():
+            r = hot_run(ctx, "A", server, label, opts, loaded=False, rate=None,
+                        phases=("closed",))
+            ceilings[server] = r["closed"]["req_per_s"]
+    out = {"ceilings": ceilings, "delay_s": HOT_LATE_DELAY, "target": SWITCH_TARGET,
+           "runs": []}
+    for kind in ("late", "switch"):
+        for server, label, opts in _variant_matrix(hot_url, _switch_target(ctx)):
+            r = variant_run(ctx, server, label, opts, kind)
+            r["unloaded"] = ceilings[server]
+            r["recovery_s"] = recovery_seconds(r["closed"].get("per_second") or [],
+                                               SWITCH_TARGET * ceilings[server])
+            out["runs"].append(r)
+    return out
+
+
+def recovery_seconds(per_second, threshold):
+    """Seconds from the start of a phase until the hot rate is back at
+    `threshold`: the end of the first one-second bin at or above it; None if
+    none is."""
+    for i, n in enumerate(per_second):
+        if n >= threshold:
+            return i + 1
+    return None
+
+
+def run_AV(ctx):
+    """A's hot-data variants alone (the hot load joins late; the hot URL
+    switches), with each server's unloaded ceiling."""
+    return {"variants": _variants(ctx)}
 
 
 def run_B(ctx):

@@ -92,7 +92,7 @@ def args():
                    help="only write the report (and plots) again from a run's .json")
     p.add_argument("--cleanup", action="store_true",
                    help="only remove what an interrupted run left behind")
-    p.add_argument("--experiments", default="A,B,C,D", help="which experiments (A,B,C,D)")
+    p.add_argument("--experiments", default="A,B,C,D", help="which experiments (A,B,C,D; AV: A's hot-data variants alone)")
     p.add_argument("--iops", type=int, default=200, help="read IOPS allowed on the loop device")
     p.add_argument("--bps", default="60000000", help="read bytes/s allowed (60 MB/s)")
     p.add_argument("--mem", help="the servers' memory limit (quick 128M, full 256M)")
@@ -239,7 +239,7 @@ def main():
               file=sys.stderr)
         return 2
     tools = os.path.join(a.workdir, "tools")
-    if {"A", "B", "D"} & set(a.experiments) and not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
+    if {"A", "AV", "B", "D"} & set(a.experiments) and not os.access(os.path.join(tools, "bin", "oha"), os.X_OK):
         print("lab: oha missing; bench/lab.sh installs it", file=sys.stderr)
         return 2
 
@@ -260,7 +260,7 @@ def main():
         os.chmod(a.workdir, 0o755)
         cg = cgroup.Cgroup(f"{CGROUP_PREFIX}-{os.getpid()}", td, log)
         d, urls = None, {}
-        if {"A", "B"} & set(a.experiments):
+        if {"A", "AV", "B"} & set(a.experiments):
             spec = disk.DataSpec(a.a_files, a.a_file_mb, a.b_files)
             d = disk.Disk(a.workdir, spec, td, log).attach()
             cg.limit(a.mem_bytes, d.majmin(), a.iops, a.bps)

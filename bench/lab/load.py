@@ -67,9 +67,12 @@ def oha_bin(tools):
     return os.path.join(tools, "bin", "oha")
 
 
-def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate):
+def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate, db=None):
     cmd = [oha_bin(tools), "--no-tui", "--output-format", "json",
            "-c", str(conns), "-z", f"{seconds}s", "-t", "30s"]
+    if db:
+        # every request's start and end, for a per-second timeline
+        cmd += ["--db-url", db]
     if rate is not None:
         cmd += ["-q", str(rate), "--latency-correction"]
     if os.path.isfile(urls):
@@ -85,15 +88,41 @@ def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate):
     return cmd
 
 
-def oha(tools, port, urls, conns, seconds, out_path, rate=None):
+def oha(tools, port, urls, conns, seconds, out_path, rate=None, timeline=False):
     """One oha run (blocking). urls: one path, or a file of paths to pick
     from at random. rate: None for closed loop, or requests per second with
-    latency correction. Returns the figures as a dict."""
-    cmd = _oha_cmd(tools, port, urls, conns, seconds, out_path, rate)
+    latency correction. timeline: also the successful responses completed in
+    each second of the run (`per_second`, from oha's request database).
+    Returns the figures as a dict."""
+    db = out_path + ".db" if timeline else None
+    if db and os.path.exists(db):
+        os.remove(db)
+    cmd = _oha_cmd(tools, port, urls, conns, seconds, out_path, rate, db)
     with open(out_path, "w") as out:
         r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
                            timeout=seconds + 90)
-    return _oha_figures(out_path, seconds, rate, r.returncode, r.stderr)
+    figures = _oha_figures(out_path, seconds, rate, r.returncode, r.stderr)
+    if db:
+        figures["per_second"] = per_second(db, seconds)
+    return figures
+
+
+def per_second(db, seconds):
+    """Successful responses completed in each whole second of a run, from
+    oha's database (times are seconds since the run began)."""
+    import sqlite3
+    bins = [0] * int(seconds)
+    if not os.path.exists(db):
+        return bins
+    con = sqlite3.connect(db)
+    try:
+        for (end,) in con.execute("SELECT end FROM oha WHERE status = 200"):
+            i = int(end)
+            if 0 <= i < len(bins):
+                bins[i] += 1
+    finally:
+        con.close()
+    return bins
 
 
 class OhaBackground:

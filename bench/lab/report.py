@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import report_d
+import report_hot
 
 PCTS = ["p10", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99"]
 
@@ -216,6 +217,7 @@ def targets(res):
                 a, b = r["wrk"]["latency_us"]["stdev"], ng["wrk"]["latency_us"]["stdev"]
                 out.append(("C", f"reuseport latency stdev ≤ nginx's: {r['target']}",
                             f"{a / 1e3:.2f} vs {b / 1e3:.2f} ms", a <= b))
+    out += report_hot.targets(res)
     if "D" in res:
         out += report_d.targets(res)
     return out
@@ -336,6 +338,7 @@ def plots(res, outdir, stem, workdir):
         fig.savefig(os.path.join(outdir, f), dpi=100)
         plt.close(fig)
         made.append(f)
+    made += report_hot.plots(res, plt, outdir, stem)
     if "D" in res:
         made += report_d.plots(res, plt, outdir, stem)
     return made
@@ -360,6 +363,9 @@ def write(res, outdir, stem, workdir):
     if "A" in res:
         lines += ["## A. One hot 4 MB file under a random load of big files", ""]
         hot_table("A", res["A"], lines)
+    if report_hot.targets(res):
+        lines += ["## A, hot data: the hot load joins late; the hot URL switches", ""]
+        report_hot.tables(res, lines)
     if "B" in res:
         lines += ["## B. A hot set of small files under a random load of small files", ""]
         hot_table("B", res["B"], lines)

@@ -8,7 +8,10 @@ beside nowait's own `nowait_loop_poll_seconds`.
 It also samples, every half second, how much of the hot data is in the page
 cache (`fincore`, util-linux): the source's hot file is "always in memory",
 and whether it stays so under the cgroup's memory limit decides the hot
-figures more than anything the server does."""
+figures more than anything the server does. With `track` paths it also
+keeps each one's residency over time, `(seconds since start, [fraction per
+path])`, for the hot-data variants' plots (the hot file falling out of memory
+and coming back, or not)."""
 
 import collections
 import os
@@ -21,16 +24,28 @@ FRAMES = 6
 RESIDENT_INTERVAL = 0.5
 
 
-def resident_fraction(paths):
-    """The share of the bytes of `paths` that are in the page cache."""
+def _fincore(paths):
+    """(resident bytes, size) of each of `paths`, in order."""
     out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output",
                           "RES,SIZE", *paths], capture_output=True, text=True, check=True)
-    res = size = 0
+    rows = []
     for line in out.stdout.split("\n"):
         if line.strip():
             r, s = line.split()
-            res, size = res + int(r), size + int(s)
+            rows.append((int(r), int(s)))
+    return rows
+
+
+def resident_fraction(paths):
+    """The share of the bytes of `paths` that are in the page cache."""
+    rows = _fincore(paths)
+    res, size = sum(r for r, _ in rows), sum(s for _, s in rows)
     return res / size if size else 1.0
+
+
+def resident_each(paths):
+    """The share of each of `paths` in the page cache, in order."""
+    return [r / s if s else 1.0 for r, s in _fincore(paths)]
 
 
 def _read(p):
@@ -60,10 +75,14 @@ def _loop_threads(pids):
 class Sampler:
     """Samples in a background thread between start() and stop()."""
 
-    def __init__(self, cgroup, hot_paths=()):
+    def __init__(self, cgroup, hot_paths=(), track=()):
         self.cgroup = cgroup
         self.hot_paths = list(hot_paths)
+        self.track = list(track)
         self.resident = []
+        # (seconds since start(), [fraction of each tracked path])
+        self.timeline = []
+        self.t0 = None
         self.states = collections.Counter()
         self.stacks = collections.Counter()
         self.samples = 0
@@ -78,6 +97,7 @@ class Sampler:
         self._thread = None
 
     def start(self):
+        self.t0 = time.time()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -91,6 +111,9 @@ class Sampler:
                 resident_at = now
                 try:
                     self.resident.append(resident_fraction(self.hot_paths))
+                    if self.track:
+                        self.timeline.append((round(now - self.t0, 2),
+                                              resident_each(self.track)))
                 except (OSError, subprocess.CalledProcessError, ValueError):
                     pass
             for pid, tid, _ in threads:
@@ -130,4 +153,5 @@ class Sampler:
             # the hot data's share in the page cache: lowest and mean sample
             "hot_resident_min": min(self.resident) if self.resident else None,
             "hot_resident_mean": sum(self.resident) / len(self.resident) if self.resident else None,
+            "resident_timeline": self.timeline,
         }

@@ -108,7 +108,8 @@ def summarize(text):
     out["fast_hit_ratio"] = hits / tries if tries else None
     for metric, key in (("nowait_pool_tasks_total", "pool_tasks"),
                         ("nowait_pool_overflows_total", "pool_overflows"),
-                        ("nowait_pool_front_lane_total", "pool_front")):
+                        ("nowait_pool_front_lane_total", "pool_front"),
+                        ("nowait_pool_promoted_total", "pool_promoted")):
         out[key] = sum(v for _, v in pick(s, metric))
     qw = [v for _, v in pick(s, "nowait_pool_queue_wait_seconds", quantile="0.99")]
     out["pool_queue_wait_p99"] = max(qw) if qw else None

@@ -19,6 +19,12 @@
 //! (`EOPNOTSUPP`, `EINVAL`) sends the operation to the pool — never an
 //! error to the client — and the call is not tried again by this process.
 //!
+//! Every pool task for a file carries the file's rank, how popular it is
+//! lately ([`super::popularity`]): an open counts one access of its path,
+//! and the pool takes a popular file's miss (an open, a read, a `sendfile`
+//! slice) before older misses of colder files. Cache hits read through the
+//! same calls, so a popular cache entry ranks the same way.
+//!
 //! What must not happen here: an unbounded wait for a pool (a full queue fails
 //! at once, see [`super::pool`]), and a descriptor used by a pool thread after
 //! its owner closed it (tasks hold `Arc`s of the descriptors they use).
@@ -32,6 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::closer::CloseOffLoop;
 use super::fault;
+use super::popularity;
 use super::{Lane, Pool, SubmitError, TaskError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
@@ -165,7 +172,27 @@ impl<'a> FileLayer<'a> {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        self.run_in(Lane::Normal, what, f).await
+        self.run_in(Lane::Normal, 0, what, f).await
+    }
+
+    /// `path`'s popularity, the rank of its misses in the pool (0 without a
+    /// pool: nothing to order).
+    fn rank_of(&self, path: &Path) -> u8 {
+        if self.pool.is_some() {
+            popularity::rank(path)
+        } else {
+            0
+        }
+    }
+
+    /// Counts an open of `path` in the popularity sketch (with a pool only)
+    /// and returns its rank.
+    fn touch(&self, path: &Path) -> u8 {
+        if self.pool.is_some() {
+            popularity::touch(path)
+        } else {
+            0
+        }
     }
 
     /// Runs a read-side `f` where `aio` says (for sibling modules).
@@ -216,8 +243,15 @@ impl<'a> FileLayer<'a> {
         .await?
     }
 
-    /// [`run`](Self::run) in the pool's `lane`.
-    async fn run_in<T, F>(&self, lane: Lane, what: &'static str, f: F) -> Result<T, FileError>
+    /// [`run`](Self::run) in the pool's `lane` at `rank` (see
+    /// [`Pool::submit_ranked`]).
+    async fn run_in<T, F>(
+        &self,
+        lane: Lane,
+        rank: u8,
+        what: &'static str,
+        f: F,
+    ) -> Result<T, FileError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -225,7 +259,9 @@ impl<'a> FileLayer<'a> {
         match self.pool {
             None => Ok(f()),
             Some(pool) => {
-                let done = pool.submit_to(lane, f).map_err(FileError::Overflow)?;
+                let done = pool
+                    .submit_ranked(lane, rank, f)
+                    .map_err(FileError::Overflow)?;
                 done.await.map_err(|why| FileError::Lost(what, why))
             }
         }
@@ -234,6 +270,7 @@ impl<'a> FileLayer<'a> {
     /// Opens `path` for reading if it is a regular file (see
     /// [`sysfile::open_regular`]); otherwise tells what it is.
     pub async fn open(&self, path: &Path) -> Result<Opened, FileError> {
+        let rank = self.touch(path);
         let owned: Arc<Path> = Arc::from(path);
         if self.fast_enabled() {
             if let Fast::Done(r) = open_fast(&owned) {
@@ -241,7 +278,8 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
-        self.run("open", move || open_slow(p)).await?
+        self.run_in(Lane::Normal, rank, "open", move || open_slow(p))
+            .await?
     }
 
     /// [`open`](Self::open) under the link rule `links` (`disable_symlinks`):
@@ -251,6 +289,7 @@ impl<'a> FileLayer<'a> {
         if links.policy == LinkPolicy::Follow {
             return self.open(path).await;
         }
+        let rank = self.touch(path);
         let owned: Arc<Path> = Arc::from(path);
         if self.fast_enabled() && fault::stall_for(path).is_none() {
             match sysfile::open_regular_links(&owned, true, links) {
@@ -268,7 +307,7 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
-        self.run("open", move || {
+        self.run_in(Lane::Normal, rank, "open", move || {
             fault::stall(&p);
             sysfile::open_regular_links(&p, false, links)
                 .map(|found| opened(found, &p))
@@ -364,7 +403,8 @@ impl<'a> FileLayer<'a> {
         }
         let fd = file.fd.clone();
         let path = file.path.clone();
-        self.run_in(lane, "read", move || {
+        let rank = self.rank_of(&path);
+        self.run_in(lane, rank, "read", move || {
             fault::stall(&path);
             while done < len {
                 match sysfile::pread(&*fd, &mut buf[base + done..], off + done as u64) {
@@ -509,7 +549,8 @@ impl<'a> FileLayer<'a> {
         let sock = sock.clone();
         let fd = file.fd.clone();
         let path = file.path.clone();
-        self.run_in(lane, "sendfile", move || {
+        let rank = self.rank_of(&path);
+        self.run_in(lane, rank, "sendfile", move || {
             fault::stall(&path);
             let mut o = off;
             sysfile::sendfile(&*sock, &*fd, &mut o, len).map_err(|e| {

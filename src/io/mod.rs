@@ -6,6 +6,8 @@
 //! - [`completion`]: what a submission returns: a future that wakes the
 //!   posting tokio task on any runtime, or the overflow error.
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
+//! - [`popularity`]: how often each file is opened lately (a TinyLFU
+//!   frequency sketch): the rank of its misses in a pool's queue.
 //! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
@@ -28,6 +30,7 @@ pub mod file;
 pub mod open_cache;
 pub mod pool;
 pub mod pools;
+pub mod popularity;
 pub mod ready;
 pub mod stream;
 pub mod temp;

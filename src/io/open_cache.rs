@@ -318,6 +318,12 @@ pub async fn open(files: FileLayer<'_>, path: &Path, lk: &Lookup<'_>) -> Result<
     };
     let now = crate::metrics::timed::now();
     if let Answer::Ready(r) = cache.ask(path, lk, now, true) {
+        // A descriptor from the cache is still a request for the file: it
+        // counts in the popularity of the file's misses (the open without
+        // the cache counts in `files.open_links`).
+        if files.pool.is_some() {
+            crate::io::popularity::touch(path);
+        }
         return r;
     }
     let r = files.open_links(path, lk.links).await;

@@ -5,7 +5,12 @@
 //! threads named `NAME#i` that run its tasks. nowait adds a second lane in
 //! front of it ([`Lane::Front`]) for short tasks that finish a response
 //! the loop was serving from memory, so that a hole in a hot file does not
-//! wait behind cold files' reads (see `server::send`). `max_queue` bounds the tasks
+//! wait behind cold files' reads (see `server::send`). Behind the front lane,
+//! tasks are ordered by *rank* — how popular the file they serve is lately
+//! ([`super::popularity`]) — then FIFO: a miss of a file many requests read
+//! runs before older misses of files read once, so popular data that fell
+//! out of memory comes back first. Every task of rank 0 (the default) keeps
+//! nginx's FIFO exactly. `max_queue` bounds the tasks
 //! *waiting* for a thread, not those running: a task is accepted when
 //! `queued - idle < max_queue`, so `max_queue=0` accepts a task only while a
 //! thread is idle. A full queue fails at once with
@@ -19,6 +24,7 @@
 //! runtime it runs (each worker has its own current-thread runtime).
 
 use super::completion::{Completion, SubmitError};
+use super::popularity::RANKS;
 use crate::sys::signal::block_all_in_thread;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
@@ -47,6 +53,9 @@ struct Job {
     task: Box<dyn Task>,
     /// When [`Pool::submit`] queued it, for the queue-wait histogram.
     queued_at: Instant,
+    /// Its place in submission order, to tell when a thread takes it ahead
+    /// of an older task (the `promoted` counter).
+    seq: u64,
 }
 
 /// A type-erased task, run and delivered in two steps so that the thread is
@@ -102,14 +111,19 @@ pub enum Lane {
 
 /// What the queue lock protects.
 struct Queue {
-    /// Tasks not yet taken by a thread, oldest first.
-    jobs: VecDeque<Job>,
-    /// [`Lane::Front`] tasks, taken before any of `jobs`.
+    /// [`Lane::Normal`] tasks not yet taken by a thread, one queue per rank,
+    /// oldest first in each; the highest non-empty rank is taken first.
+    ranked: [VecDeque<Job>; RANKS],
+    /// [`Lane::Front`] tasks, taken before any of `ranked`.
     front: VecDeque<Job>,
+    /// Tasks in `ranked` (all ranks).
+    normal: usize,
+    /// The next task's [`Job::seq`].
+    next_seq: u64,
     /// Threads not running a task (nginx's `-waiting` at rest). Starts at
     /// `threads` so admission is deterministic before the threads get going.
     idle: usize,
-    /// Set by [`Pool::shutdown`]/drop: threads exit once `jobs` is empty.
+    /// Set by [`Pool::shutdown`]/drop: threads exit once the queues are empty.
     closing: bool,
     /// Threads the pool should have (`threads=`, changed by a reload).
     target: usize,
@@ -125,12 +139,40 @@ impl Queue {
 
     /// Tasks in either lane.
     fn queued(&self) -> usize {
-        self.jobs.len() + self.front.len()
+        self.normal + self.front.len()
     }
 
-    /// The next task to run: the front lane's oldest, else the queue's.
-    fn pop(&mut self) -> Option<Job> {
-        self.front.pop_front().or_else(|| self.jobs.pop_front())
+    /// Queues `job` in `lane` at `rank` (clamped to the highest rank).
+    fn push(&mut self, lane: Lane, rank: u8, job: Job) {
+        match lane {
+            Lane::Front => self.front.push_back(job),
+            Lane::Normal => {
+                let r = usize::from(rank).min(RANKS - 1);
+                self.ranked[r].push_back(job);
+                self.normal += 1;
+            }
+        }
+    }
+
+    /// The next task to run — the front lane's oldest, else the oldest of
+    /// the highest rank — and whether an older task is still waiting (it
+    /// was promoted).
+    fn pop(&mut self) -> Option<(Job, bool)> {
+        let job = match self.front.pop_front() {
+            Some(j) => j,
+            None => {
+                let r = self.ranked.iter().rposition(|q| !q.is_empty())?;
+                self.normal -= 1;
+                self.ranked[r].pop_front()?
+            }
+        };
+        let older = self
+            .ranked
+            .iter()
+            .chain(std::iter::once(&self.front))
+            .filter_map(|q| q.front())
+            .any(|other| other.seq < job.seq);
+        Some((job, older))
     }
 }
 
@@ -185,6 +227,9 @@ struct Shared {
     overflows: AtomicU64,
     /// Tasks accepted into [`Lane::Front`].
     front: AtomicU64,
+    /// Tasks a thread took while an older task still waited (front lane or
+    /// higher rank).
+    promoted: AtomicU64,
     /// One timing pair per thread ever started (a thread that exits after
     /// a resize leaves its history).
     timings: Mutex<Vec<Arc<Mutex<Timings>>>>,
@@ -246,8 +291,10 @@ impl Pool {
             threads: AtomicUsize::new(threads),
             max_queue: AtomicUsize::new(max_queue),
             queue: Mutex::new(Queue {
-                jobs: VecDeque::new(),
+                ranked: std::array::from_fn(|_| VecDeque::new()),
                 front: VecDeque::new(),
+                normal: 0,
+                next_seq: 0,
                 idle: 0,
                 closing: false,
                 target: threads,
@@ -260,6 +307,7 @@ impl Pool {
             completed: AtomicU64::new(0),
             overflows: AtomicU64::new(0),
             front: AtomicU64::new(0),
+            promoted: AtomicU64::new(0),
             timings: Mutex::new(Vec::with_capacity(threads)),
             started: AtomicUsize::new(0),
             init,
@@ -385,15 +433,34 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.submit_ranked(lane, 0, task)
+    }
+
+    /// [`submit_to`](Self::submit_to) at `rank` (0..[`RANKS`]; higher is
+    /// clamped): in [`Lane::Normal`], a task is taken after every waiting
+    /// task of a higher rank and before every one of a lower rank, FIFO
+    /// among its own. The file layer passes the popularity of the file the
+    /// task serves ([`super::popularity::rank`]).
+    pub fn submit_ranked<T, F>(
+        &self,
+        lane: Lane,
+        rank: u8,
+        task: F,
+    ) -> Result<Completion<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let task = Box::new(Pending {
             f: Some(task),
             result: None,
             tx,
         });
-        let job = Job {
+        let mut job = Job {
             task,
             queued_at: Instant::now(),
+            seq: 0,
         };
         let s = &self.shared;
         {
@@ -412,10 +479,9 @@ impl Pool {
                     waiting,
                 });
             }
-            match lane {
-                Lane::Normal => q.jobs.push_back(job),
-                Lane::Front => q.front.push_back(job),
-            }
+            job.seq = q.next_seq;
+            q.next_seq += 1;
+            q.push(lane, rank, job);
             s.waiting.store(q.waiting(), Ordering::Relaxed);
         }
         s.submitted.fetch_add(1, Ordering::Relaxed);
@@ -438,6 +504,7 @@ impl Pool {
             completed: s.completed.load(Ordering::Relaxed),
             overflows: s.overflows.load(Ordering::Relaxed),
             front: s.front.load(Ordering::Relaxed),
+            promoted: s.promoted.load(Ordering::Relaxed),
         }
     }
 
@@ -497,7 +564,7 @@ impl Drop for Pool {
     }
 }
 
-/// A pool thread: take the oldest task, run it, record timings, repeat;
+/// A pool thread: take the next task (see [`Queue::pop`]), run it, record timings, repeat;
 /// exit once the pool is closing and the queue is empty, or when a resize
 /// left more threads than wanted and this one is idle.
 fn worker(shared: &Shared, timings: &Mutex<Timings>) {
@@ -506,8 +573,11 @@ fn worker(shared: &Shared, timings: &Mutex<Timings>) {
     let _ = block_all_in_thread();
     let mut q = shared.lock();
     loop {
-        if let Some(mut job) = q.pop() {
+        if let Some((mut job, promoted)) = q.pop() {
             q.idle -= 1;
+            if promoted {
+                shared.promoted.fetch_add(1, Ordering::Relaxed);
+            }
             shared.waiting.store(q.waiting(), Ordering::Relaxed);
             drop(q);
             shared.running.fetch_add(1, Ordering::Relaxed);
@@ -584,6 +654,9 @@ pub struct PoolStats {
     pub overflows: u64,
     /// Tasks accepted into the front lane since start.
     pub front: u64,
+    /// Tasks taken ahead of an older waiting task since start (front lane,
+    /// or a more popular file's miss).
+    pub promoted: u64,
 }
 
 /// Merged timing histograms of one pool, in microseconds.

@@ -353,7 +353,42 @@ pub fn render(
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
     super::logs::render(&mut out, logs);
+    render_popularity(&mut out, &pools);
     out
+}
+
+/// The popularity order of the pools' queues (`io::popularity`): tasks a
+/// thread took ahead of an older one, and the sketch's own counters.
+fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>]) {
+    header(
+        out,
+        "nowait_pool_promoted_total",
+        "counter",
+        "Tasks a pool thread took while an older task still waited: the front lane, or a more popular file's miss.",
+    );
+    for p in pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_promoted_total{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().promoted
+        );
+    }
+    let s = crate::io::popularity::stats();
+    header(
+        out,
+        "nowait_popularity_touches_total",
+        "counter",
+        "Opens counted in the file popularity sketch.",
+    );
+    let _ = writeln!(out, "nowait_popularity_touches_total {}", s.touches);
+    header(
+        out,
+        "nowait_popularity_agings_total",
+        "counter",
+        "Times the file popularity sketch halved every count.",
+    );
+    let _ = writeln!(out, "nowait_popularity_agings_total {}", s.agings);
 }
 
 #[cfg(test)]
@@ -390,6 +425,8 @@ mod tests {
         );
         assert!(text.contains("nowait_pool_threads{pool=\"disk\"} 1"));
         assert!(text.contains("nowait_pool_overflows_total{pool=\"disk\"} 0"));
+        assert!(text.contains("nowait_pool_promoted_total{pool=\"disk\"} 0"));
+        assert!(text.contains("nowait_popularity_touches_total "));
         pools.shutdown();
     }
 }

@@ -331,3 +331,82 @@ fn resize_grows_and_shrinks_one_pool() {
     }
     assert!(pool.resize(0, 0).is_err(), "threads=0 is refused");
 }
+
+#[test]
+fn a_popular_files_miss_runs_before_older_cold_ones() {
+    // One thread, held by a cold task; then cold misses (rank 1), a
+    // popular file's miss (rank 15) and a middling one (rank 5) wait.
+    let pool = Pool::new("ranked", 1, 100).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit_ranked(Lane::Normal, 1, blocker).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let push = |lane, rank, i| {
+        let order = Arc::clone(&order);
+        pool.submit_ranked(lane, rank, move || order.lock().unwrap().push(i))
+            .unwrap()
+    };
+    let mut done: Vec<_> = (0..5).map(|i| push(Lane::Normal, 1, i)).collect();
+    done.push(push(Lane::Normal, 15, 100));
+    done.push(push(Lane::Normal, 5, 50));
+    done.push(push(Lane::Normal, 15, 101));
+    done.push(push(Lane::Front, 0, 200));
+    release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    for d in done {
+        d.wait_blocking().unwrap();
+    }
+    // The front lane first, then by rank, FIFO within a rank.
+    assert_eq!(
+        *order.lock().unwrap(),
+        vec![200, 100, 101, 50, 0, 1, 2, 3, 4]
+    );
+    // 200, 100, 101 and 50 each overtook the older cold tasks; the cold
+    // ones ran in order.
+    assert_eq!(pool.stats().promoted, 4);
+}
+
+#[test]
+fn equal_ranks_keep_nginx_fifo_and_count_no_promotion() {
+    let pool = Pool::new("same", 1, 100).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit_ranked(Lane::Normal, 7, blocker).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let done: Vec<_> = (0..10)
+        .map(|i| {
+            let order = Arc::clone(&order);
+            pool.submit_ranked(Lane::Normal, 7, move || order.lock().unwrap().push(i))
+                .unwrap()
+        })
+        .collect();
+    release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    for d in done {
+        d.wait_blocking().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..10).collect::<Vec<_>>());
+    assert_eq!(pool.stats().promoted, 0);
+}
+
+#[test]
+fn ranks_above_the_highest_are_clamped_and_count_against_max_queue() {
+    let pool = Pool::new("clamp", 1, 2).unwrap();
+    let (release, blocker) = gate();
+    let first = pool.submit(blocker).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let push = |rank, i| {
+        let order = Arc::clone(&order);
+        pool.submit_ranked(Lane::Normal, rank, move || order.lock().unwrap().push(i))
+    };
+    let a = push(15, 1).unwrap();
+    let b = push(u8::MAX, 2).unwrap();
+    assert!(matches!(
+        push(u8::MAX, 3),
+        Err(SubmitError::Overflow { waiting: 2, .. })
+    ));
+    release.send(()).unwrap();
+    first.wait_blocking().unwrap();
+    a.wait_blocking().unwrap();
+    b.wait_blocking().unwrap();
+    // u8::MAX is the top rank: FIFO with the other rank-15 task.
+    assert_eq!(*order.lock().unwrap(), vec![1, 2]);
+}
