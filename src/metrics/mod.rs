@@ -18,8 +18,8 @@
 //! (only the owning worker writes; the status page reads), a relaxed atomic
 //! for a counter.
 
-pub mod buckets;
 pub mod body;
+pub mod buckets;
 pub mod cache;
 pub mod connections;
 #[cfg(test)]
