@@ -123,6 +123,7 @@ pub fn spawn(
             local.block_on(&rt, async {
                 run(site, sockets, control, accept_mutex, flag).await;
                 // Closed while the reactor still runs.
+                super::park::close_all();
                 crate::upstream::idle::close_all();
             });
         })?;
@@ -140,8 +141,14 @@ async fn run(
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
     let max = site.config.events.worker_connections;
-    let (quit_tx, quit_rx) = watch::channel(false);
     let mut acceptors = vec![tokio::task::spawn_local(lag_probe())];
+    let opener = {
+        let (active, freed) = (active.clone(), freed.clone());
+        Box::new(move || Open::new(&active, &freed))
+    };
+    // Not among the acceptors: parked connections are served until the
+    // worker ends.
+    let _park = tokio::task::spawn_local(super::park::drive(site.clone(), opener));
     let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
     for (addr, sock, shared) in sockets.sockets {
         // A shared socket without the accept mutex wakes one worker per
@@ -168,16 +175,21 @@ async fn run(
             active.clone(),
             freed.clone(),
             max,
-            quit_rx.clone(),
         )));
     }
     let mut control = control;
     loop {
         let c = *control.borrow_and_update();
         match c {
-            Control::Run => crate::upstream::idle::resume(),
+            Control::Run => {
+                crate::upstream::idle::resume();
+                super::park::keep();
+            }
             Control::HandOver => {
                 crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
+                // Connections waiting for a request go to the next
+                // generation's workers.
+                super::park::hand_over();
                 handed.store(true, std::sync::atomic::Ordering::Release);
             }
             Control::Quit => break,
@@ -195,7 +207,7 @@ async fn run(
     // The worker's idle upstream connections go to the process's tier, for
     // the next generation's workers.
     crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
-    let _ = quit_tx.send(true);
+    super::park::quit();
     // `worker_shutdown_timeout`: past it, the connections still open are
     // closed (returning drops their tasks, and with them their sockets).
     let limit = site.config.main.worker_shutdown_timeout;
@@ -231,7 +243,6 @@ async fn accept_loop(
     active: Rc<Cell<usize>>,
     freed: Rc<Notify>,
     max: usize,
-    quit: watch::Receiver<bool>,
 ) {
     let multi = site.config.events.multi_accept;
     loop {
@@ -278,12 +289,7 @@ async fn accept_loop(
                     if site.http().is_some_and(|h| h.conf.tcp_nodelay) {
                         let _ = stream.set_nodelay(true);
                     }
-                    active.set(active.get() + 1);
-                    worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
-                    let open = Open {
-                        active: active.clone(),
-                        freed: freed.clone(),
-                    };
+                    let open = Open::new(&active, &freed);
                     // The connection's future is the task's whole state: no
                     // wrapping block that would keep a second copy of its
                     // arguments beside it.
@@ -291,7 +297,6 @@ async fn accept_loop(
                         stream,
                         info,
                         site.clone(),
-                        quit.clone(),
                         open,
                     )));
                 }
@@ -324,6 +329,18 @@ pub struct Open {
     active: Rc<Cell<usize>>,
     /// Woken when a place frees.
     freed: Rc<Notify>,
+}
+
+impl Open {
+    /// Counts one more connection in the worker's `worker_connections`.
+    fn new(active: &Rc<Cell<usize>>, freed: &Rc<Notify>) -> Open {
+        active.set(active.get() + 1);
+        worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
+        Open {
+            active: active.clone(),
+            freed: freed.clone(),
+        }
+    }
 }
 
 impl Drop for Open {
