@@ -251,7 +251,9 @@ impl Lot {
         self.stale = 0;
     }
 
-    /// Every parked connection, out of the slab.
+    /// Every parked connection, out of the slab (boxes as the slab held
+    /// them: moving them out would copy each).
+    #[allow(clippy::vec_box)]
     fn take_all(&mut self) -> Vec<Box<Waiting>> {
         let mut out = Vec::with_capacity(self.live);
         for slot in 0..self.entries.len() as u32 {
@@ -400,6 +402,7 @@ pub fn keep() {
     HANDOVER.added.notify_waiters();
 }
 
+#[allow(clippy::vec_box)]
 fn hand(list: Vec<Box<Waiting>>) {
     if list.is_empty() {
         return;
@@ -582,6 +585,7 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
             Poll::Pending
         })
         .await;
+        super::worker::loop_turn();
         match woke {
             Woke::Ready(list) => {
                 for n in list {

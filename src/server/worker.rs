@@ -51,6 +51,22 @@ pub const ACCEPT_MUTEX_DELAY: Duration = Duration::from_millis(500);
 /// accepting for this long instead of spinning.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(500);
 
+/// `ngx_accept_disabled`: a worker stops competing for the accept mutex
+/// while fewer than 1/this of its `worker_connections` are free.
+const ACCEPT_DISABLED_SHARE: usize = 8;
+
+thread_local! {
+    /// Woken on each turn of the worker's loop that handled events (see
+    /// [`loop_turn`]).
+    static TURN: Rc<Notify> = Rc::new(Notify::new());
+}
+
+/// The worker's loop handled events: an acceptor that lost the accept
+/// mutex tries again now, as nginx's loser does on each turn.
+pub fn loop_turn() {
+    TURN.with(|t| t.notify_waiters());
+}
+
 /// Connection serial numbers, shared by every worker (`$connection`).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
@@ -250,8 +266,18 @@ async fn accept_loop(
             freed.notified().await;
         }
         if let Some(m) = &mutex {
-            if !m.try_lock() {
-                tokio::time::sleep(ACCEPT_MUTEX_DELAY).await;
+            // nginx's `ngx_accept_disabled`: a worker with more than 7/8 of
+            // its connections in use lets the others accept.
+            let disabled = active.get() > max - max / ACCEPT_DISABLED_SHARE;
+            if disabled || !m.try_lock() {
+                // As `ngx_process_events_and_timers`: the loser tries again
+                // on its loop's next turn (any event it handles), and waits
+                // at most `accept_mutex_delay` when no event comes.
+                let turn = TURN.with(|t| t.clone());
+                tokio::select! {
+                    _ = turn.notified() => {}
+                    _ = tokio::time::sleep(ACCEPT_MUTEX_DELAY) => {}
+                }
                 continue;
             }
         }
