@@ -26,6 +26,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+
+use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
@@ -45,6 +49,13 @@ pub const MAX_LOTS: usize = 1024;
 /// the queue is rebuilt when more than this many are stale and they
 /// outnumber the live ones twice.
 const STALE_REBUILD: usize = 4096;
+/// A connection parked this long leaves the reactor for the worker's
+/// epoll instance: a keep-alive connection under load comes back sooner
+/// (no system call to park or resume it), one that waits longer costs only
+/// its slot.
+pub const COLD_AFTER: Duration = Duration::from_secs(1);
+/// Most cold connections taken from the epoll instance per driver turn.
+const COLD_BATCH: usize = 256;
 /// How long the driver sleeps when nothing is parked.
 const IDLE_SLEEP: Duration = Duration::from_secs(3600);
 
@@ -97,6 +108,35 @@ struct Handed {
     idle_timeout: Duration,
     /// When that wait ends.
     deadline: Instant,
+    /// Serve one more request and close.
+    last: bool,
+}
+
+/// A connection parked for longer than [`COLD_AFTER`]: out of the reactor,
+/// in the worker's own epoll instance, which costs the process no memory
+/// per connection.
+struct Cold {
+    /// The connection, as it would be handed over.
+    handed: Handed,
+    /// Its place in the worker's `worker_connections`.
+    open: Open,
+}
+
+/// A parked connection.
+enum Parked {
+    /// In the reactor, its waker a number: resumed with no system call.
+    Hot(Box<Waiting>),
+    /// In the worker's epoll instance.
+    Cold(Box<Cold>),
+}
+
+impl Parked {
+    fn requests(&self) -> u64 {
+        match self {
+            Parked::Hot(w) => w.requests,
+            Parked::Cold(c) => c.handed.requests,
+        }
+    }
 }
 
 /// Connections handed over by generations being replaced, for the current
@@ -166,7 +206,7 @@ struct Entry {
     /// deadline of its previous connection finds nothing.
     generation: u16,
     /// The parked connection.
-    parked: Option<Box<Waiting>>,
+    parked: Option<Parked>,
 }
 
 /// A worker's parked connections.
@@ -184,6 +224,12 @@ struct Lot {
     deadlines: BinaryHeap<Reverse<(Instant, u32, u16)>>,
     /// Entries of `deadlines` no longer parked.
     stale: usize,
+    /// (parked at, slot, generation) of hot connections, oldest first, to
+    /// make them cold after [`COLD_AFTER`].
+    hot: std::collections::VecDeque<(Instant, u32, u16)>,
+    /// The worker's epoll instance for cold connections, registered with
+    /// the reactor; `None` if it could not be made (all stay hot).
+    cold: Option<Rc<AsyncFd<OwnedFd>>>,
     /// The deadline the driver sleeps until.
     armed: Option<Instant>,
     /// The worker quits: keep-alive waits end.
@@ -214,20 +260,27 @@ impl Lot {
             }
         };
         let e = &mut self.entries[slot as usize];
-        e.parked = Some(w);
+        e.parked = Some(Parked::Hot(w));
         self.live += 1;
         self.deadlines.push(Reverse((deadline, slot, e.generation)));
+        if self.cold.is_some() {
+            self.hot
+                .push_back((crate::metrics::timed::now(), slot, e.generation));
+        }
         (slot, e.generation)
     }
 
     /// Takes the connection out of `slot` if it is still the one
-    /// `generation` names.
-    fn take(&mut self, slot: u32, generation: u16, by_timer: bool) -> Option<Box<Waiting>> {
+    /// `generation` names (a cold one out of the epoll instance too).
+    fn take(&mut self, slot: u32, generation: u16, by_timer: bool) -> Option<Parked> {
         let e = self.entries.get_mut(slot as usize)?;
         if e.generation != generation {
             return None;
         }
         let w = e.parked.take()?;
+        if let (Parked::Cold(c), Some(ep)) = (&w, &self.cold) {
+            let _ = crate::sys::epoll::delete(ep.get_ref(), &c.handed.stream);
+        }
         e.generation = e.generation.wrapping_add(1);
         self.free.push(slot);
         self.live -= 1;
@@ -253,8 +306,7 @@ impl Lot {
 
     /// Every parked connection, out of the slab (boxes as the slab held
     /// them: moving them out would copy each).
-    #[allow(clippy::vec_box)]
-    fn take_all(&mut self) -> Vec<Box<Waiting>> {
+    fn take_all(&mut self) -> Vec<Parked> {
         let mut out = Vec::with_capacity(self.live);
         for slot in 0..self.entries.len() as u32 {
             let g = self.entries[slot as usize].generation;
@@ -263,8 +315,59 @@ impl Lot {
             }
         }
         self.deadlines.clear();
+        self.hot.clear();
         self.stale = 0;
         out
+    }
+
+    /// Moves the connections hot for [`COLD_AFTER`] to the epoll instance.
+    fn cool(&mut self, now: Instant) {
+        let Some(ep) = self.cold.clone() else {
+            return;
+        };
+        while let Some(&(at, slot, g)) = self.hot.front() {
+            if at + COLD_AFTER > now {
+                break;
+            }
+            self.hot.pop_front();
+            let Some(e) = self.entries.get_mut(slot as usize) else {
+                continue;
+            };
+            if e.generation != g || !matches!(e.parked, Some(Parked::Hot(_))) {
+                continue;
+            }
+            let Some(Parked::Hot(w)) = e.parked.take() else {
+                continue;
+            };
+            let Some(open) = split(*w).map(|(handed, open)| Box::new(Cold { handed, open })) else {
+                // Deregistering failed: the socket is gone.
+                self.free.push(slot);
+                e.generation = e.generation.wrapping_add(1);
+                self.live -= 1;
+                self.stale += 1;
+                continue;
+            };
+            if crate::sys::epoll::add_readable(
+                ep.get_ref(),
+                &open.handed.stream,
+                number(0, slot, g) as u64,
+            )
+            .is_ok()
+            {
+                e.parked = Some(Parked::Cold(open));
+            } else if let Some(w) = warm(*open, None) {
+                // No room in the epoll instance: it stays hot (its waker is
+                // set again by the poll below).
+                let waker = number_waker::<SlotWake>(number(self.id, slot, g));
+                let _ = w.stream.poll_read_ready(&mut Context::from_waker(&waker));
+                e.parked = Some(Parked::Hot(w));
+            } else {
+                self.free.push(slot);
+                e.generation = e.generation.wrapping_add(1);
+                self.live -= 1;
+                self.stale += 1;
+            }
+        }
     }
 
     /// The next deadline of a parked connection, dropping stale ones.
@@ -275,7 +378,8 @@ impl Lot {
                 .get(slot as usize)
                 .is_some_and(|e| e.generation == g && e.parked.is_some());
             if parked {
-                return Some(at);
+                let cool = self.hot.front().map(|h| h.0 + COLD_AFTER);
+                return Some(cool.map_or(at, |c| c.min(at)));
             }
             self.deadlines.pop();
             self.stale = self.stale.saturating_sub(1);
@@ -297,7 +401,7 @@ pub fn park(mut w: Box<Waiting>) {
             return Err(w);
         };
         if lot.handing {
-            hand(vec![w]);
+            hand(vec![Parked::Hot(w)]);
             return Ok(None);
         }
         if lot.quitting && w.requests > 0 {
@@ -307,16 +411,23 @@ pub fn park(mut w: Box<Waiting>) {
         let (slot, generation) = lot.insert(w, deadline);
         let waker = number_waker::<SlotWake>(number(id, slot, generation));
         let mut cx = Context::from_waker(&waker);
-        let ready = lot.entries[slot as usize]
-            .parked
-            .as_ref()
-            .is_some_and(|p| p.stream.poll_read_ready(&mut cx).is_ready());
+        let ready = match &lot.entries[slot as usize].parked {
+            Some(Parked::Hot(p)) => p.stream.poll_read_ready(&mut cx).is_ready(),
+            _ => false,
+        };
         if ready {
-            return Ok(lot.take(slot, generation, false));
+            return Ok(lot
+                .take(slot, generation, false)
+                .and_then(|p| warm_parked(p, None)));
         }
-        if lot.armed.is_none_or(|a| deadline < a) {
-            // The driver sleeps past this deadline: wake it to re-arm.
-            lot.armed = Some(deadline);
+        let wake_at = if lot.cold.is_some() {
+            deadline.min(crate::metrics::timed::now() + COLD_AFTER)
+        } else {
+            deadline
+        };
+        if lot.armed.is_none_or(|a| wake_at < a) {
+            // The driver sleeps past this time: wake it to re-arm.
+            lot.armed = Some(wake_at);
             let waker = lock(&QUEUES[id].inner).1.take();
             if let Some(w) = waker {
                 w.wake();
@@ -340,6 +451,57 @@ pub fn park(mut w: Box<Waiting>) {
                 }
             });
         }
+    }
+}
+
+/// A parked connection's parts apart from its worker's count (`None` if
+/// the socket could not leave the reactor).
+fn split(w: Waiting) -> Option<(Handed, Open)> {
+    let deadline = w.deadline?;
+    // Out of this worker's reactor.
+    let stream = w.stream.into_std().ok()?;
+    Some((
+        Handed {
+            stream,
+            info: w.info,
+            site: w.site,
+            requests: w.requests,
+            nodelay: w.nodelay,
+            pool_sock: w.pool_sock,
+            stats: w.stats,
+            idle_timeout: w.idle_timeout,
+            deadline,
+            last: w.last,
+        },
+        w.open,
+    ))
+}
+
+/// A cold connection back in this worker's reactor, with `site` if given
+/// (adoption) or its own.
+fn warm(c: Cold, site: Option<(Arc<Site>, bool)>) -> Option<Box<Waiting>> {
+    let Cold { handed: h, open } = c;
+    let stream = TcpStream::from_std(h.stream).ok()?;
+    let (site, last) = site.unwrap_or((h.site, h.last));
+    Some(Box::new(Waiting {
+        stream,
+        info: h.info,
+        site,
+        requests: h.requests,
+        nodelay: h.nodelay,
+        pool_sock: h.pool_sock,
+        stats: h.stats,
+        open,
+        idle_timeout: h.idle_timeout,
+        deadline: Some(h.deadline),
+        last,
+    }))
+}
+
+fn warm_parked(p: Parked, site: Option<(Arc<Site>, bool)>) -> Option<Box<Waiting>> {
+    match p {
+        Parked::Hot(w) => Some(w),
+        Parked::Cold(c) => warm(*c, site),
     }
 }
 
@@ -367,7 +529,7 @@ pub fn quit() {
         let mut out = Vec::new();
         for slot in 0..lot.entries.len() as u32 {
             let e = &lot.entries[slot as usize];
-            if e.parked.as_ref().is_some_and(|w| w.requests > 0) {
+            if e.parked.as_ref().is_some_and(|w| w.requests() > 0) {
                 let g = e.generation;
                 out.extend(lot.take(slot, g, false));
             }
@@ -402,32 +564,17 @@ pub fn keep() {
     HANDOVER.added.notify_waiters();
 }
 
-#[allow(clippy::vec_box)]
-fn hand(list: Vec<Box<Waiting>>) {
+fn hand(list: Vec<Parked>) {
     if list.is_empty() {
         return;
     }
     let mut handed = Vec::with_capacity(list.len());
-    for w in list {
-        let w = *w;
-        let Some(deadline) = w.deadline else {
-            continue;
-        };
-        // Out of this worker's reactor; the worker's count drops with `open`.
-        let Ok(stream) = w.stream.into_std() else {
-            continue;
-        };
-        handed.push(Handed {
-            stream,
-            info: w.info,
-            site: w.site,
-            requests: w.requests,
-            nodelay: w.nodelay,
-            pool_sock: w.pool_sock,
-            stats: w.stats,
-            idle_timeout: w.idle_timeout,
-            deadline,
-        });
+    for p in list {
+        // The worker's count drops with `open`.
+        match p {
+            Parked::Hot(w) => handed.extend(split(*w).map(|(h, _open)| h)),
+            Parked::Cold(c) => handed.push(c.handed),
+        }
     }
     lock(&HANDOVER.queue).extend(handed);
     HANDOVER.added.notify_waiters();
@@ -456,7 +603,7 @@ fn adopt() {
             // it serves its next request and closes (nothing is closed
             // while the client may be sending).
             let (site, last) = if lot.site.vhosts.listens_on(h.info.socket_addr) {
-                (lot.site.clone(), false)
+                (lot.site.clone(), h.last)
             } else {
                 (h.site.clone(), true)
             };
@@ -465,22 +612,9 @@ fn adopt() {
         let Some((site, last, open)) = made else {
             return;
         };
-        let Ok(stream) = TcpStream::from_std(h.stream) else {
-            continue;
-        };
-        park(Box::new(Waiting {
-            stream,
-            info: h.info,
-            site,
-            requests: h.requests,
-            nodelay: h.nodelay,
-            pool_sock: h.pool_sock,
-            stats: h.stats,
-            open,
-            idle_timeout: h.idle_timeout,
-            deadline: Some(h.deadline),
-            last,
-        }));
+        if let Some(w) = warm(Cold { handed: h, open }, Some((site, last))) {
+            park(w);
+        }
     }
 }
 
@@ -488,6 +622,8 @@ fn adopt() {
 enum Woke {
     /// Numbers of slots whose sockets are readable.
     Ready(Vec<usize>),
+    /// Numbers of cold slots whose sockets are readable.
+    Cold(Vec<u64>),
     /// The earliest deadline passed (or was changed).
     Timer,
     /// Connections were handed over.
@@ -531,6 +667,18 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
         );
         return;
     };
+    // The epoll instance for cold connections, itself in the reactor.
+    let cold = crate::sys::epoll::create()
+        .and_then(crate::sys::epoll::register)
+        .map(Rc::new)
+        .map_err(|e| {
+            site.error_log.log(
+                crate::log::Level::Alert,
+                None,
+                format_args!("epoll_create1() failed ({e}): idle connections stay in the reactor"),
+            )
+        })
+        .ok();
     LOT.with(|l| {
         *l.borrow_mut() = Some(Lot {
             id,
@@ -539,6 +687,8 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
             live: 0,
             deadlines: BinaryHeap::new(),
             stale: 0,
+            hot: std::collections::VecDeque::new(),
+            cold: cold.clone(),
             armed: None,
             quitting: false,
             handing: false,
@@ -571,6 +721,17 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
                 }
                 inner.1 = Some(cx.waker().clone());
             }
+            if let Some(ep) = &cold {
+                if let Poll::Ready(Ok(mut guard)) = ep.poll_read_ready(cx) {
+                    let mut got = Vec::new();
+                    match crate::sys::epoll::wait_now(ep.get_ref(), &mut got, COLD_BATCH) {
+                        Ok(n) if n > 0 => return Poll::Ready(Woke::Cold(got)),
+                        _ => guard.clear_ready(),
+                    }
+                    // Cleared: poll again to register the waker.
+                    let _ = ep.poll_read_ready(cx);
+                }
+            }
             if sleep.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Woke::Timer);
             }
@@ -587,20 +748,31 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
         .await;
         super::worker::loop_turn();
         match woke {
-            Woke::Ready(list) => {
-                for n in list {
-                    let w = LOT.with(|l| {
-                        l.borrow_mut().as_mut().and_then(|lot| {
-                            lot.take((n & 0xffff_ffff) as u32, (n >> 32) as u16, false)
-                        })
-                    });
-                    if let Some(w) = w {
-                        resume(w);
+            Woke::Ready(list) => wake_all(list.into_iter()),
+            Woke::Cold(list) => wake_all(list.into_iter().map(|n| n as usize)),
+            Woke::Timer => {
+                expire();
+                LOT.with(|l| {
+                    if let Some(lot) = l.borrow_mut().as_mut() {
+                        lot.cool(crate::metrics::timed::now());
                     }
-                }
+                });
             }
-            Woke::Timer => expire(),
             Woke::Handed => added.set(HANDOVER.added.notified()),
+        }
+    }
+}
+
+/// Resumes the parked connections these numbers name, if still parked.
+fn wake_all(list: impl Iterator<Item = usize>) {
+    for n in list {
+        let p = LOT.with(|l| {
+            l.borrow_mut()
+                .as_mut()
+                .and_then(|lot| lot.take((n & 0xffff_ffff) as u32, (n >> 32) as u16, false))
+        });
+        if let Some(w) = p.and_then(|p| warm_parked(p, None)) {
+            resume(w);
         }
     }
 }
