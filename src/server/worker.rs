@@ -281,8 +281,17 @@ async fn accept_loop(
                 continue;
             }
         }
+        let turn = TURN.with(|t| t.clone());
         let accepted = tokio::select! {
             r = listener.accept() => r,
+            // The holder lets the mutex go on each turn of its loop that
+            // handled other events, and takes it again on the next (nginx
+            // unlocks after its posted accept events, every turn).
+            _ = turn.notified(), if mutex.is_some() => {
+                if let Some(m) = &mutex { m.unlock(); }
+                tokio::task::yield_now().await;
+                continue;
+            }
             _ = control.changed() => {
                 if let Some(m) = &mutex { m.unlock(); }
                 if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
