@@ -140,3 +140,63 @@ fn worker_rlimit_nofile_sets_the_descriptor_limit() {
         line()
     );
 }
+
+/// The per-worker request counters of the status page.
+fn per_worker_requests(port: u16) -> Vec<u64> {
+    let page = common::body(&common::client::get(port, "/status"));
+    page.lines()
+        .filter(|l| l.starts_with("nowait_requests_total{worker="))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .collect()
+}
+
+/// With `accept_mutex on`, the worker that lost the mutex tries again on
+/// each turn of its loop (nginx's `ngx_trylock_accept_mutex` in
+/// `ngx_process_events_and_timers`), so that under load both workers take
+/// connections. The bound is generous: fairness, not balance.
+#[test]
+fn accept_mutex_on_shares_connections_between_workers() {
+    let s = Server::tested(
+        &Conf::http(
+            "server { listen 127.0.0.1:{port}; location / { return 200 \"ok\"; }\n\
+             location = /status { nowait_status; } }",
+        )
+        .main("worker_processes 2;")
+        .events("worker_connections 256;\naccept_mutex on;")
+        .render(),
+    );
+    let port = s.port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..6)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // A few keep-alive requests per connection.
+                    let Ok(mut c) = Conn::try_open(port) else {
+                        continue;
+                    };
+                    for _ in 0..4 {
+                        c.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                        if c.response().is_none() {
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("a client thread");
+    }
+    let counts = per_worker_requests(port);
+    let all: u64 = counts.iter().sum();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(all > 100, "{counts:?}");
+    assert!(
+        counts.iter().all(|&n| n * 20 >= all),
+        "one worker served under 5% of the requests: {counts:?}"
+    );
+}

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 use crate::body::chunked;
 use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
@@ -28,6 +27,7 @@ use super::access_log;
 use super::client::{BodyProgress, Client};
 use super::conn_buf::ConnBuf;
 use super::pace::Pace;
+use super::park::Waiting;
 use super::phases::{Handled, Walk};
 use super::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
 use super::reply::{Body, Reply};
@@ -35,6 +35,7 @@ use super::request::{Req, Sent};
 use super::send::{self, SendParams, SocketForPools};
 use super::site::Site;
 use super::vars::Response;
+use super::worker::Open;
 
 thread_local! {
     /// The `Date` header of the current second, per worker thread.
@@ -67,75 +68,90 @@ enum Next {
     },
 }
 
-/// Serves a connection until it closes.
+/// Serves a connection just accepted until it closes.
 ///
-/// What the connection holds while it waits for a request's first byte is
-/// kept small: this future's own state (the socket, where it came from,
-/// the idle timer, counters) and no read buffer (`conn_buf`: one is lent
-/// when bytes come and given back when the connection goes idle with no
-/// pipelined bytes). Serving a request is a boxed future of its own
-/// ([`serve_request`]), made when a head is read and freed when the reply
-/// is sent, so that its state does not size the waiting one.
-pub async fn serve(
-    stream: TcpStream,
-    info: ConnInfo,
-    site: Arc<Site>,
-    mut quit: watch::Receiver<bool>,
-    _open: super::worker::Open,
-) {
+/// A connection holds a task only while it has bytes of a request: when it
+/// has none (just accepted, or kept alive after a response) its task ends
+/// and it is parked ([`super::park`]): the socket and the few numbers of
+/// [`Waiting`], no buffer, no timer, no task. Serving a request is a boxed
+/// future of its own ([`serve_request`]), made when a head is read and
+/// freed when the reply is sent.
+pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, open: Open) {
     // This connection in nginx's counters (`stub_status`), until it ends.
-    let mut stats = crate::metrics::connections::Tracked::accepted();
+    let stats = crate::metrics::connections::Tracked::accepted();
     let Some(default_server) = site.server(info.socket_addr, info.local, None) else {
+        return;
+    };
+    let idle_timeout = default_server.srv.client_header_timeout;
+    // TCP_NODELAY as the worker set it at accept (the http level's setting).
+    let nodelay = site.http().is_some_and(|h| h.conf.tcp_nodelay);
+    run(Box::new(Waiting {
+        stream,
+        info,
+        site,
+        requests: 0,
+        nodelay,
+        pool_sock: SocketForPools::default(),
+        stats,
+        open,
+        idle_timeout,
+        deadline: None,
+        last: false,
+    }))
+    .await
+}
+
+/// Serves a parked connection that became readable, until it closes or
+/// parks again.
+pub async fn resume(w: Box<Waiting>) {
+    run(w).await
+}
+
+/// The connection's loop: heads, requests, replies, until it has no byte
+/// of a next request (it parks) or closes.
+async fn run(mut w: Box<Waiting>) {
+    let site = w.site.clone();
+    let Some(default_server) = site.server(w.info.socket_addr, w.info.local, None) else {
         return;
     };
     let srv = &default_server.srv;
     let mut buf = ConnBuf::new();
-    let mut requests: u64 = 0;
-    let mut idle_timeout = srv.client_header_timeout;
-    let mut pool_sock = SocketForPools::default();
-    let mut timer = Box::pin(tokio::time::sleep(Duration::ZERO));
-    // TCP_NODELAY as the worker set it at accept (the http level's setting).
-    let mut nodelay = site.http().is_some_and(|h| h.conf.tcp_nodelay);
     loop {
         let pipelined = !buf.is_empty();
-        let head = read_head(
-            &stream,
-            &mut buf,
-            srv,
-            idle_timeout,
-            &mut quit,
-            requests == 0,
-            &mut timer,
-            &mut stats,
-        )
-        .await;
+        let head = read_head(&w.stream, &mut buf, srv, &mut w.stats).await;
         let (head, head_len, start) = match head {
             HeadRead::Head(h, n, began) => (h, n, began),
+            HeadRead::Idle => {
+                drop(buf);
+                super::park::park(w);
+                return;
+            }
             HeadRead::Gone => return,
             HeadRead::TimedOut => {
                 let sent = Sent {
                     status: 408,
                     ..Sent::default()
                 };
-                access_log::rejected(&site, &default_server.conf, info.peer, &buf, &sent);
+                access_log::rejected(&site, &default_server.conf, w.info.peer, &buf, &sent);
                 default_server.conf.error_log.log.log(
                     Level::Info,
-                    Some(info.conn_no),
+                    Some(w.info.conn_no),
                     format_args!(
                         "client timed out while reading client request headers, client: {}",
-                        info.peer.ip()
+                        w.info.peer.ip()
                     ),
                 );
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                let line = format!("{msg}, client: {}", info.peer.ip());
+                let line = format!("{msg}, client: {}", w.info.peer.ip());
+                let w = *w;
                 Box::pin(refuse_head(
-                    stream,
+                    w.stream,
                     &mut buf,
                     &site,
                     default_server,
-                    &info,
+                    &w.info,
                     status,
                     &line,
                 ))
@@ -143,46 +159,49 @@ pub async fn serve(
                 return;
             }
         };
-        requests += 1;
+        w.deadline = None;
+        w.requests += 1;
         let request = Request {
-            stream: &stream,
+            stream: &w.stream,
             buf: &mut buf,
             site: &site,
             default_server,
-            info: &info,
+            info: &w.info,
             head,
             head_len,
             start,
-            requests,
+            requests: w.requests,
             pipelined,
-            pool_sock: &mut pool_sock,
-            quit: &quit,
-            stats: &mut stats,
+            pool_sock: &mut w.pool_sock,
+            closing: w.last,
+            stats: &mut w.stats,
         };
         match Box::pin(serve_request(request)).await {
             Served::KeepAlive {
                 keepalive_timeout,
                 tcp_nodelay,
             } => {
-                idle_timeout = keepalive_timeout;
-                if tcp_nodelay != nodelay {
+                w.idle_timeout = keepalive_timeout;
+                if tcp_nodelay != w.nodelay {
                     // Only when a location asks otherwise than the http level
                     // did at accept: one setsockopt per change, not per request.
-                    nodelay = tcp_nodelay;
-                    let _ = stream.set_nodelay(nodelay);
+                    w.nodelay = tcp_nodelay;
+                    let _ = w.stream.set_nodelay(tcp_nodelay);
                 }
                 // Nothing pipelined: the buffer goes back to the pool while
                 // the connection waits.
                 buf.release();
             }
             Served::Close(Some((time, timeout))) => {
-                Box::pin(linger_for(stream, time, timeout)).await;
+                let w = *w;
+                Box::pin(linger_for(w.stream, time, timeout)).await;
                 return;
             }
             Served::Close(None) => return,
             Served::Refuse(status, line, server) => {
+                let w = *w;
                 Box::pin(refuse_head(
-                    stream, &mut buf, &site, server, &info, status, &line,
+                    w.stream, &mut buf, &site, server, &w.info, status, &line,
                 ))
                 .await;
                 return;
@@ -215,8 +234,8 @@ struct Request<'a, 's> {
     pipelined: bool,
     /// The socket as the file pools see it, kept across requests.
     pool_sock: &'a mut SocketForPools,
-    /// The worker's quit signal.
-    quit: &'a watch::Receiver<bool>,
+    /// Close after this request (its listening address is gone).
+    closing: bool,
     /// The connection in nginx's counters.
     stats: &'a mut crate::metrics::connections::Tracked,
 }
@@ -258,7 +277,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
         requests,
         pipelined,
         pool_sock,
-        quit,
+        closing,
         stats,
     } = q;
     let buf: &mut Vec<u8> = buf;
@@ -307,7 +326,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
             continue_sent,
             progress,
             requests,
-            quit,
+            closing,
         )
         .await
     };
@@ -369,7 +388,6 @@ async fn fail_with_page(
     let mut handled = handled;
     handled.reply.close = true;
     let mut pool_sock = SocketForPools::default();
-    let (_, quit) = watch::channel(false);
     respond(
         stream,
         buf,
@@ -380,7 +398,7 @@ async fn fail_with_page(
         false,
         BodyProgress::Failed,
         1,
-        &quit,
+        true,
     )
     .await;
 }
@@ -474,7 +492,7 @@ async fn respond(
     continue_sent: bool,
     progress: BodyProgress,
     requests: u64,
-    quit: &watch::Receiver<bool>,
+    closing: bool,
 ) -> Next {
     let Handled {
         mut reply,
@@ -558,7 +576,8 @@ async fn respond(
         && !http09
         && !reply.close
         && !close_delimited
-        && !*quit.borrow()
+        && !closing
+        && !super::park::quitting()
         && body_ok
         && reply.status.0 != 101
         && keepalive_allowed(r, conf, requests);

@@ -6,6 +6,9 @@
 //!   one per worker).
 //! - [`worker`]: a thread per worker, each a current-thread tokio runtime.
 //! - [`conn`]: one connection's loop: head, body, reply, keep-alive.
+//! - [`park`]: connections waiting for a request, held outside any task
+//!   (a slab and a deadline queue per worker); handed to the next
+//!   generation on reload.
 //! - [`read`]: reading heads and bodies within limits, lingering close.
 //! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
 //! - [`access`]: between location and content: `realip`, `limit_req`,
@@ -52,6 +55,7 @@ pub mod locate;
 pub mod max_headers;
 pub mod named;
 pub mod pace;
+pub mod park;
 pub mod phases;
 pub mod proxy;
 pub mod read;

@@ -8,7 +8,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 use tokio::time::Sleep;
 
 use crate::http::chunked::ChunkedDecoder;
@@ -35,7 +34,10 @@ pub enum HeadRead {
     /// the read that brings its first byte; a pipelined request begins when
     /// the one before it has ended).
     Head(Box<RequestHead>, usize, std::time::Instant),
-    /// The client closed, or nothing came in time between requests.
+    /// Nothing of a request is here and the socket has no byte: the
+    /// connection waits for one parked ([`super::park`]), without a task.
+    Idle,
+    /// The client closed, or the socket failed.
     Gone,
     /// A head began but did not complete within `client_header_timeout`.
     TimedOut,
@@ -45,27 +47,23 @@ pub enum HeadRead {
 
 /// Reads until a complete head is in `buf`. Reads are tried first without
 /// waiting; `buf` holds a buffer of the worker's pool only while it holds
-/// bytes. Only when the socket is empty is `timer` (one per connection,
-/// reset rather than recreated) armed: the idle timeout until the first
-/// byte, then `client_header_timeout` from that byte. `stats` counts the
-/// connection as reading from that byte on.
-#[allow(clippy::too_many_arguments)]
+/// bytes. With no byte of a head at all, returns [`HeadRead::Idle`] (the
+/// caller parks the connection); with part of one, waits in the task for
+/// the rest, bounded by `client_header_timeout` from then (a timer made
+/// only for that). `stats` counts the connection as reading from the
+/// head's first byte on.
 pub async fn read_head(
     stream: &TcpStream,
     buf: &mut super::conn_buf::ConnBuf,
     srv: &crate::config::inherit::SrvConf,
-    idle_timeout: Duration,
-    quit: &mut watch::Receiver<bool>,
-    first: bool,
-    timer: &mut Pin<Box<Sleep>>,
     stats: &mut crate::metrics::connections::Tracked,
 ) -> HeadRead {
     let (large_count, large_size) = srv.large_client_header_buffers;
     let max_line = large_size.max(srv.client_header_buffer_size) as usize;
     let max_total = (large_count as u64 * large_size).max(srv.client_header_buffer_size) as usize;
-    // Which deadline the timer holds: None (unarmed), Some(false) the idle
-    // one, Some(true) the header one.
-    let mut armed: Option<bool> = None;
+    // `client_header_timeout` for the rest of a begun head, made when the
+    // wait for it first begins.
+    let mut timer: Option<Pin<Box<Sleep>>> = None;
     // When the request's first byte was read: now for bytes already here.
     let mut began = (!buf.is_empty()).then(crate::metrics::timed::now);
     loop {
@@ -107,26 +105,19 @@ pub async fn read_head(
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if !started {
                     buf.release();
+                    return HeadRead::Idle;
                 }
             }
             Err(_) => return HeadRead::Gone,
         }
-        if armed != Some(started) {
-            let wait = if started {
-                srv.client_header_timeout
-            } else {
-                idle_timeout
-            };
-            timer
-                .as_mut()
-                .reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + wait);
-            armed = Some(started);
-        }
+        let timer = timer.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(
+                tokio::time::Instant::from_std(crate::metrics::timed::now())
+                    + srv.client_header_timeout,
+            ))
+        });
         // Polled by hand rather than with `select!`: the socket's readiness
-        // takes no waiter of its own (`poll_read_ready`), which keeps a
-        // waiting connection's future small.
-        let quit_wait = !first && !started;
-        let mut changed = std::pin::pin!(quit.changed());
+        // takes no waiter of its own (`poll_read_ready`).
         let woke = std::future::poll_fn(|cx| {
             if let Poll::Ready(r) = stream.poll_read_ready(cx) {
                 return Poll::Ready(if r.is_ok() {
@@ -136,10 +127,7 @@ pub async fn read_head(
                 });
             }
             if timer.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(if started { Woke::TimedOut } else { Woke::Gone });
-            }
-            if quit_wait && changed.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Woke::Gone);
+                return Poll::Ready(Woke::TimedOut);
             }
             Poll::Pending
         })
@@ -158,7 +146,7 @@ enum Woke {
     Readable,
     /// `client_header_timeout` passed with a head begun.
     TimedOut,
-    /// The idle timeout passed, the worker quits, or the socket failed.
+    /// The socket failed.
     Gone,
 }
 

@@ -107,6 +107,12 @@ impl VirtualHosts {
             .map(|(_, s)| s)
     }
 
+    /// Whether the configuration listens on `socket_addr` (a connection
+    /// accepted there before a reload still has servers after it).
+    pub fn listens_on(&self, socket_addr: SocketAddr) -> bool {
+        self.servers_of(socket_addr).is_some()
+    }
+
     /// The server index for a connection accepted on `socket_addr` whose
     /// local address is `local`, asking for `host` (lower-case, no port).
     pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {

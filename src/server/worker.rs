@@ -51,6 +51,22 @@ pub const ACCEPT_MUTEX_DELAY: Duration = Duration::from_millis(500);
 /// accepting for this long instead of spinning.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(500);
 
+/// `ngx_accept_disabled`: a worker stops competing for the accept mutex
+/// while fewer than 1/this of its `worker_connections` are free.
+const ACCEPT_DISABLED_SHARE: usize = 8;
+
+thread_local! {
+    /// Woken on each turn of the worker's loop that handled events (see
+    /// [`loop_turn`]).
+    static TURN: Rc<Notify> = Rc::new(Notify::new());
+}
+
+/// The worker's loop handled events: an acceptor that lost the accept
+/// mutex tries again now, as nginx's loser does on each turn.
+pub fn loop_turn() {
+    TURN.with(|t| t.notify_waiters());
+}
+
 /// Connection serial numbers, shared by every worker (`$connection`).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
@@ -127,6 +143,7 @@ pub fn spawn(
             local.block_on(&rt, async {
                 run(site, sockets, control, accept_mutex, flag).await;
                 // Closed while the reactor still runs.
+                super::park::close_all();
                 crate::upstream::idle::close_all();
             });
         })?;
@@ -144,8 +161,14 @@ async fn run(
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
     let max = site.config.events.worker_connections;
-    let (quit_tx, quit_rx) = watch::channel(false);
     let mut acceptors = vec![tokio::task::spawn_local(lag_probe())];
+    let opener = {
+        let (active, freed) = (active.clone(), freed.clone());
+        Box::new(move || Open::new(&active, &freed))
+    };
+    // Not among the acceptors: parked connections are served until the
+    // worker ends.
+    let _park = tokio::task::spawn_local(super::park::drive(site.clone(), opener));
     let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
     for (addr, sock, shared) in sockets.sockets {
         // A shared socket without the accept mutex wakes one worker per
@@ -172,16 +195,21 @@ async fn run(
             active.clone(),
             freed.clone(),
             max,
-            quit_rx.clone(),
         )));
     }
     let mut control = control;
     loop {
         let c = *control.borrow_and_update();
         match c {
-            Control::Run => crate::upstream::idle::resume(),
+            Control::Run => {
+                crate::upstream::idle::resume();
+                super::park::keep();
+            }
             Control::HandOver => {
                 crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
+                // Connections waiting for a request go to the next
+                // generation's workers.
+                super::park::hand_over();
                 handed.store(true, std::sync::atomic::Ordering::Release);
             }
             Control::Quit => break,
@@ -199,7 +227,7 @@ async fn run(
     // The worker's idle upstream connections go to the process's tier, for
     // the next generation's workers.
     crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
-    let _ = quit_tx.send(true);
+    super::park::quit();
     // `worker_shutdown_timeout`: past it, the connections still open are
     // closed (returning drops their tasks, and with them their sockets).
     let limit = site.config.main.worker_shutdown_timeout;
@@ -235,7 +263,6 @@ async fn accept_loop(
     active: Rc<Cell<usize>>,
     freed: Rc<Notify>,
     max: usize,
-    quit: watch::Receiver<bool>,
 ) {
     let multi = site.config.events.multi_accept;
     loop {
@@ -243,13 +270,32 @@ async fn accept_loop(
             freed.notified().await;
         }
         if let Some(m) = &mutex {
-            if !m.try_lock() {
-                tokio::time::sleep(ACCEPT_MUTEX_DELAY).await;
+            // nginx's `ngx_accept_disabled`: a worker with more than 7/8 of
+            // its connections in use lets the others accept.
+            let disabled = active.get() > max - max / ACCEPT_DISABLED_SHARE;
+            if disabled || !m.try_lock() {
+                // As `ngx_process_events_and_timers`: the loser tries again
+                // on its loop's next turn (any event it handles), and waits
+                // at most `accept_mutex_delay` when no event comes.
+                let turn = TURN.with(|t| t.clone());
+                tokio::select! {
+                    _ = turn.notified() => {}
+                    _ = tokio::time::sleep(ACCEPT_MUTEX_DELAY) => {}
+                }
                 continue;
             }
         }
+        let turn = TURN.with(|t| t.clone());
         let accepted = tokio::select! {
             r = listener.accept() => r,
+            // The holder lets the mutex go on each turn of its loop that
+            // handled other events, and takes it again on the next (nginx
+            // unlocks after its posted accept events, every turn).
+            _ = turn.notified(), if mutex.is_some() => {
+                if let Some(m) = &mutex { m.unlock(); }
+                tokio::task::yield_now().await;
+                continue;
+            }
             _ = control.changed() => {
                 if let Some(m) = &mutex { m.unlock(); }
                 if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
@@ -282,12 +328,7 @@ async fn accept_loop(
                     if site.http().is_some_and(|h| h.conf.tcp_nodelay) {
                         let _ = stream.set_nodelay(true);
                     }
-                    active.set(active.get() + 1);
-                    worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
-                    let open = Open {
-                        active: active.clone(),
-                        freed: freed.clone(),
-                    };
+                    let open = Open::new(&active, &freed);
                     // The connection's future is the task's whole state: no
                     // wrapping block that would keep a second copy of its
                     // arguments beside it.
@@ -295,7 +336,6 @@ async fn accept_loop(
                         stream,
                         info,
                         site.clone(),
-                        quit.clone(),
                         open,
                     )));
                 }
@@ -328,6 +368,18 @@ pub struct Open {
     active: Rc<Cell<usize>>,
     /// Woken when a place frees.
     freed: Rc<Notify>,
+}
+
+impl Open {
+    /// Counts one more connection in the worker's `worker_connections`.
+    fn new(active: &Rc<Cell<usize>>, freed: &Rc<Notify>) -> Open {
+        active.set(active.get() + 1);
+        worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
+        Open {
+            active: active.clone(),
+            freed: freed.clone(),
+        }
+    }
 }
 
 impl Drop for Open {

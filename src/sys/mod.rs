@@ -25,6 +25,7 @@
 //! - [`random`]: `getrandom` and `gethostname`.
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
 //! - [`time`]: `localtime_r` and the three timestamp formats nginx logs use.
+//! - [`waker`]: wakers that carry a number (a parked connection's slot).
 //!
 //! What this module must not do: decide policy. It never retries, falls back,
 //! logs or offloads; callers (`io`, `server`, `process`) do.
@@ -41,6 +42,7 @@ pub mod random;
 pub mod signal;
 pub mod socket;
 pub mod time;
+pub mod waker;
 
 pub use error::{SysError, SysResultExt};
 
