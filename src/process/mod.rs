@@ -13,6 +13,7 @@
 pub mod identity;
 pub mod paths;
 pub mod pidfile;
+pub mod privsep;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::cli::{Invocation, say};
-use crate::config::model::{Config, LogTarget, WorkerProcesses};
+use crate::config::model::{Config, WorkerProcesses};
 use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners};
 use crate::server::shared::Shared;
@@ -94,30 +95,7 @@ fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
 /// Opens (creating) every log file once, so that a bad path is reported on
 /// the terminal before the server forks away from it.
 fn check_logs(c: &Config) -> Result<(), String> {
-    let mut paths = Vec::new();
-    for e in &c.main.error_logs {
-        if let LogTarget::File(p) = &e.target {
-            paths.push(p.clone());
-        }
-    }
-    if let Some(h) = &c.http {
-        let confs = h.loc_confs();
-        for conf in confs {
-            if let crate::config::model::AccessLogs::Logs(list) = &conf.access_log {
-                for l in list {
-                    if let crate::config::model::AccessTarget::Fixed(LogTarget::File(p)) = &l.target
-                    {
-                        paths.push(p.clone());
-                    }
-                }
-            }
-            for e in &conf.error_log.confs {
-                if let LogTarget::File(p) = &e.target {
-                    paths.push(p.clone());
-                }
-            }
-        }
-    }
+    let paths = privsep::log_paths(c);
     for p in paths {
         std::fs::OpenOptions::new()
             .append(true)
@@ -276,6 +254,24 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             return 1;
         }
     };
+    // Root and a `user` to serve as: the root part moves to a helper
+    // forked now, while only this thread runs, and this process becomes
+    // `user` for good (see `privsep`).
+    let mut identity = identity;
+    if let Some(id) = identity.as_ref().filter(|i| i.uid != 0) {
+        let mut listening = Some(&mut listeners);
+        if let Err(e) = privsep::start(&config, &inv.load, id, || {
+            // The helper holds no listening socket: a port a reload
+            // closes must be free again.
+            if let Some(l) = listening.take() {
+                *l = Listeners::default();
+            }
+        }) {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+        identity = None;
+    }
     let shared = Shared::new();
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
@@ -457,7 +453,13 @@ fn reload(
     id: u64,
     retire: &dyn Fn(),
 ) -> Result<Generation, String> {
-    let loaded = crate::config::load(&inv.load).map_err(|diags| {
+    // With a privileged helper, it reads the files (as root) and checks
+    // them; this process parses the same text.
+    let loaded = match crate::sys::privsep::reload() {
+        Some(files) => crate::config::load_from_files(&inv.load, files?),
+        None => crate::config::load(&inv.load),
+    }
+    .map_err(|diags| {
         diags
             .iter()
             .map(|d| d.to_string())
@@ -469,8 +471,15 @@ fn reload(
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }
-    let (identity, _) = identity::resolve(&config.main)?;
-    paths::create(&config, identity.as_ref())?;
+    let (identity, _) = if crate::sys::privsep::client_active() {
+        // The whole process already serves as `user`; the helper made the
+        // directories.
+        (None, None)
+    } else {
+        let id = identity::resolve(&config.main)?;
+        paths::create(&config, id.0.as_ref())?;
+        id
+    };
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
     let workers = worker_count(&config);
