@@ -178,3 +178,53 @@ fn a_reload_reads_a_configuration_only_root_can_read() {
         s.stderr()
     );
 }
+
+#[test]
+fn landlock_refuses_a_file_outside_the_roots_reached_by_a_symlink() {
+    assert_root();
+    let f = Fixture::build();
+    let outside = common::tmp::TempDir::new("privsep-outside");
+    let secret = outside.path().join("readable.txt");
+    std::fs::write(&secret, "world-readable, outside every root\n").unwrap();
+    common::tmp::set_mode(outside.path(), 0o755);
+    common::tmp::set_mode(&secret, 0o644);
+    std::os::unix::fs::symlink(&secret, f.root().join("outside-link.txt")).unwrap();
+    let s = Server::nowait(&conf(&f, ""));
+    assert_eq!(get(s.port(), "/index.html").status, 200);
+    // nobody may read the file; Landlock says no (EACCES, as nginx's 403).
+    assert_eq!(get(s.port(), "/outside-link.txt").status, 403);
+    // Through the thread pool too.
+    std::os::unix::fs::symlink(&secret, f.root().join("dir/outside-link.txt")).unwrap();
+    assert_eq!(get(s.port(), "/dir/outside-link.txt").status, 403);
+    assert_eq!(get(s.port(), "/dir/file.txt").status, 200);
+}
+
+#[test]
+fn a_reload_warns_of_a_root_outside_the_start_up_confinement() {
+    assert_root();
+    let f = Fixture::build();
+    let s = Server::nowait(&conf(&f, "location = /v { return 200 v1; }"));
+    assert_eq!(common::body(&get(s.port(), "/v")), "v1");
+    let other = common::tmp::TempDir::new("privsep-new-root");
+    std::fs::write(other.path().join("new.txt"), "new\n").unwrap();
+    common::tmp::set_mode(other.path(), 0o755);
+    common::tmp::set_mode(&other.path().join("new.txt"), 0o644);
+    let text = conf(&f, "location = /v { return 200 v2; }").replace(
+        "access_log off;\n",
+        &format!(
+            "access_log off;\nserver {{ listen 127.0.0.1:{{port}}; server_name new; root {}; }}\n",
+            other.path().display()
+        ),
+    )
+    .replace("error_log stderr;", "error_log stderr warn;");
+    s.write_conf(&text);
+    s.signal("HUP");
+    assert!(until(WAIT, || common::body(&get(s.port(), "/v")) == "v2"));
+    assert!(
+        until(WAIT, || s
+            .stderr()
+            .contains("outside what this process may reach")),
+        "no warning; stderr:\n{}",
+        s.stderr()
+    );
+}

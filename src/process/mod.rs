@@ -10,6 +10,7 @@
 //! SIGQUIT stops gracefully, SIGTERM/SIGINT stop at once, SIGUSR1 reopens the
 //! logs.
 
+pub mod confine;
 pub mod identity;
 pub mod paths;
 pub mod pidfile;
@@ -271,6 +272,12 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             return 1;
         }
         identity = None;
+        // Then Landlock: only what the configuration names (this thread
+        // is still the only one, so every thread started later inherits).
+        if let Err(e) = confine::apply(&config) {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
     }
     let shared = Shared::new();
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
@@ -488,6 +495,16 @@ fn reload(
         .map_err(|e| e.to_string())?;
     let site =
         Site::new(config, LogFiles::new(), shared, ids, init.clone()).map_err(|e| e.to_string())?;
+    for p in confine::uncovered_now(&site.config) {
+        site.error_log.log(
+            Level::Warn,
+            None,
+            format_args!(
+                "\"{}\" is outside what this process may reach since it started (Landlock); serving it needs a restart",
+                p.display()
+            ),
+        );
+    }
     // The old generation's idle upstream connections go where the new one
     // looks for them before it serves its first request.
     retire();
