@@ -5,7 +5,9 @@
 # toolchain. Each run starts from fuzz/seeds/TARGET (committed, seeded from
 # the tests) and the corpus it grew before (fuzz/corpus/TARGET, not
 # committed); a crash stops the run and leaves its input in
-# fuzz/artifacts/TARGET. The last line of each target's log (fuzz/logs/)
+# fuzz/artifacts/TARGET. FUZZ_SANITIZER (default none: the parsers are safe
+# Rust, where a bug is a panic the fuzzer catches anyway; `address` for code
+# that reaches `unsafe`) is passed to cargo-fuzz's -s. The last line of each target's log (fuzz/logs/)
 # gives the executions reached.
 set -eu
 cd "$(dirname "$0")/../fuzz"
@@ -19,7 +21,7 @@ mkdir -p logs
 for t in $targets; do
     mkdir -p "corpus/$t"
     echo "== $t for ${secs}s"
-    cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- \
+    cargo +nightly fuzz run -s "${FUZZ_SANITIZER:-none}" "$t" "corpus/$t" "seeds/$t" -- \
         -max_total_time="$secs" -jobs=1 -workers=1 -print_final_stats=1 \
         >"logs/$t.log" 2>&1 || { echo "$t FAILED: see fuzz/logs/$t.log"; exit 1; }
     grep -E '^stat::number_of_executed_units' "logs/$t.log" || tail -n 3 "logs/$t.log"
