@@ -199,7 +199,7 @@ fn open_log(allowed: &Allowed, path: &Path) -> std::io::Result<std::fs::File> {
         .append(true)
         .create(true)
         .mode(LOG_FILE_MODE)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .custom_flags(libc::O_CLOEXEC)
         .open(path)
 }
 
