@@ -260,6 +260,12 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
     // `user` for good (see `privsep`).
     let mut identity = identity;
     if let Some(id) = identity.as_ref().filter(|i| i.uid != 0) {
+        // `worker_rlimit_nofile` may raise the hard limit: only root can,
+        // so now (as nginx's workers do before they drop root). A reload
+        // that raises it further than this is refused by the kernel.
+        if let Some(n) = config.main.worker_rlimit_nofile {
+            let _ = crate::sys::process::set_nofile_limit(n);
+        }
         let mut listening = Some(&mut listeners);
         if let Err(e) = privsep::start(&config, &inv.load, id, || {
             // The helper holds no listening socket: a port a reload
