@@ -137,6 +137,9 @@ fn temp_directories_are_created_for_the_serving_user() {
             "client_body_temp_path {prefix}/bodies 1 2;",
         );
     let s = Server::nowait(&conf);
+    // The port accepts (its backlog) as soon as it is bound, before the
+    // directories are made: one answer says start-up is over.
+    assert_eq!(get(s.port(), "/index.html").status, 200);
     let meta = std::fs::metadata(s.prefix().join("bodies")).expect("the directory exists");
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);

@@ -82,6 +82,10 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
         PathBuf::from(format!("/proc/{}", std::process::id())),
         Access::Read,
     );
+    // Test builds only: where fault injection leaves its marks.
+    if let Some(d) = crate::io::fault::marks_dir() {
+        add(d, Access::Write);
+    }
     for p in super::paths::temp_paths(c)
         .into_iter()
         .chain(super::paths::cache_paths(c))
