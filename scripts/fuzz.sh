@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs nowait's fuzz targets (fuzz/fuzz_targets/) one after another, each for
-# SECONDS (default 600), on one core: scripts/fuzz.sh [SECONDS] [TARGET...].
+# SECONDS (default 600), on one core (one process, no -jobs): scripts/fuzz.sh [SECONDS] [TARGET...].
 # Installs cargo-fuzz from crates.io when it is missing; needs the nightly
 # toolchain. Each run starts from fuzz/seeds/TARGET (committed, seeded from
 # the tests) and the corpus it grew before (fuzz/corpus/TARGET, not
@@ -22,7 +22,7 @@ for t in $targets; do
     mkdir -p "corpus/$t"
     echo "== $t for ${secs}s"
     cargo +nightly fuzz run -s "${FUZZ_SANITIZER:-none}" "$t" "corpus/$t" "seeds/$t" -- \
-        -max_total_time="$secs" -jobs=1 -workers=1 -print_final_stats=1 \
+        -max_total_time="$secs" -print_final_stats=1 \
         >"logs/$t.log" 2>&1 || { echo "$t FAILED: see fuzz/logs/$t.log"; exit 1; }
     grep -E '^stat::number_of_executed_units' "logs/$t.log" || tail -n 3 "logs/$t.log"
 done
