@@ -102,6 +102,22 @@ pub struct Loaded {
 /// Reads, validates and merges a configuration. On failure, returns every
 /// message found (errors and warnings, in order).
 pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
+    load_with(opts, None)
+}
+
+/// [`load`] from files another process read (path → text), as a reload
+/// gets them from the privileged helper: no file is opened here.
+pub fn load_from_files(
+    opts: &LoadOptions,
+    files: Vec<(PathBuf, String)>,
+) -> Result<Loaded, Vec<ConfError>> {
+    load_with(opts, Some(files.into_iter().collect()))
+}
+
+fn load_with(
+    opts: &LoadOptions,
+    preloaded: Option<std::collections::HashMap<PathBuf, String>>,
+) -> Result<Loaded, Vec<ConfError>> {
     let conf_dir = match &opts.conf_file {
         Some(f) => f
             .parent()
@@ -109,7 +125,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
             .unwrap_or_else(|| opts.prefix.clone()),
         None => opts.prefix.clone(),
     };
-    let mut reader = Reader::new(conf_dir);
+    let mut reader = Reader::with_files(conf_dir, preloaded);
     let mut tree = Vec::new();
     if let Some(g) = &opts.globals {
         match reader.read_text(g, Origin::CommandLine, 0) {

@@ -54,15 +54,39 @@ pub struct Reader {
     pub files: Vec<SourceFile>,
     /// How many blocks enclose the statement being read.
     block_depth: usize,
+    /// The files to read instead of the file system's, if any.
+    preloaded: Option<std::collections::HashMap<PathBuf, String>>,
 }
 
 impl Reader {
     /// A reader whose relative includes resolve against `conf_dir`.
     pub fn new(conf_dir: PathBuf) -> Reader {
+        Reader::with_files(conf_dir, None)
+    }
+
+    /// A reader that takes every file from `preloaded` (path → text)
+    /// instead of the file system: a reload's configuration as the
+    /// privileged helper read it. A path not in the map is "not found".
+    pub fn with_files(
+        conf_dir: PathBuf,
+        preloaded: Option<std::collections::HashMap<PathBuf, String>>,
+    ) -> Reader {
         Reader {
             conf_dir,
             files: Vec::new(),
             block_depth: 0,
+            preloaded,
+        }
+    }
+
+    /// A file's bytes, from the preloaded files or the file system.
+    fn read_bytes(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match &self.preloaded {
+            Some(files) => files
+                .get(path)
+                .map(|t| t.as_bytes().to_vec())
+                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT)),
+            None => std::fs::read(path),
         }
     }
 
@@ -82,7 +106,7 @@ impl Reader {
         at: Option<&Loc>,
         depth: usize,
     ) -> Result<Vec<Directive>, ConfError> {
-        let text = std::fs::read(path).map_err(|e| {
+        let text = self.read_bytes(path).map_err(|e| {
             ConfError::emerg(
                 format!(
                     "open() \"{}\" failed ({})",
@@ -207,16 +231,33 @@ impl Reader {
             return self.read_file_depth(&full, Some(loc), depth + 1);
         }
         let full_str = full.to_string_lossy().into_owned();
-        let paths = glob::glob(&full_str).map_err(|e| {
-            ConfError::emerg(
-                format!("glob() \"{full_str}\" failed ({e})"),
-                Some(loc.clone()),
-            )
-        })?;
-        let mut list: Vec<PathBuf> = paths
-            .filter_map(Result::ok)
-            .filter(|p| !p.is_dir())
-            .collect();
+        let mut list: Vec<PathBuf> = match &self.preloaded {
+            // The files another process read and expanded: match the
+            // pattern against their names, not against this process's view.
+            Some(files) => {
+                let pat = glob::Pattern::new(&full_str).map_err(|e| {
+                    ConfError::emerg(
+                        format!("glob() \"{full_str}\" failed ({e})"),
+                        Some(loc.clone()),
+                    )
+                })?;
+                files
+                    .keys()
+                    .filter(|p| pat.matches_path(p))
+                    .cloned()
+                    .collect()
+            }
+            None => glob::glob(&full_str)
+                .map_err(|e| {
+                    ConfError::emerg(
+                        format!("glob() \"{full_str}\" failed ({e})"),
+                        Some(loc.clone()),
+                    )
+                })?
+                .filter_map(Result::ok)
+                .filter(|p| !p.is_dir())
+                .collect(),
+        };
         list.sort();
         for p in list {
             out.extend(self.read_file_depth(&p, Some(loc), depth + 1)?);

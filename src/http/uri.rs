@@ -605,3 +605,39 @@ mod authority_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod normalize_laws {
+    use super::normalize_path;
+
+    /// A law: a normalised path is a fixed point (normalising it again
+    /// changes nothing) with no `.` or `..` segment and no `//`, over
+    /// generated paths made of the bytes that matter.
+    #[test]
+    fn normalising_twice_changes_nothing() {
+        const BYTES: &[u8] = b"//..ab%";
+        let mut s: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut ok = 0;
+        for _ in 0..50_000 {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            let mut r = s.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            let len = (r % 12) as usize;
+            let mut p = vec![b'/'];
+            for _ in 0..len {
+                r = r.rotate_left(5) ^ 0x9e37_79b9;
+                p.push(BYTES[(r % BYTES.len() as u64) as usize]);
+            }
+            if let Ok(once) = normalize_path(&p) {
+                ok += 1;
+                assert_eq!(normalize_path(&once).as_ref(), Ok(&once), "{p:?}");
+                assert!(!once.windows(2).any(|w| w == b"//"), "{p:?} -> {once:?}");
+                for seg in once.split(|&c| c == b'/') {
+                    assert!(seg != b"." && seg != b"..", "{p:?} -> {once:?}");
+                }
+            }
+        }
+        assert!(ok > 10_000, "the generator reaches valid paths ({ok})");
+    }
+}

@@ -134,6 +134,20 @@ fn mark(path: &Path) {
     }
 }
 
+/// The folder stalls leave their marks in (`NOWAIT_TEST_STALL_MARKS`), in
+/// test builds: Landlock must let the serving process write there.
+#[cfg(feature = "test-faults")]
+pub fn marks_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os(MARKS_ENV).map(Into::into)
+}
+
+/// Without the `test-faults` feature: no marks, never a folder for them.
+#[cfg(not(feature = "test-faults"))]
+#[inline(always)]
+pub fn marks_dir() -> Option<std::path::PathBuf> {
+    None
+}
+
 /// Without the `test-faults` feature: no path is ever stalled.
 #[cfg(not(feature = "test-faults"))]
 #[inline(always)]

@@ -163,7 +163,12 @@ impl std::fmt::Debug for LogWriter {
 }
 
 /// Opens `path` for appending, creating it 0644: `open() "/path" failed (...)`.
+/// When a privileged helper exists (the process gave up root), the helper
+/// opens it, as nginx's master opens logs as root for its workers.
 fn open_file(path: &Path) -> Result<File, SysError> {
+    if let Some(r) = crate::sys::privsep::open_log(path) {
+        return r.on_path(OPEN, path);
+    }
     OpenOptions::new()
         .append(true)
         .create(true)

@@ -1,11 +1,11 @@
 //! The `user` directive: who worker and pool threads serve as.
 //!
 //! nginx's master process keeps root and its workers switch to `user`
-//! (default `nobody`). nowait is one process, so it does the same per thread:
-//! the main thread keeps its privileges (for reloads: binding ports, reading
-//! the configuration, opening logs) and every worker and pool thread drops
-//! its own before it serves anything (see
-//! [`crate::sys::process::drop_thread_privileges`]).
+//! (default `nobody`). nowait started as root leaves root to a helper
+//! process and becomes `user` for the whole process (see
+//! [`super::privsep`]); the per-thread hook here ([`thread_init`]) is what
+//! remains for the case without a helper (`user root`), where it keeps the
+//! credentials as they are.
 
 use std::sync::Arc;
 

@@ -10,9 +10,11 @@
 //! SIGQUIT stops gracefully, SIGTERM/SIGINT stop at once, SIGUSR1 reopens the
 //! logs.
 
+pub mod confine;
 pub mod identity;
 pub mod paths;
 pub mod pidfile;
+pub mod privsep;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::cli::{Invocation, say};
-use crate::config::model::{Config, LogTarget, WorkerProcesses};
+use crate::config::model::{Config, WorkerProcesses};
 use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners};
 use crate::server::shared::Shared;
@@ -94,30 +96,7 @@ fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
 /// Opens (creating) every log file once, so that a bad path is reported on
 /// the terminal before the server forks away from it.
 fn check_logs(c: &Config) -> Result<(), String> {
-    let mut paths = Vec::new();
-    for e in &c.main.error_logs {
-        if let LogTarget::File(p) = &e.target {
-            paths.push(p.clone());
-        }
-    }
-    if let Some(h) = &c.http {
-        let confs = h.loc_confs();
-        for conf in confs {
-            if let crate::config::model::AccessLogs::Logs(list) = &conf.access_log {
-                for l in list {
-                    if let crate::config::model::AccessTarget::Fixed(LogTarget::File(p)) = &l.target
-                    {
-                        paths.push(p.clone());
-                    }
-                }
-            }
-            for e in &conf.error_log.confs {
-                if let LogTarget::File(p) = &e.target {
-                    paths.push(p.clone());
-                }
-            }
-        }
-    }
+    let paths = privsep::log_paths(c);
     for p in paths {
         std::fs::OpenOptions::new()
             .append(true)
@@ -279,6 +258,36 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         },
         None => None,
     };
+    // Root and a `user` to serve as: the root part moves to a helper
+    // forked now, while only this thread runs, and this process becomes
+    // `user` for good (see `privsep`).
+    let mut identity = identity;
+    if let Some(id) = identity.as_ref().filter(|i| i.uid != 0) {
+        // `worker_rlimit_nofile` may raise the hard limit: only root can,
+        // so now (as nginx's workers do before they drop root). A reload
+        // that raises it further than this is refused by the kernel.
+        if let Some(n) = config.main.worker_rlimit_nofile {
+            let _ = crate::sys::process::set_nofile_limit(n);
+        }
+        let mut listening = Some(&mut listeners);
+        if let Err(e) = privsep::start(&config, &inv.load, id, || {
+            // The helper holds no listening socket: a port a reload
+            // closes must be free again.
+            if let Some(l) = listening.take() {
+                *l = Listeners::default();
+            }
+        }) {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+        identity = None;
+        // Then Landlock: only what the configuration names (this thread
+        // is still the only one, so every thread started later inherits).
+        if let Err(e) = confine::apply(&config) {
+            say(&format!("[emerg] {e}"));
+            return 1;
+        }
+    }
     let shared = Shared::new();
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
@@ -460,7 +469,13 @@ fn reload(
     id: u64,
     retire: &dyn Fn(),
 ) -> Result<Generation, String> {
-    let loaded = crate::config::load(&inv.load).map_err(|diags| {
+    // With a privileged helper, it reads the files (as root) and checks
+    // them; this process parses the same text.
+    let loaded = match crate::sys::privsep::reload() {
+        Some(files) => crate::config::load_from_files(&inv.load, files?),
+        None => crate::config::load(&inv.load),
+    }
+    .map_err(|diags| {
         diags
             .iter()
             .map(|d| d.to_string())
@@ -472,8 +487,15 @@ fn reload(
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }
-    let (identity, _) = identity::resolve(&config.main)?;
-    paths::create(&config, identity.as_ref())?;
+    let (identity, _) = if crate::sys::privsep::client_active() {
+        // The whole process already serves as `user`; the helper made the
+        // directories.
+        (None, None)
+    } else {
+        let id = identity::resolve(&config.main)?;
+        paths::create(&config, id.0.as_ref())?;
+        id
+    };
     let ids = identity.as_ref().map(|i| (i.uid, i.gid));
     let init = identity::thread_init(identity);
     let workers = worker_count(&config);
@@ -482,6 +504,16 @@ fn reload(
         .map_err(|e| e.to_string())?;
     let site =
         Site::new(config, LogFiles::new(), shared, ids, init.clone()).map_err(|e| e.to_string())?;
+    for p in confine::uncovered_now(&site.config) {
+        site.error_log.log(
+            Level::Warn,
+            None,
+            format_args!(
+                "\"{}\" is outside what this process may reach since it started (Landlock); serving it needs a restart",
+                p.display()
+            ),
+        );
+    }
     // The old generation's idle upstream connections go where the new one
     // looks for them before it serves its first request.
     retire();

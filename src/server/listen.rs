@@ -91,7 +91,7 @@ fn bind_one(l: &Listen, reuseport: bool) -> Result<TcpListener, BindError> {
         s.set_send_buffer_size(n)
             .map_err(err("setsockopt(SO_SNDBUF)"))?;
     }
-    s.bind(&l.addr.into()).map_err(err("bind()"))?;
+    crate::sys::privsep::bind(&s, l.addr).map_err(err("bind()"))?;
     s.listen(l.backlog).map_err(err("listen()"))?;
     Ok(s.into())
 }

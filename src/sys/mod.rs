@@ -20,6 +20,9 @@
 //!   reading its names (`fdopendir`/`readdir`) and `fstatat` of each.
 //! - [`socket`]: the TCP options nginx directives map to (`tcp_nopush`,
 //!   `tcp_nodelay`), through socket2 where it has them.
+//! - [`landlock`]: confining the process to the paths it serves (Landlock).
+//! - [`privsep`]: the channel to the privileged helper (`SCM_RIGHTS`), the
+//!   process-wide privilege drop (capabilities, `PR_SET_NO_NEW_PRIVS`).
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
 //! - [`crypt`]: `crypt_r()` of libcrypt, for `auth_basic`.
 //! - [`random`]: `getrandom` and `gethostname`.
@@ -37,6 +40,8 @@ pub mod dir;
 pub mod epoll;
 pub mod error;
 pub mod file;
+pub mod landlock;
+pub mod privsep;
 pub mod process;
 pub mod random;
 pub mod signal;
