@@ -38,6 +38,12 @@ impl PidFile {
 
 impl Drop for PidFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        // Without root the serving process may not remove a file in a
+        // root-owned folder: the privileged helper does, before this
+        // process exits (a script that waits for the process then finds
+        // the file gone, as with nginx).
+        if crate::sys::privsep::remove_pid_file().is_none() {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }

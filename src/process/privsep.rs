@@ -38,7 +38,8 @@ use std::path::{Path, PathBuf};
 use crate::config::LoadOptions;
 use crate::config::model::{AccessLogs, AccessTarget, Config, LogTarget};
 use crate::sys::privsep::{
-    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, Side, drop_process_privileges, send_reply,
+    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, OP_REMOVE_PID, Side, drop_process_privileges,
+    send_reply,
 };
 
 use super::identity::{self, Identity};
@@ -171,6 +172,13 @@ fn serve(sock: OwnedFd, config: &Config, load: &LoadOptions, id: &Identity) -> i
                 }
                 Err(e) => send_reply(&sock, libc::EINVAL, None, e.as_bytes()),
             },
+            OP_REMOVE_PID => {
+                let r = match pid_file.take().map(std::fs::remove_file) {
+                    Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => errno(&e),
+                    _ => 0,
+                };
+                send_reply(&sock, r, None, b"")
+            }
             _ => send_reply(&sock, libc::EINVAL, None, b"unknown request"),
         };
         if sent.is_err() {

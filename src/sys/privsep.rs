@@ -41,6 +41,10 @@ pub const OP_OPEN_LOG: u8 = b'L';
 pub const OP_BIND: u8 = b'B';
 /// Opcode: load the configuration again as root and send its files' text.
 pub const OP_RELOAD: u8 = b'R';
+/// Opcode: the serving process is exiting: remove the pid file now, so it
+/// is gone when the process is (as nginx's master removes it before it
+/// exits).
+pub const OP_REMOVE_PID: u8 = b'P';
 
 /// Log name of the `socketpair` call.
 pub const SOCKETPAIR: &str = "socketpair";
@@ -289,6 +293,16 @@ pub fn reload() -> Option<Result<Vec<(PathBuf, String)>, String>> {
             .ok_or_else(|| "the privileged helper sent a malformed file list".to_string()),
         Ok((_, _, payload)) => Err(String::from_utf8_lossy(&payload).into_owned()),
     })
+}
+
+/// Asks the helper to remove the pid file and waits until it has: `None`
+/// when there is no helper.
+pub fn remove_pid_file() -> Option<io::Result<()>> {
+    let r = ask(OP_REMOVE_PID, b"", None)?;
+    Some(r.and_then(|(errno, _, _)| match errno {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }))
 }
 
 /// Serialises files as (u32 path length, path, u32 text length, text)*.
