@@ -54,6 +54,20 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     }
 fi
 
+# libfuse2 and fusepy: the FUSE file system whose reads start failing on
+# demand (tests/faults/eio_fs.py), for the read-error-mid-response test on
+# kernels without device-mapper.
+if ! dpkg -s libfuse2 >/dev/null 2>&1; then
+    log "installing libfuse2"
+    apt-get install -y --no-install-recommends libfuse2 >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libfuse2
+    }
+fi
+if ! python3 -c 'import fuse' >/dev/null 2>&1; then
+    log "installing fusepy (PyPI)"
+    python3 -m pip install --quiet --root-user-action=ignore fusepy
+fi
+
 # The package's postinst starts the service; stop it whether or not we
 # installed it now, so that nothing holds port 80 or confuses a test.
 log "stopping and disabling the system nginx service (tests start their own)"

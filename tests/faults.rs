@@ -10,7 +10,10 @@
 //!   `ngx_read_file` message, `pread() "…" failed (5: Input/output error)`,
 //!   the connection closed, the worker serving on. Made with
 //!   device-mapper's `error` target, swapped in under a mounted file
-//!   system; skipped where the kernel has no device-mapper.
+//!   system (skipped where the kernel has no device-mapper), and with a
+//!   FUSE file system whose reads start failing on demand
+//!   (`tests/faults/eio_fs.py`; fusepy and libfuse2, which
+//!   scripts/install-test-deps.sh installs).
 //!
 //! A client that stops reading mid-body (`send_timeout`) is tested in
 //! tests/reliability.rs.
@@ -187,11 +190,26 @@ fn a_read_error_mid_response_is_logged_as_nginx_and_closes_only_that_connection(
     common::tmp::set_mode(&big, 0o644);
     common::tmp::set_mode(&root, 0o755);
     assert!(run("sync", &[]));
+    read_error_mid_response(dir.path(), &root, &big, || {
+        let error = format!("0 {SECTORS} error");
+        assert!(run("dmsetup", &["suspend", "--noflush", &dm_name()]));
+        assert!(run("dmsetup", &["load", &dm_name(), "--table", &error]));
+        assert!(run("dmsetup", &["resume", &dm_name()]));
+        evict(&big);
+    });
+}
+
+/// Serves `big` (32 MiB of one byte, under `root`) with the server's prefix
+/// in `prefix`, reads its first MiB, calls `fail` (from then on reads of
+/// the file fail with EIO and its pages are out of the cache), and checks
+/// that the response stops short, nginx's `pread()` message is in the
+/// error log, and the worker serves the next request.
+fn read_error_mid_response(prefix: &Path, root: &Path, big: &Path, fail: impl FnOnce()) {
     let other = TempDir::new("eio-other");
     std::fs::write(other.path().join("ok.txt"), "ok\n").unwrap();
     common::tmp::set_mode(&other.path().join("ok.txt"), 0o644);
     let s = Cached::start(
-        dir.path(),
+        prefix,
         &format!(
             "sendfile off; output_buffers 1 64k;\n\
              server {{ listen 127.0.0.1:{{port}}; root {};\n\
@@ -213,12 +231,8 @@ fn a_read_error_mid_response_is_logged_as_nginx_and_closes_only_that_connection(
         assert!(n > 0, "closed after {total} bytes");
         total += n;
     }
-    // The device fails from now on; the file's pages leave the cache.
-    let error = format!("0 {SECTORS} error");
-    assert!(run("dmsetup", &["suspend", "--noflush", &dm_name()]));
-    assert!(run("dmsetup", &["load", &dm_name(), "--table", &error]));
-    assert!(run("dmsetup", &["resume", &dm_name()]));
-    evict(&big);
+    // The disk fails from now on; the file's pages leave the cache.
+    fail();
     loop {
         match c.stream.read(&mut buf) {
             Ok(0) => break,
@@ -227,7 +241,7 @@ fn a_read_error_mid_response_is_logged_as_nginx_and_closes_only_that_connection(
         }
     }
     assert!(total < 32 << 20, "the whole file arrived");
-    let log = dir.path().join("error.log");
+    let log = prefix.join("error.log");
     let want = format!(
         "pread() \"{}\" failed (5: Input/output error)",
         big.display()
@@ -238,4 +252,60 @@ fn a_read_error_mid_response_is_logged_as_nginx_and_closes_only_that_connection(
         wait::read_text(&log)
     );
     assert_eq!(get(s.port, "/ok.txt").body, b"ok\n");
+}
+
+/// A FUSE file system served by `tests/faults/eio_fs.py`: unmounted and
+/// its process ended on drop.
+struct FuseFs {
+    child: std::process::Child,
+    mount: PathBuf,
+}
+
+impl Drop for FuseFs {
+    fn drop(&mut self) {
+        let _ = run("umount", &["-l", &self.mount.to_string_lossy()]);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The read error again, from a FUSE file system whose reads fail once a
+/// flag file exists: the kernel hands the server's read the EIO a failing
+/// disk gives. Runs where device-mapper is missing (this kernel has FUSE).
+#[test]
+fn a_read_error_from_a_failing_file_system_is_logged_as_nginx() {
+    if !is_root() {
+        eprintln!("skipped: mounting a FUSE file system with allow_other needs root");
+        return;
+    }
+    if !Path::new("/dev/fuse").exists() || !run("python3", &["-c", "import fuse"]) {
+        eprintln!(
+            "skipped: no /dev/fuse, or no fusepy for python3 (scripts/install-test-deps.sh installs it)"
+        );
+        return;
+    }
+    let dir = TempDir::new("eio-fuse");
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let flag = dir.path().join("fail");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/eio_fs.py");
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(&root)
+        .arg(&flag)
+        .spawn()
+        .expect("python3 starts");
+    let _fs = FuseFs {
+        child,
+        mount: root.clone(),
+    };
+    let big = root.join("big.bin");
+    assert!(
+        wait::until(SETTLE, || big.metadata().is_ok_and(|m| m.len() == 32 << 20)),
+        "the FUSE file system did not come up"
+    );
+    read_error_mid_response(dir.path(), &root, &big, || {
+        std::fs::write(&flag, "").unwrap();
+        evict(&big);
+    });
 }
