@@ -438,18 +438,7 @@ impl<'a> FileLayer<'a> {
     /// Copying from memory costs one `memcpy`; waiting costs every connection
     /// of the loop.
     pub fn body_now(&self, file: &OpenFile, buf: &mut Vec<u8>, len: usize, off: u64) -> usize {
-        let stalled = fault::stall_for(&file.path).is_some();
-        if stalled || !SUPPORT.preadv2.load(Ordering::Relaxed) {
-            let outcome = if stalled {
-                FastOutcome::Miss
-            } else {
-                FastOutcome::Unsupported
-            };
-            metrics::fast(FastOp::Body, outcome);
-            return 0;
-        }
-        if all_present(file, off, len as u64) == Some(false) {
-            metrics::fast(FastOp::Body, FastOutcome::Miss);
+        if !body_may_try(file, off, len) {
             return 0;
         }
         let base = buf.len();
@@ -494,18 +483,7 @@ impl<'a> FileLayer<'a> {
     /// to a file's owner or writers: to a worker that runs as `user` it
     /// says every page is resident.
     pub fn resident_now(&self, file: &OpenFile, off: u64, len: usize) -> usize {
-        let stalled = fault::stall_for(&file.path).is_some();
-        if stalled || !SUPPORT.preadv2.load(Ordering::Relaxed) {
-            let outcome = if stalled {
-                FastOutcome::Miss
-            } else {
-                FastOutcome::Unsupported
-            };
-            metrics::fast(FastOp::Body, outcome);
-            return 0;
-        }
-        if all_present(file, off, len as u64) == Some(false) {
-            metrics::fast(FastOp::Body, FastOutcome::Miss);
+        if !body_may_try(file, off, len) {
             return 0;
         }
         let ready = PROBE_SINK.with(|sink| {
@@ -775,4 +753,26 @@ fn all_present(file: &OpenFile, off: u64, len: u64) -> Option<bool> {
             None
         }
     }
+}
+
+/// Whether the loop may try `len` body bytes at `off` of `file` without
+/// blocking: not when fault injection stalls the file, when `preadv2`
+/// with `RWF_NOWAIT` is unsupported, or when `cachestat()` already says a
+/// page is missing. A refusal is counted as the body's fast-path outcome.
+fn body_may_try(file: &OpenFile, off: u64, len: usize) -> bool {
+    let stalled = fault::stall_for(&file.path).is_some();
+    if stalled || !SUPPORT.preadv2.load(Ordering::Relaxed) {
+        let outcome = if stalled {
+            FastOutcome::Miss
+        } else {
+            FastOutcome::Unsupported
+        };
+        metrics::fast(FastOp::Body, outcome);
+        return false;
+    }
+    if all_present(file, off, len as u64) == Some(false) {
+        metrics::fast(FastOp::Body, FastOutcome::Miss);
+        return false;
+    }
+    true
 }
