@@ -101,6 +101,16 @@ pub struct Loaded {
 
 /// Reads, validates and merges a configuration. On failure, returns every
 /// message found (errors and warnings, in order).
+/// The messages of a failed load on one line, `; `-separated (what a
+/// reload reports when it keeps the previous configuration).
+pub fn errors_text(errors: &[ConfError]) -> String {
+    errors
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
     load_with(opts, None)
 }

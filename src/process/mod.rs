@@ -475,13 +475,7 @@ fn reload(
         Some(files) => crate::config::load_from_files(&inv.load, files?),
         None => crate::config::load(&inv.load),
     }
-    .map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
+    .map_err(|e| crate::config::errors_text(&e))?;
     let config = loaded.config;
     let refused = crate::config::refuse_not_implemented(&config);
     if !refused.is_empty() {

@@ -233,13 +233,7 @@ type Reloaded = (Allowed, Vec<(PathBuf, String)>, Option<PathBuf>);
 /// Loads the configuration as root, for a reload. Refuses a change of
 /// `user` (the serving process cannot become someone else).
 fn reload(load: &LoadOptions, id: &Identity) -> Result<Reloaded, String> {
-    let loaded = crate::config::load(load).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
+    let loaded = crate::config::load(load).map_err(|e| crate::config::errors_text(&e))?;
     let config = loaded.config;
     let (next, _) = identity::resolve(&config.main)?;
     if next.as_ref() != Some(id) {
