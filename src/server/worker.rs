@@ -121,12 +121,8 @@ pub fn spawn(
             init();
             let _ = crate::sys::signal::block_all_in_thread();
             worker_metrics::install(site.shared.worker_metrics(id));
-            // Each loop turn, from the reactor's return to the next park,
-            // is timed into `nowait_loop_turn_seconds` (metrics::worker).
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_unpark(worker_metrics::turn_begins)
-                .on_thread_park(worker_metrics::turn_ends)
                 .build()
             {
                 Ok(rt) => rt,
@@ -140,12 +136,14 @@ pub fn spawn(
                 }
             };
             let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, async {
+            // Each poll of the worker's main future is one loop turn, timed
+            // into `nowait_loop_turn_seconds` (metrics::worker::Turns).
+            rt.block_on(worker_metrics::Turns::new(local.run_until(async {
                 run(site, sockets, control, accept_mutex, flag).await;
                 // Closed while the reactor still runs.
                 super::park::close_all();
                 crate::upstream::idle::close_all();
-            });
+            })));
         })?;
     Ok(Worker { thread, handed })
 }
