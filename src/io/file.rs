@@ -738,7 +738,7 @@ fn all_present(file: &OpenFile, off: u64, len: u64) -> Option<bool> {
     if len == 0 {
         return Some(true);
     }
-    if !SUPPORT.cachestat.load(Ordering::Relaxed) {
+    if !SUPPORT.cachestat.load(Ordering::Relaxed) || !may_cachestat(&file.meta) {
         return None;
     }
     let page = sysfile::page_size();
@@ -753,6 +753,27 @@ fn all_present(file: &OpenFile, off: u64, len: u64) -> Option<bool> {
             None
         }
     }
+}
+
+/// Whether `cachestat()` can answer for a file like `meta` opened for
+/// reading: the kernel answers its owner, a capable user, or one that may
+/// write it, and refuses everyone else with `EPERM` — the usual case of
+/// files owned by a deployer and served as `nobody`, where asking would
+/// cost a failed system call per body step. Group write permission is not
+/// resolved against this process's groups: such a file is asked.
+fn may_cachestat(meta: &FileMeta) -> bool {
+    thread_local! {
+        /// This thread's effective user: set once the privileges are
+        /// dropped, which happens before any worker thread starts.
+        static EUID: u32 = crate::sys::process::geteuid();
+    }
+    cachestat_answers(EUID.with(|e| *e), meta)
+}
+
+/// The kernel's rule for `cachestat()` on a read-only descriptor
+/// (`can_do_cachestat`), as far as mode bits tell it.
+fn cachestat_answers(euid: u32, meta: &FileMeta) -> bool {
+    euid == 0 || meta.uid == euid || meta.mode & 0o022 != 0
 }
 
 /// Whether the loop may try `len` body bytes at `off` of `file` without
@@ -775,4 +796,36 @@ fn body_may_try(file: &OpenFile, off: u64, len: usize) -> bool {
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod cachestat_rule_tests {
+    use super::*;
+    use crate::sys::file::FileKind;
+
+    fn meta(uid: u32, mode: u32) -> FileMeta {
+        FileMeta {
+            size: 1,
+            mtime_sec: 0,
+            mtime_nsec: 0,
+            kind: FileKind::Regular,
+            ino: 1,
+            dev: 1,
+            mode: libc::S_IFREG | mode,
+            uid,
+        }
+    }
+
+    #[test]
+    fn cachestat_is_asked_only_where_the_kernel_answers() {
+        // A deployer's file served as another user: refused, not asked.
+        assert!(!cachestat_answers(65534, &meta(1000, 0o644)));
+        assert!(cachestat_answers(1000, &meta(1000, 0o444)), "the owner");
+        assert!(cachestat_answers(0, &meta(1000, 0o444)), "root is capable");
+        assert!(
+            cachestat_answers(65534, &meta(1000, 0o666)),
+            "others may write"
+        );
+        assert!(cachestat_answers(65534, &meta(1000, 0o664)), "group: asked");
+    }
 }
