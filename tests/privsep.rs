@@ -228,3 +228,27 @@ fn a_reload_warns_of_a_root_outside_the_start_up_confinement() {
         s.stderr()
     );
 }
+
+#[test]
+fn paths_only_root_can_reach_do_not_stop_the_start() {
+    // nginx starts when its workers' user cannot reach a temp path or a
+    // root (a prefix made by `mktemp -d` is 0700 root) and answers 403 for
+    // what they cannot open; so does nowait, whose confinement leaves out
+    // what the serving process could not reach anyway.
+    assert_root();
+    let f = Fixture::build();
+    let closed = common::tmp::TempDir::new("privsep-root-only");
+    std::fs::create_dir_all(closed.path().join("www")).unwrap();
+    std::fs::write(closed.path().join("www/secret.txt"), "secret\n").unwrap();
+    common::tmp::set_mode(closed.path(), 0o700);
+    let text = conf(
+        &f,
+        &format!(
+            "client_body_temp_path {dir}/body;\nlocation /secret.txt {{ root {dir}/www; }}",
+            dir = closed.path().display()
+        ),
+    );
+    let s = Server::nowait(&text);
+    assert_eq!(get(s.port(), "/index.html").status, 200);
+    assert_eq!(get(s.port(), "/secret.txt").status, 403);
+}

@@ -170,14 +170,21 @@ pub fn restrict_self(rules: &[(std::path::PathBuf, Access)]) -> Result<Option<u3
     Ok(Some(abi))
 }
 
-/// `open(path, O_PATH)`; `None` when it does not exist.
+/// `open(path, O_PATH)`; `None` when it does not exist or this process
+/// may not reach it (`EACCES`: a folder only root may search, as a prefix
+/// made by `mktemp -d`). Such a path needs no rule: without one it stays as
+/// unreachable as it already is, and requests for it fail as nginx's do
+/// when its workers' user cannot reach a path (403, or 500 for a temp file).
 fn open_path(path: &Path) -> Result<Option<OwnedFd>, SysError> {
     let c = c_path(path).on_path("open", path)?;
     // SAFETY: `c` is NUL-terminated and outlives the call.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
     if fd < 0 {
         let e = io::Error::last_os_error();
-        if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) {
+        if matches!(
+            e.raw_os_error(),
+            Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES)
+        ) {
             return Ok(None);
         }
         return Err(SysError::with_path("open", path, e));
