@@ -12,6 +12,7 @@ PORT=${PORT:-28371}
 NOWAIT_BIN=${NOWAIT_BIN:-target/release/nowait}
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 dir=$(mktemp -d)
+chmod 755 "$dir" # the workers run as nobody when started as root
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/www" "$dir/logs"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$dir/www/1k.txt"
