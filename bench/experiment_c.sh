@@ -61,8 +61,8 @@ run() { # server mode path
 echo "| mode | path | server | req/s | latency avg ± stdev |"
 echo "|---|---|---|---|---|"
 for round in $(seq "$ROUNDS"); do
-    for mode in on off reuseport; do
-        for path in /ok /1k.txt; do
+    for mode in ${MODES:-on off reuseport}; do
+        for path in ${PATHS:-/ok /1k.txt}; do
             if [ $((round % 2)) = 1 ]; then order="nowait nginx"; else order="nginx nowait"; fi
             for server in $order; do run "$server" "$mode" "$path"; done
         done

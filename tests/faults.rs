@@ -116,12 +116,27 @@ fn a_full_disk_under_the_access_log_loses_counted_lines_and_serving_goes_on() {
     );
     assert!(s.metric(&written) < 200);
     assert!(std::fs::metadata(&log).unwrap().len() <= 64 * 1024);
+    // And said in the error log as nginx says it, once a minute at most.
+    let alert = format!(
+        "write() to \"{}\" failed (28: No space left on device)",
+        log.display()
+    );
+    let error_log = dir.path().join("error.log");
+    assert!(
+        wait::until(SETTLE, || wait::read_text(&error_log).contains(&alert)),
+        "no alert; error log:\n{}",
+        wait::read_text(&error_log)
+    );
+    let alerts = || wait::read_text(&error_log).matches(&alert).count();
+    assert_eq!(alerts(), 1, "{}", wait::read_text(&error_log));
+    assert!(wait::read_text(&error_log).contains("[alert]"));
     // Serving goes on, and so does logging once there is room again.
     std::fs::write(&log, b"").unwrap();
     let before = s.metric(&written);
     assert_eq!(get(s.port, "/after").status, 204);
     assert!(wait::until(SETTLE, || s.metric(&written) > before));
     assert!(wait::until(SETTLE, || wait::read_text(&log).contains("/after")));
+    assert_eq!(alerts(), 1, "one alert a minute, as nginx");
 }
 
 /// Device-mapper names are global: one per test process.

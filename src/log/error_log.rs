@@ -63,6 +63,11 @@ impl ErrorLog {
         self.sinks.push(Sink { writer, threshold });
     }
 
+    /// The destinations' writers.
+    pub fn writers(&self) -> impl Iterator<Item = &Arc<LogWriter>> {
+        self.sinks.iter().map(|s| &s.writer)
+    }
+
     /// Whether any destination takes `level`: check before building an
     /// expensive message (`debug`).
     pub fn enabled(&self, level: Level) -> bool {

@@ -37,4 +37,4 @@ pub use error_log::{
 };
 pub use files::LogFiles;
 pub use level::Level;
-pub use writer::{Batching, Destination, LogWriter, WriterStats};
+pub use writer::{Batching, Destination, LogWriter, WriteAlert, WriterStats};

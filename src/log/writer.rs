@@ -115,6 +115,15 @@ impl Default for Batching {
     }
 }
 
+/// Told of a failed `write()` to a destination (at most once per
+/// [`ALERT_INTERVAL`]): the destination's path and the error.
+pub type WriteAlert = Arc<dyn Fn(&Path, &io::Error) + Send + Sync>;
+
+/// The shortest time between two alerts of one destination's failed writes:
+/// nginx's `ngx_http_log_write` logs one per log per minute
+/// (`now - log->error_log_time > 59`).
+pub const ALERT_INTERVAL: Duration = Duration::from_secs(60);
+
 /// State shared with the writer thread.
 struct Shared {
     /// Where lines go; also the path reopened on `SIGUSR1`.
@@ -137,6 +146,9 @@ struct Shared {
     dropped: AtomicU64,
     /// Failed writes.
     write_errors: AtomicU64,
+    /// Who is told of a failed write (the error log of the configuration
+    /// that opened or kept this access log), if anyone.
+    alert: Mutex<Option<WriteAlert>>,
 }
 
 impl Shared {
@@ -233,6 +245,7 @@ impl LogWriter {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
+            alert: Mutex::new(None),
         });
         let n = NEXT_WRITER.fetch_add(1, Ordering::Relaxed);
         let for_thread = Arc::clone(&shared);
@@ -244,6 +257,13 @@ impl LogWriter {
             shared,
             thread: Mutex::new(Some(handle)),
         })
+    }
+
+    /// Tells `alert` of this destination's failed writes from now on (the
+    /// writer thread calls it, at most once per [`ALERT_INTERVAL`]);
+    /// `None` stops telling anyone.
+    pub fn set_write_alert(&self, alert: Option<WriteAlert>) {
+        *self.shared.alert.lock().unwrap_or_else(|e| e.into_inner()) = alert;
     }
 
     /// Where this writer writes.
@@ -443,6 +463,7 @@ fn run(shared: &Shared, mut sink: Sink) {
     // Signals belong to the signal thread.
     let _ = crate::sys::signal::block_all_in_thread();
     let mut batch = Vec::new();
+    let mut last_alert: Option<Instant> = None;
     let mut st = shared.lock();
     loop {
         while st.buf.is_empty() && st.reopen_asked == st.reopen_done && !st.closing {
@@ -495,8 +516,19 @@ fn run(shared: &Shared, mut sink: Sink) {
                 Ok(()) => {
                     shared.written.fetch_add(lines, Ordering::Relaxed);
                 }
-                Err(_) => {
+                Err(e) => {
                     shared.write_errors.fetch_add(1, Ordering::Relaxed);
+                    if last_alert.is_none_or(|t| t.elapsed() >= ALERT_INTERVAL) {
+                        let alert = shared
+                            .alert
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone();
+                        if let (Some(alert), Destination::File(path)) = (alert, &shared.dest) {
+                            alert(path, &e);
+                            last_alert = Some(Instant::now());
+                        }
+                    }
                 }
             }
             batch.clear();

@@ -131,6 +131,14 @@ impl Site {
                 return Err(e);
             }
         }
+        // A failed write to an access log is an `[alert]` in the error log,
+        // as nginx's `write() to "…" failed (28: No space left on device)`;
+        // not for a file that is also an error log (the alert would go to
+        // the file that fails, and the writer would hold itself).
+        for w in access_logs.values() {
+            let is_error_log = error_log.writers().any(|e| Arc::ptr_eq(e, w));
+            w.set_write_alert((!is_error_log).then(|| write_alert(&error_log)));
+        }
         let dynamic_logs = if dynamic {
             Some(DynamicLogs::start().map_err(|e| SysError::new("pthread_create", e))?)
         } else {
@@ -267,4 +275,24 @@ impl Site {
     pub fn access_writer(&self, t: &LogTarget) -> Option<&Arc<LogWriter>> {
         self.access_logs.get(&destination(t))
     }
+}
+
+/// Logs a failed access-log write as nginx does, to `log`:
+/// `[alert] … write() to "FILE" failed (28: No space left on device)`.
+fn write_alert(log: &ErrorLog) -> crate::log::WriteAlert {
+    let log = log.clone();
+    Arc::new(move |path: &std::path::Path, e: &std::io::Error| {
+        log.log(
+            crate::log::Level::Alert,
+            None,
+            format_args!(
+                "write() to \"{}\" failed ({})",
+                path.display(),
+                match e.raw_os_error() {
+                    Some(n) => format!("{n}: {}", crate::sys::error::strerror(n)),
+                    None => e.to_string(),
+                }
+            ),
+        );
+    })
 }
