@@ -24,6 +24,7 @@ pub mod lexer;
 pub mod map;
 pub mod model;
 pub mod modules;
+pub mod names;
 pub mod proxy_model;
 pub mod regex;
 pub mod script;

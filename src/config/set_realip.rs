@@ -2,7 +2,7 @@
 //! `real_ip_recursive`, as `ngx_http_realip_module.c` reads them) and of
 //! the two small content handlers `stub_status` and `empty_gif`.
 
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::IpAddr;
 
 use super::access_model::{Cidr, CidrParse, RealIpFrom, RealIpHeader, parse_cidr};
 use super::build::{Builder, Scope, set_flag};
@@ -50,8 +50,7 @@ pub fn set_real_ip_from(
                 from.push(RealIpFrom::Cidr(c));
             }
             None => {
-                let addrs = (v, 0)
-                    .to_socket_addrs()
+                let addrs = super::names::lookup(v, 0)
                     .map_err(|_| format!("host not found in set_real_ip_from \"{v}\""))?;
                 for a in addrs {
                     let block = RealIpFrom::Cidr(host_block(a.ip()));

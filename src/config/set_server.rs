@@ -1,6 +1,6 @@
 //! Setters for `server` blocks: `listen`, `server_name`, `location`.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use super::build::{Builder, Scope};
 use super::model::{Listen, Location, LocationMatch, Server};
@@ -100,10 +100,9 @@ pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(each(ip, ports));
     }
-    (host, ports.0)
-        .to_socket_addrs()
+    super::names::lookup(host, ports.0)
         .ok()
-        .and_then(|mut it| it.find(|a| a.is_ipv4()))
+        .and_then(|addrs| addrs.into_iter().find(|a| a.is_ipv4()))
         .map(|a| each(a.ip(), ports))
         .ok_or_else(|| format!("host not found in \"{s}\" of the \"listen\" directive"))
 }

@@ -7,7 +7,7 @@
 //! `std::net::ToSocketAddrs`), which can block: this runs while loading the
 //! configuration on the main thread, never on a worker's event loop.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use super::model::UpstreamAddr;
@@ -179,9 +179,9 @@ fn parse_inet6(url: &str, opts: UrlOptions) -> Result<ParsedUrl, &'static str> {
 /// Resolves a host name to every IPv4 and IPv6 address it has, each with
 /// `port`, in the resolver's order (`ngx_inet_resolve_host`).
 pub fn resolve(host: &str, port: u16) -> Result<Vec<UpstreamAddr>, &'static str> {
-    let addrs: Vec<UpstreamAddr> = (host, port)
-        .to_socket_addrs()
+    let addrs: Vec<UpstreamAddr> = super::names::lookup(host, port)
         .map_err(|_| "host not found")?
+        .into_iter()
         .map(UpstreamAddr::Inet)
         .collect();
     if addrs.is_empty() {
