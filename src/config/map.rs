@@ -198,7 +198,12 @@ pub fn check_hash(
             "could not build {name}, you should increase {name}_bucket_size: {bucket_size}"
         ));
     }
-    // ngx_hash_init: the smallest table size whose buckets all fit.
+    if keys.is_empty() {
+        // Nothing to place: any size fits (nginx's search ends at once).
+        return Ok(None);
+    }
+    // ngx_hash_init: the smallest table size whose buckets all fit (every
+    // key fits a bucket, checked above, so `bucket >= 2 * ptr`).
     let bucket = bucket_size - ptr;
     let n = keys.len() as u64;
     let mut start = (n / (bucket / (2 * ptr))).max(1);
@@ -271,6 +276,9 @@ mod tests {
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         assert_eq!(check_hash(&refs, 2048, 64, "map_hash"), Ok(None));
         let warned = check_hash(&refs, 1, 64, "map_hash").unwrap().unwrap();
+        // Found by fuzzing: no key and a bucket smaller than a pointer
+        // underflowed the bucket's room.
+        assert_eq!(check_hash(&[], 2048, 1, "map_hash"), Ok(None));
         assert!(
             warned.starts_with("could not build optimal map_hash, you should increase either map_hash_max_size: 1 or"),
             "{warned}"
