@@ -4,6 +4,7 @@
 # -c100 over 127.0.0.1. Servers run one at a time, alternating per round.
 #   ROUNDS=3 DURATION=10s PIN=none|split  (split: server on CPU 0, wrk on CPU 1)
 #   NOWAIT_BIN=target/release/nowait NGINX_BIN=/usr/sbin/nginx PORT=28371
+#   MODES="on off reuseport" PATHS="/ok /1k.txt" (a subset of the table)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
