@@ -206,8 +206,13 @@ async fn run(
             Control::HandOver => {
                 crate::upstream::idle::hand_over(&site.shared.keepalive, std::time::Instant::now());
                 // Connections waiting for a request go to the next
-                // generation's workers.
-                super::park::hand_over();
+                // generation's workers — unless `worker_shutdown_timeout`
+                // is set: then, as nginx, they stay with this generation,
+                // which closes them when it quits (idle keep-alive ones at
+                // once, the others at the timeout).
+                if site.config.main.worker_shutdown_timeout.is_none() {
+                    super::park::hand_over();
+                }
                 handed.store(true, std::sync::atomic::Ordering::Release);
             }
             Control::Quit => break,
