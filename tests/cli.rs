@@ -363,7 +363,18 @@ fn signal_reload_sends_sighup_to_the_pid_in_the_pid_file() {
         "nowait.conf",
         &format!("pid {};\nevents {{}}\n", pid_file.display()),
     );
-    let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+    let mut sleep = Command::new("sleep");
+    sleep.arg("30");
+    // SAFETY: only an async-signal-safe call between fork and exec. A test
+    // run under `nohup` hands SIGHUP ignored to its children: give `sleep`
+    // the default action, so that the signal ends it.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut sleep, || {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = sleep.spawn().expect("sleep runs");
     std::fs::write(&pid_file, format!("{}\n", child.id())).unwrap();
     let r = nowait(&["-s", "reload", "-p", dir.path(), "-c", &conf]);
     if r.code != Some(0) {
