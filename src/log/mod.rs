@@ -14,6 +14,8 @@
 //! - [`dynamic`]: [`DynamicLogs`], the thread that writes access logs whose
 //!   file name has variables, opening each file (or keeping it open under
 //!   `open_log_file_cache`) off the loops.
+//! - [`context`]: the request context that ends an error-log line, built
+//!   cheaply (the proxy builds one per upstream attempt).
 //! - [`clock`]: per-thread timestamps cached per second (`localtime_r` takes a
 //!   process-wide lock in glibc).
 //!
@@ -25,6 +27,7 @@
 //! the signal thread and the exit path.
 
 pub mod clock;
+pub mod context;
 pub mod dynamic;
 pub mod error_log;
 pub mod files;

@@ -379,34 +379,70 @@ impl<'a> Req<'a> {
 
     /// The request line as sent (`$request`).
     pub fn request_line(&self) -> String {
+        let mut c =
+            crate::log::context::Context::with_capacity(self.head.uri.request_uri.len() + 20);
+        self.push_request_line(&mut c);
+        c.finish()
+    }
+
+    /// Appends the request line (see [`Req::request_line`]) to `c`.
+    fn push_request_line(&self, c: &mut crate::log::context::Context) {
         let version = match self.head.version {
             Version::Http09 => "",
             Version::Http10 => " HTTP/1.0",
             Version::Http11 => " HTTP/1.1",
         };
-        format!(
-            "{} {}{}",
-            self.head.method.as_str(),
-            String::from_utf8_lossy(&self.head.uri.request_uri),
-            version
-        )
+        c.str(self.head.method.as_str())
+            .str(" ")
+            .bytes(&self.head.uri.request_uri)
+            .str(version);
     }
 
     /// The error log's context suffix: `, client: …, server: …, request: "…", host: "…"`.
     pub fn log_context(&self) -> String {
-        let mut s = format!(
-            ", client: {}, server: {}, request: \"{}\"",
-            self.peer.ip(),
-            self.server.name(),
-            self.request_line()
-        );
+        self.context_with(self.server.name(), None)
+    }
+
+    /// The error log's context for a line about upstream `peer` and `uri`
+    /// (`…, upstream: "http://PEER/URI", host: "…"`), as the proxy module
+    /// writes it; its server is the first name as written.
+    pub fn upstream_context(&self, peer: &str, uri: &[u8]) -> String {
+        let server = self.server.names.first().map_or("", String::as_str);
+        self.context_with(server, Some((peer, uri)))
+    }
+
+    /// `log_context` and `upstream_context`: one allocation, no formatting
+    /// machinery (the proxy builds one per upstream attempt).
+    fn context_with(&self, server: &str, upstream: Option<(&str, &[u8])>) -> String {
+        let host = self.head.header("host");
+        let upstream_len = upstream.map_or(0, |(p, u)| p.len() + u.len() + 24);
+        let capacity = 64
+            + server.len()
+            + self.head.uri.request_uri.len()
+            + self.sub.as_ref().map_or(0, |_| self.uri.len() + 16)
+            + upstream_len
+            + host.map_or(0, |h| h.len() + 10);
+        let mut c = crate::log::context::Context::with_capacity(capacity);
+        c.str(", client: ")
+            .ip(self.peer.ip())
+            .str(", server: ")
+            .str(server)
+            .str(", request: \"");
+        self.push_request_line(&mut c);
+        c.str("\"");
         if self.sub.is_some() {
-            s.push_str(&format!(", subrequest: \"{}\"", self.uri));
+            c.str(", subrequest: \"").str(&self.uri).str("\"");
         }
-        if let Some(h) = self.head.header("host") {
-            s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
+        if let Some((peer, uri)) = upstream {
+            c.str(", upstream: \"http://")
+                .str(peer)
+                .bytes(uri)
+                .str("\"");
         }
-        s
+        if let Some(h) = host {
+            c.str(", host: \"").bytes(h).str("\"");
+        }
+        c.finish()
     }
 
     /// Moves the request into `location` (or the server's own settings).

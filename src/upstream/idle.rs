@@ -22,7 +22,11 @@
 //! thread's reactor (the lists are the thread's own), or wait.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+// Looked up twice per proxied request: a fast hash, not SipHash (the keys
+// come from the configuration, not from clients).
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

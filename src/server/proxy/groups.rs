@@ -7,7 +7,9 @@
 //! belongs to its cycle; the idle connections a group's `keepalive` keeps
 //! belong to the process (`server::shared`) and outlive the reload.
 
-use std::collections::HashMap;
+// Looked up on every proxied request: a fast hash, not SipHash (the keys
+// come from the configuration, not from clients).
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::config::model::{HttpConf, Upstream, UpstreamAddr, UpstreamBalance};

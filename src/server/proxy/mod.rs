@@ -153,23 +153,7 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
 /// The `, client: …, server: …, request: "…"[, subrequest: "…"],
 /// upstream: "…", host: "…"` suffix nginx logs.
 fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> String {
-    let mut s = format!(
-        ", client: {}, server: {}, request: \"{}\"",
-        r.peer.ip(),
-        r.server.names.first().map_or("", String::as_str),
-        r.request_line(),
-    );
-    if !r.is_main() {
-        s.push_str(&format!(", subrequest: \"{}\"", r.uri));
-    }
-    s.push_str(&format!(
-        ", upstream: \"http://{peer}{}\"",
-        String::from_utf8_lossy(uri)
-    ));
-    if let Some(h) = r.head.header("host") {
-        s.push_str(&format!(", host: \"{}\"", String::from_utf8_lossy(h)));
-    }
-    s
+    r.upstream_context(peer, uri)
 }
 
 /// Runs the proxy for `r`.

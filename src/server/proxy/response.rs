@@ -80,13 +80,13 @@ fn hidden(conf: &LocConf, name: &str) -> bool {
 /// asked.
 pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel) {
     let mut reply = Reply::new(Status(head.status), Body::Empty);
-    reply.status_line = Some(String::from_utf8_lossy(&head.status_line).into_owned());
+    reply.status_line = Some(owned_lossy(&head.status_line));
     reply.length_override = head.content_length.filter(|_| !head.chunked);
     reply.content = true;
     let mut accel = Accel::default();
     for (name, value) in head.headers.iter() {
-        let name = String::from_utf8_lossy(name);
-        let text = String::from_utf8_lossy(value).into_owned();
+        let name = borrowed_lossy(name);
+        let text = owned_lossy(value);
         if name.eq_ignore_ascii_case("X-Accel-Redirect") && !ignored(conf, "X-Accel-Redirect") {
             accel.redirect = Some(text.clone());
         } else if name.eq_ignore_ascii_case("X-Accel-Buffering")
@@ -142,6 +142,23 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
         }
     }
     (reply, accel)
+}
+
+/// `bytes` as text, each invalid UTF-8 sequence replaced by U+FFFD; valid
+/// text (nearly every header) skips `from_utf8_lossy`'s chunk walk.
+fn owned_lossy(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// [`owned_lossy`] without the copy when `bytes` are valid.
+fn borrowed_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// `proxy_redirect` applied to `value` from byte `prefix` on (0 for
