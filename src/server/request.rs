@@ -13,15 +13,15 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::inherit::LocConf;
-use crate::config::model::{Location, Server};
+use crate::config::model::{ListenAddr, Location, Server};
 use crate::http::request::{Method, RequestHead, Version};
 
+use super::client_addr::ClientAddr;
 use super::site::Site;
 
 /// The values configuration-defined variables have taken in a request
@@ -38,10 +38,10 @@ pub struct Req<'a> {
     pub uri: Cow<'a, str>,
     /// `$args` when a rewrite changed them; `None` keeps the head's.
     pub args: Option<Option<String>>,
-    /// The client's address.
-    pub peer: SocketAddr,
+    /// The client's address (`realip` may replace it).
+    pub peer: ClientAddr,
     /// Our address on this connection.
-    pub local: SocketAddr,
+    pub local: ListenAddr,
     /// The virtual server answering.
     pub server: &'a Server,
     /// The location the request is in (`None`: the server's own settings).
@@ -248,8 +248,8 @@ impl<'a> Req<'a> {
             head,
             uri: head.uri.path_lossy(),
             args: None,
-            peer: conn.peer,
-            local: conn.local,
+            peer: conn.peer.clone(),
+            local: conn.local.clone(),
             server,
             location: None,
             conf: &server.conf,
@@ -294,8 +294,8 @@ impl<'a> Req<'a> {
             head: self.head,
             uri: Cow::Owned(uri),
             args: Some(args),
-            peer: self.peer,
-            local: self.local,
+            peer: self.peer.clone(),
+            local: self.local.clone(),
             server: self.server,
             location: None,
             conf: &self.server.conf,
@@ -373,7 +373,7 @@ impl<'a> Req<'a> {
             .filter(|n| !n.is_empty() && !n.starts_with(['~', '*', '.']))
         {
             Some(n) => Cow::Borrowed(n),
-            None => Cow::Owned(self.local.ip().to_string()),
+            None => Cow::Owned(self.local.host_text()),
         }
     }
 
@@ -396,7 +396,7 @@ impl<'a> Req<'a> {
     pub fn log_context(&self) -> String {
         let mut s = format!(
             ", client: {}, server: {}, request: \"{}\"",
-            self.peer.ip(),
+            self.peer,
             self.server.name(),
             self.request_line()
         );

@@ -155,7 +155,7 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
 fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> String {
     let mut s = format!(
         ", client: {}, server: {}, request: \"{}\"",
-        r.peer.ip(),
+        r.peer,
         r.server.names.first().map_or("", String::as_str),
         r.request_line(),
     );
@@ -581,7 +581,7 @@ async fn exchange<'a>(
     loop {
         let now = Instant::now();
         let ctx = PickCtx {
-            client_ip: Some(r.peer.ip()),
+            client_ip: r.peer.ip(),
             hash_key: hash_key.as_deref(),
         };
         let peer = match group.peers.pick(&ctx, &mut tried, now) {
