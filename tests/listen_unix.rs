@@ -413,3 +413,94 @@ fn stub_status_and_nowait_status_answer_over_a_unix_socket() {
     assert_eq!(r.status, 200);
     assert!(body(&r).contains("nowait_connections"), "{}", body(&r));
 }
+
+#[test]
+fn files_with_sendfile_and_tcp_nopush_and_through_the_pool() {
+    let f = common::Fixture::build();
+    // sendfile, with tcp_nopush (TCP_CORK, not set on a unix socket), and
+    // aio threads (the pool writes to the connection's duplicate).
+    for extra in [
+        "sendfile on; tcp_nopush on; sendfile_max_chunk 64k;",
+        "sendfile off;",
+        "sendfile on; aio threads;",
+    ] {
+        let conf = Conf::http(&format!(
+            "server {{\n listen 127.0.0.1:{{port}};\n listen unix:{{prefix}}/u.sock;\n \
+             root {{root}};\n {extra}\n}}\n"
+        ))
+        .root(f.root())
+        .render();
+        let s = Server::nowait(&conf);
+        let r = get_unix(&sock(&s, "u.sock"), "/big.bin");
+        assert_eq!(r.status, 200, "{extra}");
+        assert!(
+            r.body == common::fixture::big_content(),
+            "{extra}: body differs"
+        );
+    }
+}
+
+#[test]
+fn every_way_of_accepting_takes_unix_connections() {
+    // accept_mutex off: each worker's EPOLLEXCLUSIVE instance; on: the
+    // socket in each worker's reactor; multi_accept takes several at once.
+    for events in [
+        "accept_mutex off;",
+        "accept_mutex on;",
+        "accept_mutex on; multi_accept on;",
+        "multi_accept on;",
+    ] {
+        let conf = Conf::http(
+            "server {\n listen 127.0.0.1:{port};\n listen unix:{prefix}/u.sock;\n \
+             location / { return 200 \"ok\"; }\n}\n",
+        )
+        .main("worker_processes 2;")
+        .events(&format!("worker_connections 64; {events}"))
+        .render();
+        let s = Server::nowait(&conf);
+        let path = sock(&s, "u.sock");
+        let mut open: Vec<Conn<std::os::unix::net::UnixStream>> =
+            (0..8).map(|_| Conn::open_unix(&path)).collect();
+        for c in &mut open {
+            c.send(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        }
+        for c in &mut open {
+            let r = c
+                .response()
+                .unwrap_or_else(|| panic!("{events}: no response"));
+            assert_eq!(body(&r), "ok", "{events}");
+        }
+    }
+}
+
+#[test]
+fn a_reload_keeps_the_socket_and_hands_waiting_unix_connections_over() {
+    let conf = |text: &str| {
+        Conf::http(&format!(
+            "server {{\n listen 127.0.0.1:{{port}};\n listen unix:{{prefix}}/u.sock;\n \
+             location / {{ return 200 \"{text}\"; }}\n}}\n"
+        ))
+        .render()
+    };
+    let s = Server::nowait(&conf("old"));
+    let path = sock(&s, "u.sock");
+    let mut kept = Conn::open_unix(&path);
+    kept.send(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(body(&kept.response().expect("a first response")), "old");
+    let inode = std::fs::metadata(&path).expect("the socket file").ino();
+    s.write_conf(&conf("new"));
+    s.signal("HUP");
+    assert!(
+        wait::until(SIGNAL_EFFECT, || body(&get_unix(&path, "/")) == "new"),
+        "{}",
+        s.stderr()
+    );
+    // The same socket (no rebind), and the waiting connection was kept and
+    // is served by the new configuration.
+    assert_eq!(
+        std::fs::metadata(&path).expect("the socket file").ino(),
+        inode
+    );
+    kept.send(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(body(&kept.response().expect("a second response")), "new");
+}

@@ -27,7 +27,7 @@ use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners, Note};
 use crate::server::shared::Shared;
 use crate::server::site::Site;
-use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSockets};
+use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSocket, WorkerSockets};
 use crate::sys::signal::{Signal, block_control_signals};
 
 /// How often the main thread looks for finished old generations.
@@ -184,11 +184,13 @@ fn start_generation(
         );
     }
     let (control, rx) = watch::channel(Control::Run);
-    let mutex = site
-        .config
-        .events
-        .accept_mutex
-        .then(|| Arc::new(AcceptMutex::default()));
+    // `accept_mutex on`: a mutex per shared socket, for every worker.
+    let mutexes: std::collections::HashMap<_, _> = listeners
+        .by_addr
+        .iter()
+        .filter(|(_, a)| site.config.events.accept_mutex && !a.listen.reuseport)
+        .map(|(addr, _)| (addr.clone(), Arc::new(AcceptMutex::default())))
+        .collect();
     let mut started = Vec::new();
     for i in 0..workers {
         let sockets = listeners
@@ -200,12 +202,14 @@ fn start_generation(
                 )
             })?
             .into_iter()
-            .map(|(addr, sock)| {
-                let shared = !listeners
+            .map(|(addr, socket)| WorkerSocket {
+                shared: !listeners
                     .by_addr
                     .get(&addr)
-                    .is_some_and(|a| a.listen.reuseport);
-                (addr, sock, shared)
+                    .is_some_and(|a| a.listen.reuseport),
+                mutex: mutexes.get(&addr).cloned(),
+                addr,
+                socket,
             })
             .collect();
         let w = worker::spawn(
@@ -214,7 +218,6 @@ fn start_generation(
             site.clone(),
             WorkerSockets { sockets },
             rx.clone(),
-            mutex.clone(),
             init.clone(),
         )
         .map_err(|e| {

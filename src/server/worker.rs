@@ -73,8 +73,11 @@ pub fn loop_turn() {
 /// Connection serial numbers, shared by every worker (`$connection`).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
-/// `accept_mutex on`: one worker at a time holds the right to accept on the
-/// shared sockets, as in nginx.
+/// `accept_mutex on`: one worker at a time holds the right to accept on a
+/// shared socket, as in nginx. nginx has one mutex, whose holder accepts on
+/// every socket; here each socket is accepted on by a task of its own, so
+/// each shared socket has its own mutex: with one for all, the holder
+/// waiting on one socket kept every other socket's connections waiting.
 #[derive(Debug, Default)]
 pub struct AcceptMutex(AtomicBool);
 
@@ -90,11 +93,24 @@ impl AcceptMutex {
     }
 }
 
-/// One worker's sockets: each with the address it was bound to and whether
-/// it is shared with other workers.
+/// One of a worker's listening sockets.
+pub struct WorkerSocket {
+    /// The address it was bound to.
+    pub addr: ListenAddr,
+    /// The socket (the worker's duplicate).
+    pub socket: Socket,
+    /// Whether other workers accept on it too (no `reuseport`).
+    pub shared: bool,
+    /// Its accept mutex, shared with the other workers: a shared socket's
+    /// under `accept_mutex on`; without it, a shared socket is taken with
+    /// `EPOLLEXCLUSIVE`.
+    pub mutex: Option<Arc<AcceptMutex>>,
+}
+
+/// One worker's sockets.
 pub struct WorkerSockets {
-    /// (bound address, listening socket, shared with other workers).
-    pub sockets: Vec<(ListenAddr, Socket, bool)>,
+    /// Every address the worker accepts on.
+    pub sockets: Vec<WorkerSocket>,
 }
 
 /// A started worker.
@@ -113,7 +129,6 @@ pub fn spawn(
     site: Arc<Site>,
     sockets: WorkerSockets,
     control: watch::Receiver<Control>,
-    accept_mutex: Option<Arc<AcceptMutex>>,
     init: Arc<dyn Fn() + Send + Sync>,
 ) -> std::io::Result<Worker> {
     let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -142,7 +157,7 @@ pub fn spawn(
             // Each poll of the worker's main future is one loop turn, timed
             // into `nowait_loop_turn_seconds` (metrics::worker::Turns).
             rt.block_on(worker_metrics::Turns::new(local.run_until(async {
-                run(site, sockets, control, accept_mutex, flag).await;
+                run(site, sockets, control, flag).await;
                 // Closed while the reactor still runs.
                 super::park::close_all();
                 crate::upstream::idle::close_all();
@@ -156,7 +171,6 @@ async fn run(
     site: Arc<Site>,
     sockets: WorkerSockets,
     control: watch::Receiver<Control>,
-    accept_mutex: Option<Arc<AcceptMutex>>,
     handed: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let active = Rc::new(Cell::new(0usize));
@@ -171,11 +185,17 @@ async fn run(
     // worker ends.
     let _park = tokio::task::spawn_local(super::park::drive(site.clone(), opener));
     let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
-    for (addr, sock, shared) in sockets.sockets {
+    for s in sockets.sockets {
+        let WorkerSocket {
+            addr,
+            socket,
+            shared,
+            mutex,
+        } = s;
         // A shared socket without the accept mutex wakes one worker per
         // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
-        let exclusive = shared && accept_mutex.is_none();
-        let listener = match Acceptor::new(sock, addr.unix_path().is_some(), exclusive) {
+        let exclusive = shared && mutex.is_none();
+        let listener = match Acceptor::new(socket, addr.unix_path().is_some(), exclusive) {
             Ok(l) => l,
             Err(e) => {
                 site.error_log.log(
@@ -186,7 +206,6 @@ async fn run(
                 continue;
             }
         };
-        let mutex = if shared { accept_mutex.clone() } else { None };
         acceptors.push(tokio::task::spawn_local(accept_loop(
             site.clone(),
             addr,
