@@ -301,3 +301,109 @@ impl Listeners {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::source::{Loc, Origin};
+
+    fn listen(addr: &str) -> Listen {
+        let addr = ListenAddr::parse_text(addr).expect("an address");
+        Listen::new(
+            addr,
+            Loc {
+                origin: Origin::Embedded,
+                line: 1,
+            },
+        )
+    }
+
+    /// A fresh folder for socket files, removed at the end.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let p =
+                std::env::temp_dir().join(format!("nowait-listen-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).expect("a temp folder");
+            Dir(p)
+        }
+
+        fn sock(&self, name: &str) -> String {
+            format!("unix:{}", self.0.join(name).display())
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_unix_socket_is_never_served_by_a_wildcard() {
+        let got = wanted(
+            [
+                "0.0.0.0:80",
+                "127.0.0.1:80",
+                "unix:/run/a.sock",
+                "unix:/run/a.sock",
+            ]
+            .into_iter()
+            .map(listen),
+        );
+        let addrs: Vec<String> = got.iter().map(|l| l.addr.to_string()).collect();
+        assert_eq!(addrs, ["0.0.0.0:80", "unix:/run/a.sock"]);
+    }
+
+    #[test]
+    fn a_unix_socket_file_is_made_0666_and_removed_by_a_reload_or_the_exit() {
+        let dir = Dir::new("files");
+        let (a, b) = (dir.sock("a.sock"), dir.sock("b.sock"));
+        let mut l = Listeners::default();
+        l.update(&[listen(&a), listen(&b)], 2).expect("bound");
+        assert!(l.take_notes().is_empty());
+        let path_a = dir.0.join("a.sock");
+        let meta = std::fs::symlink_metadata(&path_a).expect("a.sock");
+        assert!(meta.file_type().is_socket());
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o666);
+        // Connectable: it listens.
+        drop(std::os::unix::net::UnixStream::connect(&path_a).expect("connect"));
+        // A reload without a.sock closes it and removes its file.
+        l.update(&[listen(&b)], 2).expect("kept");
+        assert!(!path_a.exists());
+        let notes = l.take_notes();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0].level, Level::Warn);
+        assert_eq!(
+            notes[0].text,
+            format!("deleting socket {}", path_a.display())
+        );
+        // The exit removes the rest.
+        assert!(l.close().is_empty());
+        assert!(!dir.0.join("b.sock").exists());
+    }
+
+    #[test]
+    fn an_existing_file_is_eaddrinuse_and_stays() {
+        let dir = Dir::new("inuse");
+        let path = dir.0.join("x.sock");
+        std::fs::write(&path, b"not ours").expect("a file");
+        let mut l = Listeners::default();
+        let e = l.update(&[listen(&dir.sock("x.sock"))], 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "bind() to unix:{} failed (98: Address already in use)",
+                path.display()
+            )
+        );
+        assert_eq!(std::fs::read(&path).expect("kept"), b"not ours");
+        assert!(l.close().is_empty());
+        assert!(path.exists());
+    }
+}
