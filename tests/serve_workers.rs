@@ -115,6 +115,29 @@ fn accept_mutex_on_still_serves() {
     }
 }
 
+/// Regression: with one accept mutex for every shared socket, the worker
+/// holding it waited on one address while connections to the other waited
+/// for nobody (each address is accepted on by a task of its own).
+#[test]
+fn accept_mutex_on_serves_every_address() {
+    let other = common::server::free_port();
+    let conf = Conf::http(&format!(
+        "server {{ listen 127.0.0.1:{{port}}; listen 127.0.0.1:{other}; return 200 \"ok\"; }}"
+    ))
+    .main("worker_processes 2;")
+    .events("worker_connections 64;\naccept_mutex on;")
+    .render();
+    let s = Server::tested(&conf);
+    for _ in 0..4 {
+        for port in [s.port(), other] {
+            let mut c = Conn::open(port);
+            c.send(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let r = c.response_within("GET", Duration::from_secs(2));
+            assert_eq!(r.map(|r| r.status), Some(200), "port {port}");
+        }
+    }
+}
+
 #[test]
 fn worker_rlimit_nofile_sets_the_descriptor_limit() {
     let conf = Conf::server("location / { return 204; }")

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-use tokio::net::TcpStream;
+use crate::io::client_stream::ClientStream;
 
 /// Why an upgraded connection ended other than by a close.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub trait Upgrade {
     /// the response's body: `$body_bytes_sent`).
     fn run<'a>(
         self: Box<Self>,
-        client: &'a TcpStream,
+        client: &'a ClientStream,
         client_leftover: Vec<u8>,
         sent: &'a std::cell::Cell<u64>,
     ) -> Pin<Box<dyn Future<Output = Result<(), UpgradeError>> + 'a>>;

@@ -11,6 +11,7 @@ use super::build::Builder;
 use super::finish_cache;
 use super::finish_proxy::{self, MergeChecks};
 use super::inherit::{LocConf, SrvConf};
+use super::listen_addr::ListenAddr;
 use super::model::{
     AccessLogs, AccessTarget, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget,
     MainConf, Root, ThreadPoolConf, VarDef,
@@ -176,7 +177,7 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
             s.listens.push(Listen::new(
-                SocketAddr::from(([0, 0, 0, 0], default_port)),
+                SocketAddr::from(([0, 0, 0, 0], default_port)).into(),
                 s.loc.clone().unwrap_or(super::source::Loc {
                     origin: super::source::Origin::Embedded,
                     line: 0,
@@ -242,18 +243,18 @@ fn choose_handler(b: &mut Builder, l: &mut Location) {
 }
 
 fn check_listens(b: &mut Builder, h: &HttpConf) {
-    let mut options: HashMap<SocketAddr, bool> = HashMap::new();
-    let mut defaults: HashSet<SocketAddr> = HashSet::new();
+    let mut options: HashMap<&ListenAddr, bool> = HashMap::new();
+    let mut defaults: HashSet<&ListenAddr> = HashSet::new();
     for s in &h.servers {
         for l in &s.listens {
-            let had_options = options.entry(l.addr).or_insert(false);
+            let had_options = options.entry(&l.addr).or_insert(false);
             if l.has_options() {
                 if *had_options {
                     b.error(format!("duplicate listen options for {}", l.addr), &l.loc);
                 }
                 *had_options = true;
             }
-            if l.default_server && !defaults.insert(l.addr) {
+            if l.default_server && !defaults.insert(&l.addr) {
                 b.error(format!("a duplicate default server for {}", l.addr), &l.loc);
             }
         }

@@ -21,6 +21,7 @@ pub mod finish_cache;
 pub mod finish_proxy;
 pub mod inherit;
 pub mod lexer;
+pub mod listen_addr;
 pub mod map;
 pub mod model;
 pub mod modules;

@@ -5,7 +5,6 @@
 //! cross-reference (thread pools, log formats, variables) resolved.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,6 +14,7 @@ use super::template::Template;
 
 pub use super::cache_model::{CachePath, ProxyStore};
 pub use super::core_model::{TryFallback, TryFile, TryFiles};
+pub use super::listen_addr::ListenAddr;
 pub use super::map::Map;
 pub use super::script::{
     Condition, FileTest, If, Return, Rewrite, RewriteFlag, RewriteOp, SetTarget, SetVar,
@@ -270,8 +270,8 @@ impl Server {
 /// One `listen`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listen {
-    /// Address and port.
-    pub addr: SocketAddr,
+    /// Address and port, or a unix-domain socket's path.
+    pub addr: ListenAddr,
     /// `default_server`.
     pub default_server: bool,
     /// `reuseport`: one socket per worker.
@@ -295,7 +295,7 @@ pub const DEFAULT_BACKLOG: i32 = 511;
 
 impl Listen {
     /// A listen on `addr` with no options, written at `loc`.
-    pub fn new(addr: SocketAddr, loc: Loc) -> Listen {
+    pub fn new(addr: ListenAddr, loc: Loc) -> Listen {
         Listen {
             addr,
             default_server: false,

@@ -1,8 +1,11 @@
 //! Setters for `server` blocks: `listen`, `server_name`, `location`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
 
 use super::build::{Builder, Scope};
+use super::listen_addr::{ListenAddr, UNIX_PREFIX};
 use super::model::{Listen, Location, LocationMatch, Server};
 use super::syntax::Directive;
 use super::value;
@@ -40,15 +43,33 @@ const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &[
 ];
 
 /// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
-/// `[v6]:port`, or a host name resolved now, as nginx does at start-up. The
-/// port may be a range, `first-last` (nginx 1.27.3, backported by Debian to
-/// its 1.22.1): one address per port, in order.
-pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
-    if s.starts_with("unix:") {
-        return Err(format!(
-            "unix domain sockets in \"{s}\" of the \"listen\" directive are not implemented yet"
-        ));
+/// `[v6]:port`, `unix:/path`, or a host name resolved now, as nginx does at
+/// start-up. The port may be a range, `first-last` (nginx 1.27.3, backported
+/// by Debian to its 1.22.1): one address per port, in order.
+pub fn parse_listen_addr(s: &str) -> Result<Vec<ListenAddr>, String> {
+    if s.len() >= UNIX_PREFIX.len()
+        && s.as_bytes()[..UNIX_PREFIX.len()].eq_ignore_ascii_case(UNIX_PREFIX.as_bytes())
+    {
+        return parse_unix(s).map(|a| vec![a]);
     }
+    parse_inet(s).map(|v| v.into_iter().map(ListenAddr::Inet).collect())
+}
+
+/// `unix:/path` (nginx's `ngx_parse_unix_domain_url` without a URI part:
+/// the path is everything after the prefix, colons included).
+fn parse_unix(s: &str) -> Result<ListenAddr, String> {
+    let opts = super::url::UrlOptions {
+        default_port: 80,
+        uri_part: false,
+        resolve: false,
+    };
+    let parsed = super::url::parse_url(s, opts)
+        .map_err(|e| format!("{e} in \"{s}\" of the \"listen\" directive"))?;
+    Ok(ListenAddr::Unix(Arc::from(Path::new(&parsed.host))))
+}
+
+/// The inet forms of [`parse_listen_addr`].
+fn parse_inet(s: &str) -> Result<Vec<SocketAddr>, String> {
     let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
     let port_of = |p: &str| match value::number(p) {
         Some(n) if (1..=65535).contains(&n) => Ok(n as u16),
@@ -113,7 +134,7 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         unreachable!("the table allows listen in server only")
     };
     let addrs = parse_listen_addr(d.arg(0))?;
-    let Some(&first) = addrs.first() else {
+    let Some(first) = addrs.first().cloned() else {
         return Err(format!(
             "no address in \"{}\" of the \"listen\" directive",
             d.arg(0)
@@ -381,5 +402,81 @@ mod tests {
                 format!("invalid port in \"{s}\" of the \"listen\" directive")
             );
         }
+    }
+
+    fn errors(body: &str) -> Vec<String> {
+        let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
+        match crate::config::load_text(&text) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.message).collect(),
+        }
+    }
+
+    #[test]
+    fn unix_sockets_are_their_path() {
+        assert_eq!(addrs("unix:/tmp/x.sock").unwrap(), ["unix:/tmp/x.sock"]);
+        // The prefix in any case (`ngx_strncasecmp`); no URI part: colons
+        // belong to the path.
+        assert_eq!(addrs("UNIX:/tmp/a:b").unwrap(), ["unix:/tmp/a:b"]);
+        assert_eq!(
+            parse_listen_addr("unix:/tmp/x.sock").unwrap()[0].unix_path(),
+            Some(Path::new("/tmp/x.sock"))
+        );
+    }
+
+    #[test]
+    fn bad_unix_sockets_say_what_nginx_says() {
+        assert_eq!(
+            addrs("unix:").unwrap_err(),
+            "no path in the unix domain socket in \"unix:\" of the \"listen\" directive"
+        );
+        let long = format!("unix:/{}", "a".repeat(super::super::url::SUN_PATH_LEN));
+        assert_eq!(
+            addrs(&long).unwrap_err(),
+            format!(
+                "too long path in the unix domain socket in \"{long}\" of the \"listen\" directive"
+            )
+        );
+    }
+
+    #[test]
+    fn a_unix_listen_takes_the_socket_parameters() {
+        let text = "events {}\nhttp {\n server { listen unix:/tmp/u.sock default_server backlog=16 rcvbuf=64k sndbuf=32k; }\n}\n";
+        let c = crate::config::load_text(text)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .config;
+        let l = &c.http.unwrap().servers[0].listens[0];
+        assert_eq!(l.addr.to_string(), "unix:/tmp/u.sock");
+        assert!(l.default_server);
+        assert_eq!(
+            (l.backlog, l.rcvbuf, l.sndbuf),
+            (16, Some(65536), Some(32768))
+        );
+    }
+
+    #[test]
+    fn unix_listen_errors_are_nginx_s() {
+        assert_eq!(
+            errors("server { listen unix:/tmp/u.sock; listen unix:/tmp/u.sock; }"),
+            vec!["a duplicate listen unix:/tmp/u.sock"]
+        );
+        assert_eq!(
+            errors(
+                "server { listen unix:/tmp/u.sock default_server; }\n\
+                 server { listen unix:/tmp/u.sock default_server; }"
+            ),
+            vec!["a duplicate default server for unix:/tmp/u.sock"]
+        );
+        assert_eq!(
+            errors(
+                "server { listen unix:/tmp/u.sock backlog=8; }\n\
+                 server { listen unix:/tmp/u.sock backlog=9; }"
+            ),
+            vec!["duplicate listen options for unix:/tmp/u.sock"]
+        );
+        assert_eq!(
+            errors("server { listen unix:/tmp/u.sock proxy_protocol; }"),
+            vec!["the \"proxy_protocol\" parameter of \"listen\" is not implemented yet"]
+        );
     }
 }

@@ -17,11 +17,14 @@
 //!   across requests; every lookup it makes goes through [`file`].
 //! - [`ready`]: socket reads that keep the reactor's readiness exact, so
 //!   that a drained socket costs no `EAGAIN` read.
+//! - [`client_stream`]: a client's connection, TCP or unix-domain, as one
+//!   type.
 //!
 //! What this module must not do: block an event loop. Anything that may wait
 //! on a disk either runs in its non-blocking form on the loop (see
 //! [`crate::sys::file`]) or is handed to a [`Pool`].
 
+pub mod client_stream;
 pub mod closer;
 pub mod completion;
 pub mod dir;

@@ -24,10 +24,10 @@ use tokio::sync::watch;
 use crate::cli::{Invocation, say};
 use crate::config::model::{Config, WorkerProcesses};
 use crate::log::{Level, LogFiles};
-use crate::server::listen::{self, Listeners};
+use crate::server::listen::{self, Listeners, Note};
 use crate::server::shared::Shared;
 use crate::server::site::Site;
-use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSockets};
+use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSocket, WorkerSockets};
 use crate::sys::signal::{Signal, block_control_signals};
 
 /// How often the main thread looks for finished old generations.
@@ -93,6 +93,36 @@ fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
     listen::wanted(all)
 }
 
+/// The listening sockets of the running server. Dropped on a way out
+/// before the error log exists (a failed start-up), it closes them and
+/// removes unix-domain sockets' files, saying what failed on the
+/// terminal; the normal exit closes them itself ([`Bound::close`]), into
+/// the error log.
+struct Bound(Listeners);
+
+impl Bound {
+    /// Closes every socket (removing unix-domain sockets' files, as nginx's
+    /// master at exit) and logs what failed.
+    fn close(&mut self, log: &crate::log::ErrorLog) {
+        log_notes(log, std::mem::take(&mut self.0).close());
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        for n in std::mem::take(&mut self.0).close() {
+            say(&format!("[{}] {}", n.level.as_str(), n.text));
+        }
+    }
+}
+
+/// Writes what the listening sockets noted into the error log.
+fn log_notes(log: &crate::log::ErrorLog, notes: Vec<Note>) {
+    for n in notes {
+        log.log(n.level, None, format_args!("{}", n.text));
+    }
+}
+
 /// Opens (creating) every log file once, so that a bad path is reported on
 /// the terminal before the server forks away from it.
 fn check_logs(c: &Config) -> Result<(), String> {
@@ -154,11 +184,13 @@ fn start_generation(
         );
     }
     let (control, rx) = watch::channel(Control::Run);
-    let mutex = site
-        .config
-        .events
-        .accept_mutex
-        .then(|| Arc::new(AcceptMutex::default()));
+    // `accept_mutex on`: a mutex per shared socket, for every worker.
+    let mutexes: std::collections::HashMap<_, _> = listeners
+        .by_addr
+        .iter()
+        .filter(|(_, a)| site.config.events.accept_mutex && !a.listen.reuseport)
+        .map(|(addr, _)| (addr.clone(), Arc::new(AcceptMutex::default())))
+        .collect();
     let mut started = Vec::new();
     for i in 0..workers {
         let sockets = listeners
@@ -170,12 +202,14 @@ fn start_generation(
                 )
             })?
             .into_iter()
-            .map(|(addr, sock)| {
-                let shared = !listeners
+            .map(|(addr, socket)| WorkerSocket {
+                shared: !listeners
                     .by_addr
                     .get(&addr)
-                    .is_some_and(|a| a.listen.reuseport);
-                (addr, sock, shared)
+                    .is_some_and(|a| a.listen.reuseport),
+                mutex: mutexes.get(&addr).cloned(),
+                addr,
+                socket,
             })
             .collect();
         let w = worker::spawn(
@@ -184,7 +218,6 @@ fn start_generation(
             site.clone(),
             WorkerSockets { sockets },
             rx.clone(),
-            mutex.clone(),
             init.clone(),
         )
         .map_err(|e| {
@@ -229,8 +262,12 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         }
     };
     let workers = worker_count(&config);
-    let mut listeners = Listeners::default();
-    if let Err(e) = listeners.update(&wanted_listens(&config), workers) {
+    let mut listeners = Bound(Listeners::default());
+    let bound = listeners.0.update(&wanted_listens(&config), workers);
+    for n in listeners.0.take_notes() {
+        say(&format!("[{}] {}", n.level.as_str(), n.text));
+    }
+    if let Err(e) = bound {
         say(&format!("[emerg] {e}"));
         return 1;
     }
@@ -269,7 +306,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         if let Some(n) = config.main.worker_rlimit_nofile {
             let _ = crate::sys::process::set_nofile_limit(n);
         }
-        let mut listening = Some(&mut listeners);
+        let mut listening = Some(&mut listeners.0);
         if let Err(e) = privsep::start(&config, &inv.load, id, || {
             // The helper holds no listening socket: a port a reload
             // closes must be free again.
@@ -299,14 +336,14 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
         }
     };
     let mut generation_id = 1;
-    let mut current = match start_generation(site, &listeners, workers, generation_id, &init) {
+    let mut current = match start_generation(site, &listeners.0, workers, generation_id, &init) {
         Ok(g) => g,
         Err(e) => {
             say(&format!("[emerg] {e}"));
             return 1;
         }
     };
-    log_started(&current, &listeners, workers);
+    log_started(&current, &listeners.0, workers);
     let mut old: Vec<Generation> = Vec::new();
     loop {
         let sig = match signals.wait_timeout(REAP_INTERVAL) {
@@ -343,15 +380,17 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                     None,
                     format_args!("signal 1 (SIGHUP) received, reconfiguring"),
                 );
-                match reload(&inv, &mut listeners, &shared, generation_id + 1, &|| {
+                let next = reload(&inv, &mut listeners.0, &shared, generation_id + 1, &|| {
                     current.hand_over()
-                }) {
+                });
+                log_notes(&current.site.error_log, listeners.0.take_notes());
+                match next {
                     Ok(next) => {
                         generation_id += 1;
                         let prev = std::mem::replace(&mut current, next);
                         let _ = prev.control.send(Control::Quit);
                         old.push(prev);
-                        log_started(&current, &listeners, worker_count(&current.site.config));
+                        log_started(&current, &listeners.0, worker_count(&current.site.config));
                     }
                     Err(e) => {
                         let _ = current.control.send(Control::Run);
@@ -407,8 +446,8 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                 for g in old.iter().chain(std::iter::once(&current)) {
                     let _ = g.control.send(how);
                 }
-                drop(listeners);
                 let site = current.site.clone();
+                listeners.close(&site.error_log);
                 current.join();
                 for g in old {
                     g.join();

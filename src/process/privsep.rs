@@ -5,15 +5,21 @@
 //! becomes `user` for the whole process, with no capabilities left (the
 //! bounding set emptied too) and `PR_SET_NO_NEW_PRIVS`. Everything that
 //! still needs root afterwards is asked of the helper over a socket pair
-//! (`crate::sys::privsep`), which answers only three requests, each checked
+//! (`crate::sys::privsep`), which answers only these requests, each checked
 //! against the configuration it loaded itself:
 //!
 //! - open a log file for appending (`SIGUSR1`, reload): only a file an
 //!   `error_log` or `access_log` of the current or previous configuration
 //!   names;
 //! - bind a socket the serving process made and sent (a port below 1024
-//!   on reload): only an address a `listen` of the current or previous
-//!   configuration names;
+//!   on reload, a unix-domain socket's file in a folder only root may
+//!   write): only an address a `listen` of the current or previous
+//!   configuration names; a unix-domain socket's file is then made mode
+//!   0666, as nginx's master does;
+//! - remove a unix-domain listening socket's file (a reload dropped the
+//!   `listen`, or the server exits, as nginx's master removes it): only a
+//!   path a `listen unix:` of the current or previous configuration
+//!   names, and only while it is a socket;
 //! - load the configuration again (reload): the helper reads and checks the
 //!   configuration as root (the main file, its includes), creates the temp
 //!   and cache directories for `user`, makes the new configuration's files
@@ -29,17 +35,16 @@
 //! path or an address the configuration does not name.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::LoadOptions;
-use crate::config::model::{AccessLogs, AccessTarget, Config, LogTarget};
+use crate::config::model::{AccessLogs, AccessTarget, Config, ListenAddr, LogTarget};
 use crate::sys::privsep::{
-    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, OP_REMOVE_PID, Side, drop_process_privileges,
-    send_reply,
+    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, OP_REMOVE_PID, OP_REMOVE_SOCKET, Side,
+    drop_process_privileges, send_reply,
 };
 
 use super::identity::{self, Identity};
@@ -52,8 +57,8 @@ const LOG_FILE_MODE: u32 = 0o644;
 pub struct Allowed {
     /// Log files named by `error_log` and fixed `access_log` paths.
     pub logs: BTreeSet<PathBuf>,
-    /// Addresses named by `listen`.
-    pub listens: BTreeSet<SocketAddr>,
+    /// Addresses named by `listen` (unix-domain paths included).
+    pub listens: BTreeSet<ListenAddr>,
 }
 
 impl Allowed {
@@ -65,7 +70,7 @@ impl Allowed {
                 .http
                 .iter()
                 .flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter()))
-                .map(|l| l.addr)
+                .map(|l| l.addr.clone())
                 .collect(),
         }
     }
@@ -76,7 +81,7 @@ impl Allowed {
     fn union(&self, other: &Allowed) -> Allowed {
         Allowed {
             logs: self.logs.union(&other.logs).cloned().collect(),
-            listens: self.listens.union(&other.listens).copied().collect(),
+            listens: self.listens.union(&other.listens).cloned().collect(),
         }
     }
 }
@@ -160,9 +165,17 @@ fn serve(sock: OwnedFd, config: &Config, load: &LoadOptions, id: &Identity) -> i
                 }
             }
             OP_BIND => match bind(&allowed, arg, fd) {
-                Ok(()) => send_reply(&sock, 0, None, b""),
+                Ok(None) => send_reply(&sock, 0, None, b""),
+                Ok(Some(chmod)) => send_reply(&sock, 0, None, &wire::encode_errno(&chmod)),
                 Err(e) => send_reply(&sock, errno(&e), None, b""),
             },
+            OP_REMOVE_SOCKET => {
+                let path = Path::new(std::ffi::OsStr::from_bytes(arg));
+                match remove_socket(&allowed, path) {
+                    Ok(()) => send_reply(&sock, 0, None, b""),
+                    Err(e) => send_reply(&sock, errno(&e), None, b""),
+                }
+            }
             OP_RELOAD => match reload(load, id) {
                 Ok((next, files, pid)) => {
                     allowed = current.union(&next);
@@ -212,18 +225,39 @@ fn open_log(allowed: &Allowed, path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Binds the socket sent to the address asked, if a `listen` names it and
-/// the descriptor is a socket.
-fn bind(allowed: &Allowed, arg: &[u8], fd: Option<OwnedFd>) -> std::io::Result<()> {
+/// the descriptor is a socket. `Ok(Some(e))`: a unix-domain socket bound
+/// whose file's `chmod()` failed with `e`.
+fn bind(
+    allowed: &Allowed,
+    arg: &[u8],
+    fd: Option<OwnedFd>,
+) -> std::io::Result<Option<std::io::Error>> {
     let refused = || std::io::Error::from_raw_os_error(libc::EACCES);
-    let addr: SocketAddr = std::str::from_utf8(arg)
+    let addr = std::str::from_utf8(arg)
         .ok()
-        .and_then(|s| s.parse().ok())
+        .and_then(ListenAddr::parse_text)
         .ok_or_else(refused)?;
     if !allowed.listens.contains(&addr) {
         return Err(refused());
     }
     let fd = fd.ok_or_else(|| std::io::Error::from_raw_os_error(libc::EBADF))?;
-    wire::bind_raw(&fd, addr)
+    match addr {
+        ListenAddr::Inet(a) => wire::bind_raw(&fd, a).map(|()| None),
+        ListenAddr::Unix(p) => wire::bind_unix_raw(&fd, &p),
+    }
+}
+
+/// Removes the unix-domain socket file `path` if a `listen` names it and
+/// it is a socket (never a file that took its place).
+fn remove_socket(allowed: &Allowed, path: &Path) -> std::io::Result<()> {
+    if !allowed.listens.contains(&ListenAddr::Unix(path.into())) {
+        return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::symlink_metadata(path)?.file_type().is_socket() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOTSOCK));
+    }
+    std::fs::remove_file(path)
 }
 
 /// What the helper keeps of a configuration it loaded: what it allows,
@@ -257,7 +291,11 @@ mod tests {
     fn allowed() -> Allowed {
         Allowed {
             logs: [PathBuf::from("/tmp/nowait-privsep-test/a.log")].into(),
-            listens: ["127.0.0.1:80".parse().unwrap()].into(),
+            listens: [
+                ListenAddr::parse_text("127.0.0.1:80").unwrap(),
+                ListenAddr::parse_text("unix:/tmp/nowait-privsep-test/s.sock").unwrap(),
+            ]
+            .into(),
         }
     }
 
@@ -276,6 +314,35 @@ mod tests {
         // Named, but nothing to bind.
         let e = bind(&allowed(), b"127.0.0.1:80", None).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        // Unix-domain paths likewise.
+        let e = bind(&allowed(), b"unix:/etc/x.sock", None).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES));
+        let e = bind(&allowed(), b"unix:/tmp/nowait-privsep-test/s.sock", None).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+    }
+
+    #[test]
+    fn only_a_named_socket_file_is_removed() {
+        let e = remove_socket(&allowed(), Path::new("/etc/passwd")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES));
+        // Named, but a regular file took its place: kept.
+        let dir = std::env::temp_dir().join(format!("nowait-privsep-rm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.sock");
+        std::fs::write(&file, b"x").unwrap();
+        let named = Allowed {
+            logs: BTreeSet::new(),
+            listens: [ListenAddr::Unix(file.as_path().into())].into(),
+        };
+        let e = remove_socket(&named, &file).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTSOCK));
+        assert!(file.exists());
+        std::fs::remove_file(&file).unwrap();
+        let l = std::os::unix::net::UnixListener::bind(&file).unwrap();
+        remove_socket(&named, &file).unwrap();
+        assert!(!file.exists());
+        drop(l);
+        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]
@@ -286,6 +353,6 @@ mod tests {
         };
         let both = allowed().union(&next);
         assert_eq!(both.logs.len(), 2);
-        assert_eq!(both.listens.len(), 1);
+        assert_eq!(both.listens, allowed().listens);
     }
 }

@@ -4,7 +4,6 @@
 //! waits on a disk.
 
 use std::borrow::Cow;
-use std::net::SocketAddr;
 
 use crate::config::core_model::LogEscape;
 use crate::config::inherit::LocConf;
@@ -13,6 +12,7 @@ use crate::config::template::Part;
 use crate::config::vars::{Builtin, Var};
 use crate::log::dynamic::{CacheSpec, Job};
 
+use super::client_addr::ClientAddr;
 use super::request::{Req, Sent};
 use super::site::Site;
 use super::vars::Response;
@@ -140,7 +140,7 @@ pub async fn written(lines: Written) {
 
 /// The lines of a request rejected while its head was read: what is known
 /// is the client, the request line if it was complete, and what was sent.
-pub fn rejected(site: &Site, conf: &LocConf, peer: SocketAddr, head: &[u8], sent: &Sent) {
+pub fn rejected(site: &Site, conf: &LocConf, peer: &ClientAddr, head: &[u8], sent: &Sent) {
     let line = head.iter().position(|&b| b == b'\n').map(|end| {
         String::from_utf8_lossy(head[..end].strip_suffix(b"\r").unwrap_or(&head[..end]))
             .into_owned()
@@ -152,8 +152,12 @@ pub fn rejected(site: &Site, conf: &LocConf, peer: SocketAddr, head: &[u8], sent
         let text = match b {
             // nginx has an empty URI for a request line it could read.
             Builtin::Uri | Builtin::DocumentUri if line.is_some() => String::new(),
-            Builtin::RemoteAddr => peer.ip().to_string(),
-            Builtin::RemotePort => peer.port().to_string(),
+            Builtin::RemoteAddr => peer.to_string(),
+            // None for a unix-domain client.
+            Builtin::RemotePort => match peer.port() {
+                0 => String::new(),
+                port => port.to_string(),
+            },
             Builtin::Request => line.clone()?,
             Builtin::Status => format!("{:03}", sent.status),
             Builtin::BodyBytesSent => sent.body_bytes.to_string(),

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::net::TcpStream;
 
 use crate::config::inherit::{BodyInFile, LocConf};
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::request::RequestHead;
 use crate::http::response::CONTINUE;
 use crate::http::status::Status;
+use crate::io::client_stream::ClientStream;
 use crate::io::file::{FileError, FileLayer};
 use crate::io::temp::TempFile;
 
@@ -32,7 +32,7 @@ const READ_CHUNK: usize = 16 * 1024;
 /// The client connection, lent to the content handler.
 pub struct Client<'c> {
     /// The socket.
-    pub stream: &'c TcpStream,
+    pub stream: &'c ClientStream,
     /// Bytes read past the request head: the start of the body, perhaps the
     /// next request.
     pub buf: &'c mut Vec<u8>,
@@ -199,7 +199,7 @@ impl RequestBody {
 
 impl<'c> Client<'c> {
     /// The client of a connection whose head was just read.
-    pub fn new(stream: &'c TcpStream, buf: &'c mut Vec<u8>) -> Client<'c> {
+    pub fn new(stream: &'c ClientStream, buf: &'c mut Vec<u8>) -> Client<'c> {
         Client {
             stream,
             buf,
@@ -216,8 +216,7 @@ impl<'c> Client<'c> {
         if !self.buf.is_empty() {
             return false;
         }
-        let mut byte = [0u8; 1];
-        matches!(self.stream.peek(&mut byte).await, Ok(0) | Err(_))
+        matches!(self.stream.peek_byte().await, Ok(0) | Err(_))
     }
 
     /// Sends `100 Continue` if the client asked for it and nothing was sent
@@ -365,7 +364,7 @@ impl<'c> Client<'c> {
 /// failed (`c->error`), logs 400 and closes
 /// (`ngx_http_do_read_client_request_body`).
 async fn read_more(
-    stream: &TcpStream,
+    stream: &ClientStream,
     buf: &mut Vec<u8>,
     timeout: Duration,
 ) -> Result<(), BodyError> {

@@ -9,22 +9,22 @@
 //! between writes, `keepalive_requests` per connection.
 
 use std::cell::RefCell;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
-
 use crate::body::chunked;
 use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
+use crate::config::model::ListenAddr;
 use crate::http::date::DateCache;
 use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
+use crate::io::client_stream::ClientStream;
 use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::access_log;
 use super::client::{BodyProgress, Client};
+use super::client_addr::ClientAddr;
 use super::conn_buf::ConnBuf;
 use super::pace::Pace;
 use super::park::Waiting;
@@ -43,14 +43,15 @@ thread_local! {
 }
 
 /// Where a connection came from and where it arrived.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ConnInfo {
     /// The client.
-    pub peer: SocketAddr,
-    /// Our local address.
-    pub local: SocketAddr,
+    pub peer: ClientAddr,
+    /// Our local address (a unix-domain connection's is its listening
+    /// socket's path).
+    pub local: ListenAddr,
     /// The address of the listening socket that accepted it.
-    pub socket_addr: SocketAddr,
+    pub socket_addr: ListenAddr,
     /// Its serial number.
     pub conn_no: u64,
     /// When it was accepted (`$connection_time`).
@@ -76,10 +77,10 @@ enum Next {
 /// [`Waiting`], no buffer, no timer, no task. Serving a request is a boxed
 /// future of its own ([`serve_request`]), made when a head is read and
 /// freed when the reply is sent.
-pub async fn serve(stream: TcpStream, info: ConnInfo, site: Arc<Site>, open: Open) {
+pub async fn serve(stream: ClientStream, info: ConnInfo, site: Arc<Site>, open: Open) {
     // This connection in nginx's counters (`stub_status`), until it ends.
     let stats = crate::metrics::connections::Tracked::accepted();
-    let Some(default_server) = site.server(info.socket_addr, info.local, None) else {
+    let Some(default_server) = site.server(&info.socket_addr, &info.local, None) else {
         return;
     };
     let idle_timeout = default_server.srv.client_header_timeout;
@@ -111,7 +112,7 @@ pub async fn resume(w: Box<Waiting>) {
 /// of a next request (it parks) or closes.
 async fn run(mut w: Box<Waiting>) {
     let site = w.site.clone();
-    let Some(default_server) = site.server(w.info.socket_addr, w.info.local, None) else {
+    let Some(default_server) = site.server(&w.info.socket_addr, &w.info.local, None) else {
         return;
     };
     let srv = &default_server.srv;
@@ -132,19 +133,19 @@ async fn run(mut w: Box<Waiting>) {
                     status: 408,
                     ..Sent::default()
                 };
-                access_log::rejected(&site, &default_server.conf, w.info.peer, &buf, &sent);
+                access_log::rejected(&site, &default_server.conf, &w.info.peer, &buf, &sent);
                 default_server.conf.error_log.log.log(
                     Level::Info,
                     Some(w.info.conn_no),
                     format_args!(
                         "client timed out while reading client request headers, client: {}",
-                        w.info.peer.ip()
+                        w.info.peer
                     ),
                 );
                 return;
             }
             HeadRead::Bad(status, msg) => {
-                let line = format!("{msg}, client: {}", w.info.peer.ip());
+                let line = format!("{msg}, client: {}", w.info.peer);
                 let w = *w;
                 Box::pin(refuse_head(
                     w.stream,
@@ -213,7 +214,7 @@ async fn run(mut w: Box<Waiting>) {
 /// What [`serve_request`] needs of its connection.
 struct Request<'a, 's> {
     /// The client's socket.
-    stream: &'a TcpStream,
+    stream: &'a ClientStream,
     /// The read buffer: the head at its start, then what followed it.
     buf: &'a mut ConnBuf,
     /// The generation serving it.
@@ -283,7 +284,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     let buf: &mut Vec<u8> = buf;
     stats.writing();
     let (server, name_regex) = site
-        .server_match(info.socket_addr, info.local, head.host.as_deref())
+        .server_match(&info.socket_addr, &info.local, head.host.as_deref())
         .unwrap_or((default_server, None));
     if super::max_headers::exceeded(&head, &default_server.srv, &server.srv) {
         let r = Req::new(site, &head, server, info, requests, start, head_len);
@@ -353,7 +354,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
 /// `error_page` for `status`: the request as far as its line could be read
 /// (else `GET /`) walks to the page; the connection closes after it.
 async fn fail_with_page(
-    stream: &TcpStream,
+    stream: &ClientStream,
     buf: &mut Vec<u8>,
     site: &Site,
     server: &crate::config::model::Server,
@@ -408,7 +409,7 @@ async fn fail_with_page(
 /// response handler applies it to these too), else with the plain page,
 /// and closes after a lingering close.
 async fn refuse_head(
-    stream: TcpStream,
+    stream: ClientStream,
     buf: &mut Vec<u8>,
     site: &Site,
     server: &crate::config::model::Server,
@@ -440,7 +441,7 @@ async fn refuse_head(
 /// the page without the body (a `HEAD` request), or the page alone, with
 /// no status line (after an HTTP/0.9 request line), as nginx answers.
 async fn reject(
-    stream: &TcpStream,
+    stream: &ClientStream,
     site: &Site,
     server: &crate::config::model::Server,
     info: &ConnInfo,
@@ -476,14 +477,14 @@ async fn reject(
             ..Sent::default()
         },
     };
-    access_log::rejected(site, &server.conf, info.peer, buf, &sent);
+    access_log::rejected(site, &server.conf, &info.peer, buf, &sent);
 }
 
 /// Sends the reply, discards the rest of an unread body, logs, and says
 /// whether the connection goes on.
 #[allow(clippy::too_many_arguments)]
 async fn respond(
-    stream: &TcpStream,
+    stream: &ClientStream,
     buf: &mut Vec<u8>,
     site: &Site,
     r: &Req<'_>,
@@ -716,7 +717,7 @@ async fn respond(
 /// Sends a `101` head and hands the connection to the upgrade (a proxied
 /// WebSocket) until either side closes; the connection ends with it.
 async fn upgrade(
-    stream: &TcpStream,
+    stream: &ClientStream,
     buf: &mut Vec<u8>,
     site: &Site,
     r: &Req<'_>,

@@ -19,7 +19,8 @@
 //! - [`rewrite`]: the rewrite module's scripts (`rewrite`, `return`, `set`,
 //!   `if`, `break`); [`script_if`] their conditions and file tests.
 //! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
-//! - [`client`]: the client as handlers see it, and request bodies.
+//! - [`client`]: the client as handlers see it, and request bodies;
+//!   [`client_addr`] its address (inet or unix-domain).
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
 //!   the configuration's own (`set`, `map`, `split_clients`, captures).
 //! - [`static_file`]: URI → file, index, redirects, conditionals,
@@ -45,6 +46,7 @@ pub mod access_log;
 pub mod addition;
 pub mod autoindex;
 pub mod client;
+pub mod client_addr;
 pub mod conn;
 pub mod conn_buf;
 pub mod file_rules;

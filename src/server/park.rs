@@ -30,9 +30,9 @@ use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
 use tokio::io::unix::AsyncFd;
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+use crate::io::client_stream::ClientStream;
 use crate::metrics::connections::Tracked;
 use crate::sys::waker::{NumberWake, number_waker};
 
@@ -62,7 +62,7 @@ const IDLE_SLEEP: Duration = Duration::from_secs(3600);
 /// A connection between requests: what its next request needs.
 pub struct Waiting {
     /// The socket, registered with this worker's reactor.
-    pub stream: TcpStream,
+    pub stream: ClientStream,
     /// Where it came from.
     pub info: ConnInfo,
     /// The generation serving it.
@@ -91,7 +91,7 @@ pub struct Waiting {
 /// no registration, no worker's count.
 struct Handed {
     /// The socket, non-blocking, registered nowhere.
-    stream: std::net::TcpStream,
+    stream: crate::io::client_stream::StdClientStream,
     /// Where it came from.
     info: ConnInfo,
     /// The generation that served it last.
@@ -481,7 +481,7 @@ fn split(w: Waiting) -> Option<(Handed, Open)> {
 /// (adoption) or its own.
 fn warm(c: Cold, site: Option<(Arc<Site>, bool)>) -> Option<Box<Waiting>> {
     let Cold { handed: h, open } = c;
-    let stream = TcpStream::from_std(h.stream).ok()?;
+    let stream = ClientStream::from_std(h.stream).ok()?;
     let (site, last) = site.unwrap_or((h.site, h.last));
     Some(Box::new(Waiting {
         stream,
@@ -602,7 +602,7 @@ fn adopt() {
             // Gone from the configuration: the generation that accepted
             // it serves its next request and closes (nothing is closed
             // while the client may be sending).
-            let (site, last) = if lot.site.vhosts.listens_on(h.info.socket_addr) {
+            let (site, last) = if lot.site.vhosts.listens_on(&h.info.socket_addr) {
                 (lot.site.clone(), h.last)
             } else {
                 (h.site.clone(), true)

@@ -7,12 +7,12 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::request::{self, RequestHead};
 use crate::http::status::Status;
+use crate::io::client_stream::ClientStream;
 
 /// How long a request body may take between two reads (nginx's
 /// `client_body_timeout` default).
@@ -53,7 +53,7 @@ pub enum HeadRead {
 /// only for that). `stats` counts the connection as reading from the
 /// head's first byte on.
 pub async fn read_head(
-    stream: &TcpStream,
+    stream: &ClientStream,
     buf: &mut super::conn_buf::ConnBuf,
     srv: &crate::config::inherit::SrvConf,
     stats: &mut crate::metrics::connections::Tracked,
@@ -169,7 +169,7 @@ fn oversized(head: &[u8], max_line: usize, max_total: usize) -> Option<request::
 }
 
 /// Reads what is available into `buf`, waiting for readability.
-async fn read_some(stream: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+async fn read_some(stream: &ClientStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     buf.reserve(4096);
     loop {
         stream.readable().await?;
@@ -181,7 +181,7 @@ async fn read_some(stream: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usi
 }
 
 /// Reads into `scratch`, waiting for readability.
-async fn read_into(stream: &TcpStream, scratch: &mut [u8]) -> std::io::Result<usize> {
+async fn read_into(stream: &ClientStream, scratch: &mut [u8]) -> std::io::Result<usize> {
     loop {
         stream.readable().await?;
         match stream.try_read(scratch) {
@@ -251,7 +251,7 @@ impl BodyDiscard {
     /// `Err(None)` when the client went away or stalled.
     pub async fn finish(
         &mut self,
-        stream: &TcpStream,
+        stream: &ClientStream,
         buf: &mut Vec<u8>,
     ) -> Result<(), Option<Status>> {
         loop {
@@ -270,18 +270,18 @@ impl BodyDiscard {
 /// nginx's lingering close: stop writing, then read and drop what the
 /// client still sends for a bounded time, so that our last response is not
 /// destroyed by a reset.
-pub async fn linger(stream: TcpStream) {
+pub async fn linger(stream: ClientStream) {
     linger_for(stream, LINGERING_TIME, LINGERING_TIMEOUT).await
 }
 
 /// [`linger`] with a location's `lingering_time` and `lingering_timeout`.
-pub async fn linger_for(stream: TcpStream, time: Duration, timeout: Duration) {
+pub async fn linger_for(stream: ClientStream, time: Duration, timeout: Duration) {
     let std = match stream.into_std() {
         Ok(s) => s,
         Err(_) => return,
     };
-    let _ = std.shutdown(std::net::Shutdown::Write);
-    let Ok(stream) = TcpStream::from_std(std) else {
+    let _ = std.shutdown_write();
+    let Ok(stream) = ClientStream::from_std(std) else {
         return;
     };
     let until = tokio::time::Instant::now() + time;

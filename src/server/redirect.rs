@@ -44,7 +44,12 @@ pub fn absolute(r: &Req<'_>, conf: &LocConf, path: &str) -> String {
     } else {
         match &r.head.host {
             Some(h) if !h.is_empty() => h.clone(),
-            _ => r.local.ip().to_string(),
+            // `unix:/path` on a unix-domain socket (nginx's
+            // `ngx_connection_local_sockaddr` text), never bracketed.
+            _ if r.local.unix_path().is_some() => {
+                return with_port(r, conf, r.local.host_text(), path);
+            }
+            _ => r.local.host_text(),
         }
     };
     let host = if host.contains(':') && !host.starts_with('[') {
@@ -52,8 +57,14 @@ pub fn absolute(r: &Req<'_>, conf: &LocConf, path: &str) -> String {
     } else {
         host
     };
+    with_port(r, conf, host, path)
+}
+
+/// `http://host[:port]path`: the port under `port_in_redirect` unless it
+/// is 80 (a unix-domain socket has none: 0, never written).
+fn with_port(r: &Req<'_>, conf: &LocConf, host: String, path: &str) -> String {
     let port = r.local.port();
-    if conf.port_in_redirect && port != HTTP_PORT {
+    if conf.port_in_redirect && port != HTTP_PORT && port != 0 {
         format!("http://{host}:{port}{path}")
     } else {
         format!("http://{host}{path}")

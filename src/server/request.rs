@@ -13,15 +13,15 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::inherit::LocConf;
-use crate::config::model::{Location, Server};
+use crate::config::model::{ListenAddr, Location, Server};
 use crate::http::request::{Method, RequestHead, Version};
 
+use super::client_addr::ClientAddr;
 use super::site::Site;
 
 /// The values configuration-defined variables have taken in a request
@@ -38,10 +38,10 @@ pub struct Req<'a> {
     pub uri: Cow<'a, str>,
     /// `$args` when a rewrite changed them; `None` keeps the head's.
     pub args: Option<Option<String>>,
-    /// The client's address.
-    pub peer: SocketAddr,
+    /// The client's address (`realip` may replace it).
+    pub peer: ClientAddr,
     /// Our address on this connection.
-    pub local: SocketAddr,
+    pub local: ListenAddr,
     /// The virtual server answering.
     pub server: &'a Server,
     /// The location the request is in (`None`: the server's own settings).
@@ -248,8 +248,8 @@ impl<'a> Req<'a> {
             head,
             uri: head.uri.path_lossy(),
             args: None,
-            peer: conn.peer,
-            local: conn.local,
+            peer: conn.peer.clone(),
+            local: conn.local.clone(),
             server,
             location: None,
             conf: &server.conf,
@@ -294,8 +294,8 @@ impl<'a> Req<'a> {
             head: self.head,
             uri: Cow::Owned(uri),
             args: Some(args),
-            peer: self.peer,
-            local: self.local,
+            peer: self.peer.clone(),
+            local: self.local.clone(),
             server: self.server,
             location: None,
             conf: &self.server.conf,
@@ -373,7 +373,7 @@ impl<'a> Req<'a> {
             .filter(|n| !n.is_empty() && !n.starts_with(['~', '*', '.']))
         {
             Some(n) => Cow::Borrowed(n),
-            None => Cow::Owned(self.local.ip().to_string()),
+            None => Cow::Owned(self.local.host_text()),
         }
     }
 
@@ -423,11 +423,13 @@ impl<'a> Req<'a> {
             + upstream_len
             + host.map_or(0, |h| h.len() + 10);
         let mut c = crate::log::context::Context::with_capacity(capacity);
-        c.str(", client: ")
-            .ip(self.peer.ip())
-            .str(", server: ")
-            .str(server)
-            .str(", request: \"");
+        c.str(", client: ");
+        match self.peer.ip() {
+            Some(ip) => c.ip(ip),
+            // `unix:` and the peer's path, if any.
+            None => c.str(&self.peer.to_string()),
+        };
+        c.str(", server: ").str(server).str(", request: \"");
         self.push_request_line(&mut c);
         c.str("\"");
         if self.sub.is_some() {

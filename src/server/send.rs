@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::Interest;
-use tokio::net::TcpStream;
 
 use crate::http::range::ByteRange;
+use crate::io::client_stream::ClientStream;
 use crate::io::file::{FileError, FileLayer, OpenFile};
 use crate::io::{Lane, fault};
 use crate::metrics::body::{self as body_metrics, BodyPath};
@@ -154,7 +154,7 @@ impl Written {
 pub struct SocketForPools(Option<Arc<OwnedFd>>);
 
 impl SocketForPools {
-    fn get(&mut self, stream: &TcpStream) -> io::Result<Arc<OwnedFd>> {
+    fn get(&mut self, stream: &ClientStream) -> io::Result<Arc<OwnedFd>> {
         if let Some(fd) = &self.0 {
             return Ok(fd.clone());
         }
@@ -168,7 +168,7 @@ impl SocketForPools {
 /// full does the wait, bounded by `timeout`, begin (nginx arms
 /// `send_timeout` the same way).
 pub async fn write_all(
-    stream: &TcpStream,
+    stream: &ClientStream,
     mut buf: &[u8],
     timeout: Duration,
 ) -> Result<(), SendError> {
@@ -193,7 +193,7 @@ pub async fn write_all(
 /// the response at once, as nginx's `ngx_http_test_reading` does while a
 /// write is delayed, rather than after the whole paced body.
 pub async fn wait_pace(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pace: &super::pace::Pace,
     want: usize,
 ) -> Result<usize, SendError> {
@@ -215,9 +215,8 @@ pub async fn wait_pace(
 /// Resolves once the client has closed its side (or the socket failed);
 /// never while bytes wait to be read instead (a pipelined request), which
 /// say nothing about a close. Reads nothing.
-pub async fn client_gone(stream: &TcpStream) {
-    let mut byte = [0u8; 1];
-    match stream.peek(&mut byte).await {
+pub async fn client_gone(stream: &ClientStream) {
+    match stream.peek_byte().await {
         Ok(0) | Err(_) => {}
         Ok(_) => std::future::pending().await,
     }
@@ -225,7 +224,7 @@ pub async fn client_gone(stream: &TcpStream) {
 
 /// [`write_all`] under the response's pace (`limit_rate`), if any.
 async fn write_paced(
-    stream: &TcpStream,
+    stream: &ClientStream,
     mut buf: &[u8],
     p: &SendParams<'_>,
 ) -> Result<(), SendError> {
@@ -279,7 +278,7 @@ pub fn from_memory(body: &Body, head_only: bool) -> bool {
 /// write of head and body. Its future is a fraction of [`send`]'s, which
 /// holds the file paths' state: a small reply does not pay for creating it.
 pub async fn send_from_memory(
-    stream: &TcpStream,
+    stream: &ClientStream,
     mut head: Vec<u8>,
     body: &Body,
     head_only: bool,
@@ -305,7 +304,7 @@ pub async fn send_from_memory(
 /// what was written in `w` as it goes (the access log shows what a client
 /// got even when sending fails).
 pub async fn send(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pool_sock: &mut SocketForPools,
     head: Vec<u8>,
     body: &mut Body,
@@ -359,16 +358,18 @@ pub async fn send(
             body_metrics::record(BodyPath::Copy, len);
         }
         Body::File { file, range } => {
+            // TCP_CORK; a unix-domain socket has none (nginx disables
+            // `tcp_nopush` there).
             let cork = p.sendfile && p.nopush;
             if cork {
-                let _ = sysfile_cork(stream, true);
+                let _ = stream.set_nopush(true);
             }
             write_paced(stream, &head, p).await?;
             metrics::ttfb(p.start.elapsed());
             w.total += head_len;
             send_range(stream, pool_sock, file, *range, p, w).await?;
             if cork {
-                let _ = sysfile_cork(stream, false);
+                let _ = stream.set_nopush(false);
             }
         }
         Body::Multipart { file, parts } => {
@@ -392,7 +393,7 @@ pub async fn send(
 /// filtered one), counting into `w`: the head waits in the same queue as
 /// the body (see [`SendParams::postpone`]).
 pub async fn send_source(
-    stream: &TcpStream,
+    stream: &ClientStream,
     head: Vec<u8>,
     source: &mut dyn crate::body::Source,
     p: &SendParams<'_>,
@@ -403,7 +404,7 @@ pub async fn send_source(
 
 /// The parts of a multipart body, each after its part head.
 async fn send_parts(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pool_sock: &mut SocketForPools,
     file: &OpenFile,
     parts: &crate::http::range::Multipart,
@@ -424,7 +425,7 @@ async fn send_parts(
 /// chunked filter with `r->expect_trailers`): one chunk, then the last
 /// chunk with the trailers.
 async fn send_chunked(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pool_sock: &mut SocketForPools,
     mut head: Vec<u8>,
     body: &mut Body,
@@ -467,10 +468,6 @@ async fn send_chunked(
     Ok(())
 }
 
-fn sysfile_cork(stream: &TcpStream, on: bool) -> io::Result<()> {
-    crate::sys::socket::set_tcp_nopush(stream, on)
-}
-
 /// How much more of a response must have come from memory than from the
 /// pool for its next miss to take the pool's front lane.
 const FRONT_LANE_RATIO: u64 = 4;
@@ -505,7 +502,7 @@ pub fn lane_for(from_memory: u64, from_pool: u64) -> Lane {
 /// `aio` says. Each slice is counted by how it was sent
 /// (`nowait_body_bytes_total`).
 async fn send_range(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pool_sock: &mut SocketForPools,
     file: &OpenFile,
     range: ByteRange,
@@ -620,7 +617,7 @@ fn chunk_limit(p: &SendParams<'_>, left: u64) -> u64 {
 /// socket was full and has become writable again (within `send_timeout`),
 /// for the caller to probe again before the next try.
 async fn sendfile_on_loop(
-    stream: &TcpStream,
+    stream: &ClientStream,
     file: &OpenFile,
     off: u64,
     len: usize,
@@ -651,7 +648,7 @@ async fn sendfile_on_loop(
 /// The call is tried first; only a full socket starts the wait, bounded by
 /// `send_timeout`.
 async fn sendfile_once(
-    stream: &TcpStream,
+    stream: &ClientStream,
     pool_sock: &mut SocketForPools,
     file: &OpenFile,
     off: u64,

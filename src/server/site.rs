@@ -4,11 +4,10 @@
 //! reload builds a new `Site` while the old one finishes its requests.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::config::model::{
-    AccessLogs, AccessTarget, Config, HttpConf, LogFormat, LogTarget, Server,
+    AccessLogs, AccessTarget, Config, HttpConf, ListenAddr, LogFormat, LogTarget, Server,
 };
 use crate::io::Pools;
 use crate::log::writer::DEFAULT_BUFFER_BYTES;
@@ -245,8 +244,8 @@ impl Site {
     /// The server for a connection and host.
     pub fn server(
         &self,
-        socket_addr: SocketAddr,
-        local: SocketAddr,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
         host: Option<&str>,
     ) -> Option<&Server> {
         let h = self.http()?;
@@ -257,8 +256,8 @@ impl Site {
     /// chose it, if one did.
     pub fn server_match(
         &self,
-        socket_addr: SocketAddr,
-        local: SocketAddr,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
         host: Option<&str>,
     ) -> Option<(&Server, Option<&regex::Regex>)> {
         let h = self.http()?;

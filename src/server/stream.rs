@@ -15,10 +15,10 @@ use std::io::IoSlice;
 use std::pin::pin;
 
 use bytes::Bytes;
-use tokio::net::TcpStream;
 
 use crate::body::{Source, chunked};
 use crate::config::model::TempPath;
+use crate::io::client_stream::ClientStream;
 use crate::io::temp::TempFile;
 
 use super::send::{SendError, SendParams, Written};
@@ -65,7 +65,7 @@ impl Queue {
 
     /// Writes what the socket takes now, at most `max` bytes; `Ok(0)` when
     /// it takes nothing.
-    fn try_write(&self, stream: &TcpStream, max: usize) -> std::io::Result<usize> {
+    fn try_write(&self, stream: &ClientStream, max: usize) -> std::io::Result<usize> {
         let mut left = max;
         let slices: Vec<IoSlice<'_>> = self
             .pieces
@@ -146,7 +146,7 @@ impl Spilled {
 /// only). With [`SendParams::postpone`] set, nothing is written until that
 /// much waits or the body has ended.
 pub async fn send_stream_after(
-    stream: &TcpStream,
+    stream: &ClientStream,
     head: Vec<u8>,
     source: &mut dyn Source,
     p: &SendParams<'_>,

@@ -34,11 +34,11 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use tokio::net::TcpStream;
 
 use crate::body::source::Pieces;
 use crate::body::{Source, SourceError};
 use crate::http::status::Status;
+use crate::io::client_stream::ClientStream;
 use crate::log::Level;
 
 use super::client::{BodyProgress, Client};
@@ -64,7 +64,7 @@ pub const PIPE_BYTES: usize = 64 * 1024;
 #[derive(Clone, Copy)]
 pub struct Env<'r> {
     /// The client connection.
-    pub stream: &'r TcpStream,
+    pub stream: &'r ClientStream,
 }
 
 /// What a subrequest inherits, kept in its [`Req`].

@@ -95,19 +95,21 @@ impl<'a> Req<'a> {
                 Cow::Owned(s) => owned(s),
             },
             Builtin::Hostname => borrowed(hostname()),
-            Builtin::RemoteAddr => owned(self.peer.ip().to_string()),
+            Builtin::RemoteAddr => owned(self.peer.to_string()),
             Builtin::RemotePort => match self.peer.port() {
-                // nginx prints nothing for port 0 (an address `realip`
-                // took from a header without a port).
+                // nginx prints nothing for port 0 (a unix-domain client,
+                // or an address `realip` took from a header without a
+                // port).
                 0 => borrowed(""),
                 port => owned(port.to_string()),
             },
-            Builtin::BinaryRemoteAddr => Some(Cow::Owned(match self.peer.ip() {
-                std::net::IpAddr::V4(a) => a.octets().to_vec(),
-                std::net::IpAddr::V6(a) => a.octets().to_vec(),
-            })),
-            Builtin::ServerAddr => owned(self.local.ip().to_string()),
-            Builtin::ServerPort => owned(self.local.port().to_string()),
+            Builtin::BinaryRemoteAddr => Some(self.peer.binary()),
+            // `unix:/path` on a unix-domain socket, with no port.
+            Builtin::ServerAddr => owned(self.local.host_text()),
+            Builtin::ServerPort => match self.local.port() {
+                0 => borrowed(""),
+                port => owned(port.to_string()),
+            },
             Builtin::ServerName => borrowed(self.server.name()),
             Builtin::ServerProtocol => borrowed(match head.version {
                 Version::Http09 => "HTTP/0.9",
@@ -187,7 +189,7 @@ impl<'a> Req<'a> {
                 None => owned(self.upstream.proxy_port?.to_string()),
             },
             Builtin::ProxyAddXForwardedFor => {
-                let ip = self.peer.ip().to_string();
+                let ip = self.peer.to_string();
                 match head.header("x-forwarded-for") {
                     Some(v) => {
                         let mut out = v.to_vec();

@@ -8,11 +8,10 @@
 //! address's default server (`default_server`, or the first listed).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 
 use regex::Regex;
 
-use crate::config::model::HttpConf;
+use crate::config::model::{HttpConf, ListenAddr};
 
 /// The servers of one address, ready for lookup.
 #[derive(Debug, Default)]
@@ -42,24 +41,26 @@ impl AddrServers {
 /// addresses, and comparing them costs less than hashing one per request.
 #[derive(Debug, Default)]
 pub struct VirtualHosts {
-    by_addr: Vec<(SocketAddr, AddrServers)>,
+    by_addr: Vec<(ListenAddr, AddrServers)>,
 }
 
 impl VirtualHosts {
     /// Builds the tables from the http block (server indexes refer to
     /// `http.servers`).
     pub fn new(http: &HttpConf) -> VirtualHosts {
-        let mut by_addr: HashMap<SocketAddr, AddrServers> = HashMap::new();
-        let mut has_default: HashMap<SocketAddr, bool> = HashMap::new();
+        let mut by_addr: HashMap<ListenAddr, AddrServers> = HashMap::new();
+        let mut has_default: HashMap<ListenAddr, bool> = HashMap::new();
         for (i, s) in http.servers.iter().enumerate() {
             for l in &s.listens {
-                let entry = by_addr.entry(l.addr).or_insert_with(|| AddrServers {
-                    default: i,
-                    ..Default::default()
-                });
+                let entry = by_addr
+                    .entry(l.addr.clone())
+                    .or_insert_with(|| AddrServers {
+                        default: i,
+                        ..Default::default()
+                    });
                 if l.default_server && !has_default.get(&l.addr).copied().unwrap_or(false) {
                     entry.default = i;
-                    has_default.insert(l.addr, true);
+                    has_default.insert(l.addr.clone(), true);
                 }
                 // A server without `server_name` has the empty name.
                 let unnamed = [String::new()];
@@ -100,22 +101,19 @@ impl VirtualHosts {
         }
     }
 
-    fn servers_of(&self, addr: SocketAddr) -> Option<&AddrServers> {
-        self.by_addr
-            .iter()
-            .find(|(a, _)| *a == addr)
-            .map(|(_, s)| s)
+    fn servers_of(&self, addr: &ListenAddr) -> Option<&AddrServers> {
+        self.by_addr.iter().find(|(a, _)| a == addr).map(|(_, s)| s)
     }
 
     /// Whether the configuration listens on `socket_addr` (a connection
     /// accepted there before a reload still has servers after it).
-    pub fn listens_on(&self, socket_addr: SocketAddr) -> bool {
+    pub fn listens_on(&self, socket_addr: &ListenAddr) -> bool {
         self.servers_of(socket_addr).is_some()
     }
 
     /// The server index for a connection accepted on `socket_addr` whose
     /// local address is `local`, asking for `host` (lower-case, no port).
-    pub fn find(&self, socket_addr: SocketAddr, local: SocketAddr, host: Option<&str>) -> usize {
+    pub fn find(&self, socket_addr: &ListenAddr, local: &ListenAddr, host: Option<&str>) -> usize {
         self.find_match(socket_addr, local, host).0
     }
 
@@ -124,8 +122,8 @@ impl VirtualHosts {
     /// as nginx's `ngx_http_find_virtual_server` makes them).
     pub fn find_match(
         &self,
-        socket_addr: SocketAddr,
-        local: SocketAddr,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
         host: Option<&str>,
     ) -> (usize, Option<&Regex>) {
         let Some(a) = self

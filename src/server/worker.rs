@@ -8,7 +8,6 @@
 //! `docs/architecture.md`.
 
 use std::cell::Cell;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,14 +16,18 @@ use std::time::Duration;
 
 use std::os::fd::OwnedFd;
 
+use socket2::Socket;
 use tokio::io::unix::AsyncFd;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{Notify, watch};
 
+use crate::config::model::ListenAddr;
+use crate::io::client_stream::ClientStream;
 use crate::log::Level;
 use crate::metrics::timed::Timed;
 use crate::metrics::worker as worker_metrics;
 
+use super::client_addr::ClientAddr;
 use super::conn::{self, ConnInfo};
 use super::site::Site;
 
@@ -70,8 +73,11 @@ pub fn loop_turn() {
 /// Connection serial numbers, shared by every worker (`$connection`).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
-/// `accept_mutex on`: one worker at a time holds the right to accept on the
-/// shared sockets, as in nginx.
+/// `accept_mutex on`: one worker at a time holds the right to accept on a
+/// shared socket, as in nginx. nginx has one mutex, whose holder accepts on
+/// every socket; here each socket is accepted on by a task of its own, so
+/// each shared socket has its own mutex: with one for all, the holder
+/// waiting on one socket kept every other socket's connections waiting.
 #[derive(Debug, Default)]
 pub struct AcceptMutex(AtomicBool);
 
@@ -87,11 +93,24 @@ impl AcceptMutex {
     }
 }
 
-/// One worker's sockets: each with the address it was bound to and whether
-/// it is shared with other workers.
+/// One of a worker's listening sockets.
+pub struct WorkerSocket {
+    /// The address it was bound to.
+    pub addr: ListenAddr,
+    /// The socket (the worker's duplicate).
+    pub socket: Socket,
+    /// Whether other workers accept on it too (no `reuseport`).
+    pub shared: bool,
+    /// Its accept mutex, shared with the other workers: a shared socket's
+    /// under `accept_mutex on`; without it, a shared socket is taken with
+    /// `EPOLLEXCLUSIVE`.
+    pub mutex: Option<Arc<AcceptMutex>>,
+}
+
+/// One worker's sockets.
 pub struct WorkerSockets {
-    /// (bound address, socket, shared with other workers).
-    pub sockets: Vec<(SocketAddr, std::net::TcpListener, bool)>,
+    /// Every address the worker accepts on.
+    pub sockets: Vec<WorkerSocket>,
 }
 
 /// A started worker.
@@ -110,7 +129,6 @@ pub fn spawn(
     site: Arc<Site>,
     sockets: WorkerSockets,
     control: watch::Receiver<Control>,
-    accept_mutex: Option<Arc<AcceptMutex>>,
     init: Arc<dyn Fn() + Send + Sync>,
 ) -> std::io::Result<Worker> {
     let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -139,7 +157,7 @@ pub fn spawn(
             // Each poll of the worker's main future is one loop turn, timed
             // into `nowait_loop_turn_seconds` (metrics::worker::Turns).
             rt.block_on(worker_metrics::Turns::new(local.run_until(async {
-                run(site, sockets, control, accept_mutex, flag).await;
+                run(site, sockets, control, flag).await;
                 // Closed while the reactor still runs.
                 super::park::close_all();
                 crate::upstream::idle::close_all();
@@ -153,7 +171,6 @@ async fn run(
     site: Arc<Site>,
     sockets: WorkerSockets,
     control: watch::Receiver<Control>,
-    accept_mutex: Option<Arc<AcceptMutex>>,
     handed: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let active = Rc::new(Cell::new(0usize));
@@ -168,11 +185,17 @@ async fn run(
     // worker ends.
     let _park = tokio::task::spawn_local(super::park::drive(site.clone(), opener));
     let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
-    for (addr, sock, shared) in sockets.sockets {
+    for s in sockets.sockets {
+        let WorkerSocket {
+            addr,
+            socket,
+            shared,
+            mutex,
+        } = s;
         // A shared socket without the accept mutex wakes one worker per
         // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
-        let exclusive = shared && accept_mutex.is_none();
-        let listener = match Acceptor::new(sock, exclusive) {
+        let exclusive = shared && mutex.is_none();
+        let listener = match Acceptor::new(socket, addr.unix_path().is_some(), exclusive) {
             Ok(l) => l,
             Err(e) => {
                 site.error_log.log(
@@ -183,7 +206,6 @@ async fn run(
                 continue;
             }
         };
-        let mutex = if shared { accept_mutex.clone() } else { None };
         acceptors.push(tokio::task::spawn_local(accept_loop(
             site.clone(),
             addr,
@@ -259,7 +281,7 @@ async fn run(
 #[allow(clippy::too_many_arguments)]
 async fn accept_loop(
     site: Arc<Site>,
-    addr: SocketAddr,
+    addr: ListenAddr,
     listener: Acceptor,
     mut control: watch::Receiver<Control>,
     mutex: Option<Arc<AcceptMutex>>,
@@ -320,11 +342,18 @@ async fn accept_loop(
         for accepted in batch {
             match accepted {
                 Ok((stream, peer)) => {
-                    let local = stream.local_addr().unwrap_or(addr);
+                    // A unix-domain connection's local address is the
+                    // listening socket's (nginx's `c->local_sockaddr`).
+                    let local = match &stream {
+                        ClientStream::Tcp(s) => s
+                            .local_addr()
+                            .map_or_else(|_| addr.clone(), ListenAddr::Inet),
+                        ClientStream::Unix(_) => addr.clone(),
+                    };
                     let info = ConnInfo {
                         peer,
                         local,
-                        socket_addr: addr,
+                        socket_addr: addr.clone(),
                         conn_no: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
                         accepted: crate::metrics::timed::now(),
                     };
@@ -411,38 +440,61 @@ async fn lag_probe() {
 
 /// How a worker accepts on one listening socket.
 enum Acceptor {
-    /// Registered in the worker's reactor: its own `reuseport` socket, or a
-    /// shared one under `accept_mutex on`.
-    Reactor(TcpListener),
+    /// A TCP socket registered in the worker's reactor: its own
+    /// `reuseport` socket, or a shared one under `accept_mutex on`.
+    Tcp(TcpListener),
+    /// A unix-domain socket registered in the worker's reactor.
+    Unix(UnixListener),
     /// A shared socket in an `EPOLLEXCLUSIVE` epoll instance of the worker's
     /// own, itself registered in the reactor (see [`crate::sys::epoll`]).
     Exclusive {
         /// The listening socket (non-blocking).
-        listener: std::net::TcpListener,
+        listener: Socket,
+        /// Whether it is a unix-domain socket.
+        unix: bool,
         /// The worker's exclusive epoll instance holding it.
         ready: AsyncFd<OwnedFd>,
     },
 }
 
+/// A connection accepted: its socket and where it came from.
+type Accepted = (ClientStream, ClientAddr);
+
 impl Acceptor {
-    fn new(sock: std::net::TcpListener, exclusive: bool) -> std::io::Result<Acceptor> {
-        if !exclusive {
-            return Ok(Acceptor::Reactor(TcpListener::from_std(sock)?));
+    fn new(sock: Socket, unix: bool, exclusive: bool) -> std::io::Result<Acceptor> {
+        if exclusive {
+            let ep = crate::sys::epoll::exclusive_epoll(&sock)?;
+            return Ok(Acceptor::Exclusive {
+                listener: sock,
+                unix,
+                ready: crate::sys::epoll::register(ep)?,
+            });
         }
-        let ep = crate::sys::epoll::exclusive_epoll(&sock)?;
-        Ok(Acceptor::Exclusive {
-            listener: sock,
-            ready: crate::sys::epoll::register(ep)?,
+        Ok(if unix {
+            Acceptor::Unix(UnixListener::from_std(sock.into())?)
+        } else {
+            Acceptor::Tcp(TcpListener::from_std(sock.into())?)
         })
     }
 
-    async fn accept(&self) -> std::io::Result<(TcpStream, SocketAddr)> {
+    async fn accept(&self) -> std::io::Result<Accepted> {
         match self {
-            Acceptor::Reactor(l) => l.accept().await,
-            Acceptor::Exclusive { listener, ready } => loop {
+            Acceptor::Tcp(l) => l
+                .accept()
+                .await
+                .map(|(s, peer)| (ClientStream::Tcp(s), ClientAddr::Inet(peer))),
+            Acceptor::Unix(l) => l
+                .accept()
+                .await
+                .map(|(s, peer)| (ClientStream::Unix(s), ClientAddr::unix(peer.as_pathname()))),
+            Acceptor::Exclusive {
+                listener,
+                unix,
+                ready,
+            } => loop {
                 let mut guard = ready.readable().await?;
                 match crate::sys::epoll::accept4(listener) {
-                    Ok((s, peer)) => return Ok((TcpStream::from_std(s)?, peer)),
+                    Ok((fd, peer)) => return registered(fd, &peer, *unix),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => guard.clear_ready(),
                     Err(e) => return Err(e),
                 }
@@ -451,21 +503,45 @@ impl Acceptor {
     }
 
     /// `accept()` without waiting, for `multi_accept on`.
-    fn try_accept_now(&self) -> Option<std::io::Result<(TcpStream, SocketAddr)>> {
+    fn try_accept_now(&self) -> Option<std::io::Result<Accepted>> {
+        use std::task::{Context, Poll};
+        let mut cx = Context::from_waker(std::task::Waker::noop());
         match self {
-            Acceptor::Reactor(l) => {
-                use std::task::{Context, Poll};
-                let mut cx = Context::from_waker(std::task::Waker::noop());
-                match l.poll_accept(&mut cx) {
-                    Poll::Ready(r) => Some(r),
-                    Poll::Pending => None,
+            Acceptor::Tcp(l) => match l.poll_accept(&mut cx) {
+                Poll::Ready(r) => {
+                    Some(r.map(|(s, peer)| (ClientStream::Tcp(s), ClientAddr::Inet(peer))))
+                }
+                Poll::Pending => None,
+            },
+            Acceptor::Unix(l) => match l.poll_accept(&mut cx) {
+                Poll::Ready(r) => Some(r.map(|(s, peer)| {
+                    (ClientStream::Unix(s), ClientAddr::unix(peer.as_pathname()))
+                })),
+                Poll::Pending => None,
+            },
+            Acceptor::Exclusive { listener, unix, .. } => {
+                match crate::sys::epoll::accept4(listener) {
+                    Ok((fd, peer)) => Some(registered(fd, &peer, *unix)),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+                    Err(e) => Some(Err(e)),
                 }
             }
-            Acceptor::Exclusive { listener, .. } => match crate::sys::epoll::accept4(listener) {
-                Ok((s, peer)) => Some(TcpStream::from_std(s).map(|s| (s, peer))),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
-                Err(e) => Some(Err(e)),
-            },
         }
     }
+}
+
+/// A socket `accept4()` returned, registered with the worker's reactor,
+/// and its peer.
+fn registered(fd: OwnedFd, peer: &socket2::SockAddr, unix: bool) -> std::io::Result<Accepted> {
+    if unix {
+        let s = UnixStream::from_std(fd.into())?;
+        return Ok((ClientStream::Unix(s), ClientAddr::unix(peer.as_pathname())));
+    }
+    let peer = peer
+        .as_socket()
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EAFNOSUPPORT))?;
+    Ok((
+        ClientStream::Tcp(TcpStream::from_std(fd.into())?),
+        ClientAddr::Inet(peer),
+    ))
 }

@@ -10,7 +10,6 @@
 //! instances for each connection.
 
 use std::io;
-use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use super::cvt;
@@ -44,8 +43,9 @@ pub fn exclusive_epoll(listener: impl AsFd) -> io::Result<OwnedFd> {
 }
 
 /// `accept4(listener, SOCK_NONBLOCK | SOCK_CLOEXEC)`: a connection ready for
-/// a reactor, with its peer address. `EAGAIN` when none is waiting.
-pub fn accept4(listener: impl AsFd) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+/// a reactor (TCP or unix-domain, as the listener), with its peer address.
+/// `EAGAIN` when none is waiting.
+pub fn accept4(listener: impl AsFd) -> io::Result<(OwnedFd, socket2::SockAddr)> {
     let lfd = listener.as_fd().as_raw_fd();
     // SAFETY: `try_init` hands us storage and a length for a socket address;
     // accept4 writes at most that many bytes and updates the length, which
@@ -61,10 +61,7 @@ pub fn accept4(listener: impl AsFd) -> io::Result<(std::net::TcpStream, SocketAd
         })
     }?;
     // SAFETY: a successful accept4 returns a new socket nobody else owns.
-    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
-    let addr = addr
-        .as_socket()
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EAFNOSUPPORT))?;
+    let stream = unsafe { OwnedFd::from_raw_fd(fd) };
     Ok((stream, addr))
 }
 

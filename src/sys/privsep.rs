@@ -10,9 +10,10 @@
 //! little-endian bytes, and an opened descriptor when there is one.
 //!
 //! The serving process's end is installed once ([`install_client`]); the
-//! hooks below ([`open_log`], [`bind`], [`reload`]) use it when it exists
-//! and return `None` (do it yourself) when it does not, so that the layers
-//! that open logs (`log`), bind sockets (`server::listen`) and read the
+//! hooks below ([`open_log`], [`bind`], [`bind_unix`], [`remove_socket`],
+//! [`reload`]) use it when it exists and otherwise return `None` or do the
+//! call themselves, so that the layers that open logs (`log`), bind sockets
+//! and remove unix-domain sockets' files (`server::listen`) and read the
 //! configuration (`config`) need not know about the helper's policy, which
 //! lives in `process::privsep`.
 //!
@@ -37,14 +38,22 @@ pub const CHUNK: usize = 32 * 1024;
 
 /// Opcode: open a log file for appending (argument: the path).
 pub const OP_OPEN_LOG: u8 = b'L';
-/// Opcode: bind the attached socket (argument: the address as text).
+/// Opcode: bind the attached socket (argument: the address as text,
+/// `127.0.0.1:80`, `[::1]:80` or `unix:/path`).
 pub const OP_BIND: u8 = b'B';
+/// Opcode: remove a unix-domain listening socket's file (argument: its
+/// path), closed for good (a reload dropped it, or the server exits).
+pub const OP_REMOVE_SOCKET: u8 = b'U';
 /// Opcode: load the configuration again as root and send its files' text.
 pub const OP_RELOAD: u8 = b'R';
 /// Opcode: the serving process is exiting: remove the pid file now, so it
 /// is gone when the process is (as nginx's master removes it before it
 /// exits).
 pub const OP_REMOVE_PID: u8 = b'P';
+
+/// The mode of a unix-domain listening socket's file: every user may
+/// connect (nginx's `chmod()` after `bind()`, 0666).
+pub const UNIX_SOCKET_MODE: u32 = 0o666;
 
 /// Log name of the `socketpair` call.
 pub const SOCKETPAIR: &str = "socketpair";
@@ -282,6 +291,47 @@ pub fn bind(sock: &socket2::Socket, addr: SocketAddr) -> io::Result<()> {
     }
 }
 
+/// Binds the unix-domain socket `sock` to `path` (creating the socket
+/// file) and makes the file mode [`UNIX_SOCKET_MODE`]: through the helper
+/// when there is one (the file is then root's, as nginx's master makes
+/// it), else itself. `Ok(Some(e))`: bound, but the `chmod()` failed with
+/// `e` (nginx logs it and goes on).
+pub fn bind_unix(sock: &socket2::Socket, path: &Path) -> io::Result<Option<io::Error>> {
+    let mut arg = b"unix:".to_vec();
+    arg.extend_from_slice(path.as_os_str().as_bytes());
+    match ask(OP_BIND, &arg, Some(sock.as_fd().as_raw_fd())) {
+        Some(Ok((0, _, chmod))) => Ok(decode_errno(&chmod).map(io::Error::from_raw_os_error)),
+        Some(Ok((errno, _, _))) => Err(io::Error::from_raw_os_error(errno)),
+        Some(Err(e)) => Err(e),
+        None => bind_unix_raw(sock, path),
+    }
+}
+
+/// The `chmod()` errno a bind reply carries, if the chmod failed (four
+/// little-endian bytes; none when it succeeded).
+fn decode_errno(payload: &[u8]) -> Option<i32> {
+    Some(i32::from_le_bytes(payload.get(..4)?.try_into().ok()?))
+}
+
+/// The payload of a bind reply for a `chmod()` that failed with `e`
+/// (read back by [`bind_unix`]).
+pub fn encode_errno(e: &io::Error) -> Vec<u8> {
+    e.raw_os_error().unwrap_or(libc::EIO).to_le_bytes().to_vec()
+}
+
+/// Removes a unix-domain listening socket's file: through the helper when
+/// there is one (the file is root's, in a folder the serving process may
+/// not write), else itself.
+pub fn remove_socket(path: &Path) -> io::Result<()> {
+    match ask(OP_REMOVE_SOCKET, path.as_os_str().as_bytes(), None) {
+        Some(r) => r.and_then(|(errno, _, _)| match errno {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }),
+        None => std::fs::remove_file(path),
+    }
+}
+
 /// Asks the helper to load the configuration again (as root) and to send
 /// the text of every file it read: `None` when there is no helper, the
 /// helper's error messages when its load failed.
@@ -346,6 +396,19 @@ pub fn bind_raw(sock: &OwnedFd, addr: SocketAddr) -> io::Result<()> {
     // an open descriptor.
     cvt(unsafe { libc::bind(sock.as_raw_fd(), addr.as_ptr().cast(), addr.len()) })?;
     Ok(())
+}
+
+/// Binds a unix-domain socket to `path`, then `chmod()`s the file it
+/// made to [`UNIX_SOCKET_MODE`] (for the helper, and for a process with
+/// none). `Ok(Some(e))`: bound, the chmod failed.
+pub fn bind_unix_raw(sock: impl AsFd, path: &Path) -> io::Result<Option<io::Error>> {
+    let addr = socket2::SockAddr::unix(path)?;
+    // SAFETY: `addr` holds a valid sockaddr_un of the length given; `sock`
+    // is an open descriptor borrowed for the call.
+    cvt(unsafe { libc::bind(sock.as_fd().as_raw_fd(), addr.as_ptr().cast(), addr.len()) })?;
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = std::fs::set_permissions(path, std::fs::Permissions::from_mode(UNIX_SOCKET_MODE));
+    Ok(chmod.err())
 }
 
 /// The highest capability number tried by [`drop_process_privileges`]

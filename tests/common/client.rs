@@ -5,10 +5,13 @@
 //! and to observe the connection's state in between.
 //!
 //! Every read is bounded by a timeout, so no test can hang on a server that
-//! never answers.
+//! never answers. A connection is TCP ([`Conn::open`]) or to a unix-domain
+//! socket (`listen unix:`, [`Conn::open_unix`]).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::response::{Response, parse_first};
@@ -29,14 +32,48 @@ pub enum State {
     Open,
 }
 
+/// A connected stream the client reads with a timeout.
+pub trait Stream: Read + Write {
+    /// `SO_RCVTIMEO`.
+    fn set_read_timeout(&self, limit: Option<Duration>) -> std::io::Result<()>;
+}
+
+impl Stream for TcpStream {
+    fn set_read_timeout(&self, limit: Option<Duration>) -> std::io::Result<()> {
+        TcpStream::set_read_timeout(self, limit)
+    }
+}
+
+impl Stream for UnixStream {
+    fn set_read_timeout(&self, limit: Option<Duration>) -> std::io::Result<()> {
+        UnixStream::set_read_timeout(self, limit)
+    }
+}
+
 /// One client connection and what was read from it but not yet consumed.
-pub struct Conn {
+pub struct Conn<S: Stream = TcpStream> {
     /// The connection.
-    pub stream: TcpStream,
+    pub stream: S,
     /// Bytes read and not yet returned as a response.
     buf: Vec<u8>,
     /// Whether the server closed the connection.
     closed: bool,
+}
+
+impl Conn<UnixStream> {
+    /// Connects to the unix-domain socket at `path`; panics when that fails.
+    pub fn open_unix(path: &Path) -> Conn<UnixStream> {
+        Conn::try_open_unix(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()))
+    }
+
+    /// Connects to the unix-domain socket at `path`.
+    pub fn try_open_unix(path: &Path) -> std::io::Result<Conn<UnixStream>> {
+        Ok(Conn {
+            stream: UnixStream::connect(path)?,
+            buf: Vec::new(),
+            closed: false,
+        })
+    }
 }
 
 impl Conn {
@@ -56,7 +93,9 @@ impl Conn {
             closed: false,
         })
     }
+}
 
+impl<S: Stream> Conn<S> {
     /// Writes `bytes` in one write; panics when that fails.
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream
@@ -192,8 +231,26 @@ pub fn get(port: u16, path: &str) -> Response {
 /// Sends `raw` on a fresh connection and returns the first final response;
 /// panics when none comes.
 pub fn request(port: u16, raw: &str) -> Response {
+    first_response(Conn::open(port), raw)
+}
+
+/// [`get`] over the unix-domain socket at `socket`.
+pub fn get_unix(socket: &Path, path: &str) -> Response {
+    request_unix(
+        socket,
+        &format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// [`request`] over the unix-domain socket at `socket`.
+pub fn request_unix(socket: &Path, raw: &str) -> Response {
+    first_response(Conn::open_unix(socket), raw)
+}
+
+/// Sends `raw` on `c` and returns the first final response; panics when
+/// none comes.
+fn first_response<S: Stream>(mut c: Conn<S>, raw: &str) -> Response {
     let method = raw.split(' ').next().unwrap_or("GET").to_string();
-    let mut c = Conn::open(port);
     c.send(raw.as_bytes());
     c.response_to(&method).unwrap_or_else(|| {
         panic!(

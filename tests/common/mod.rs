@@ -1,6 +1,7 @@
 //! Shared helpers for the black-box tests in `tests/`: they start real server
-//! binaries and speak raw bytes to them over loopback TCP. std only, so that
-//! the harness cannot hide a bug behind a client library's leniency.
+//! binaries and speak raw bytes to them over loopback TCP (or a unix-domain
+//! socket, `listen unix:`). std only, so that the harness cannot hide a bug
+//! behind a client library's leniency.
 //!
 //! - [`tmp`]: a fresh, unique directory per test, removed on drop.
 //! - [`server`]: the [`Server`] guard that runs nowait or the real nginx with
@@ -9,7 +10,7 @@
 //! - [`cached`]: a caching nowait in a directory the test keeps, with
 //!   environment variables and its status page read as numbers.
 //! - [`client`]: one connection kept across steps (send, read one
-//!   response, see whether the server closed it).
+//!   response, see whether the server closed it), TCP or unix-domain.
 //! - [`conf`]: the main and `events` sections around a test's `http` block.
 //! - [`exchange`]: write raw request bytes, read the raw reply.
 //! - [`response`]: split a byte stream into HTTP/1.x responses.

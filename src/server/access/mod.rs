@@ -35,7 +35,6 @@ mod slab;
 pub mod zones;
 
 use std::borrow::Cow;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -48,6 +47,7 @@ use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::client::Client;
+use super::client_addr::ClientAddr;
 use super::reply::Reply;
 use super::request::Req;
 use super::site::Site;
@@ -66,7 +66,7 @@ const CLIENT_CLOSED: Status = Status(499);
 pub struct ReqAccess {
     /// The connection's own address, once `realip` replaced the request's
     /// (`$realip_remote_addr`, `$realip_remote_port`).
-    pub realip_original: Option<SocketAddr>,
+    pub realip_original: Option<ClientAddr>,
     /// What `limit_req` decided (set once per request).
     pub limit_req: Option<LimitReqStatus>,
     /// What `limit_conn` decided (set once per request).
@@ -195,11 +195,15 @@ pub fn var<'s>(r: &'s Req<'_>, b: Builtin) -> Option<Cow<'s, [u8]>> {
     let owned = |s: String| Some(Cow::Owned(s.into_bytes()));
     let counters = crate::metrics::connections::snapshot;
     match b {
-        Builtin::RealipRemoteAddr => {
-            owned(r.access.realip_original.unwrap_or(r.peer).ip().to_string())
-        }
+        Builtin::RealipRemoteAddr => owned(
+            r.access
+                .realip_original
+                .as_ref()
+                .unwrap_or(&r.peer)
+                .to_string(),
+        ),
         Builtin::RealipRemotePort => {
-            let port = r.access.realip_original.unwrap_or(r.peer).port();
+            let port = r.access.realip_original.as_ref().unwrap_or(&r.peer).port();
             owned(if port == 0 {
                 String::new()
             } else {
@@ -222,9 +226,8 @@ fn apply_realip(r: &mut Req<'_>, conf: &LocConf) {
     if r.access.realip_original.is_some() {
         return;
     }
-    if let Some(addr) = realip::real_addr(conf, r.head, r.peer) {
-        r.access.realip_original = Some(r.peer);
-        r.peer = addr;
+    if let Some(addr) = realip::real_addr(conf, r.head, &r.peer) {
+        r.access.realip_original = Some(std::mem::replace(&mut r.peer, ClientAddr::Inet(addr)));
     }
 }
 

@@ -3,22 +3,29 @@
 //! (`ngx_http_core_access_phase`, `ngx_http_core_post_access_phase`,
 //! `ngx_http_core_auth_delay`).
 
-use std::net::SocketAddr;
-
 use crate::config::access_model::{AccessMatch, Satisfy};
 use crate::config::inherit::LocConf;
 use crate::http::status::Status;
 use crate::log::Level;
 
+use super::super::client_addr::ClientAddr;
 use super::super::reply::Reply;
 use super::super::request::Req;
 use super::super::site::Site;
 use super::{AuthWait, UNAUTHORIZED, Verdict, Wait, auth_basic, log};
 
 /// What `allow`/`deny` say about the request's address: `None` when no
-/// rule of its family applies (`ngx_http_access_handler`).
-pub(super) fn rules_allow(conf: &LocConf, peer: SocketAddr) -> Option<bool> {
-    let ip = match peer.ip() {
+/// rule of its family applies (`ngx_http_access_handler`). A unix-domain
+/// client meets only `all` and `unix:` (nginx's `rules_un`).
+pub(super) fn rules_allow(conf: &LocConf, peer: &ClientAddr) -> Option<bool> {
+    let Some(ip) = peer.ip() else {
+        return conf
+            .access_rules
+            .iter()
+            .find(|rule| matches!(rule.matches, AccessMatch::All | AccessMatch::Unix))
+            .map(|rule| !rule.deny);
+    };
+    let ip = match ip {
         std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => std::net::IpAddr::V4(v4),
             None => std::net::IpAddr::V6(v6),
@@ -73,7 +80,7 @@ pub(super) fn deny(r: &Req<'_>, reply: Reply) -> Verdict {
 pub(super) fn access_phase(site: &Site, r: &mut Req<'_>) -> Verdict {
     let conf = r.conf;
     let mut code = None;
-    match rules_allow(conf, r.peer) {
+    match rules_allow(conf, &r.peer) {
         None => {}
         Some(true) if conf.satisfy == Satisfy::Any => return Verdict::Pass,
         Some(true) => {}
@@ -151,22 +158,40 @@ mod tests {
         }
     }
 
-    fn peer(s: &str) -> SocketAddr {
-        SocketAddr::new(s.parse().unwrap(), 1)
+    fn peer(s: &str) -> ClientAddr {
+        ClientAddr::Inet(std::net::SocketAddr::new(s.parse().unwrap(), 1))
     }
 
     #[test]
     fn the_first_rule_of_the_family_decides() {
         let c = rules(&[(false, "127.0.0.1"), (true, "all")]);
-        assert_eq!(rules_allow(&c, peer("127.0.0.1")), Some(true));
-        assert_eq!(rules_allow(&c, peer("::ffff:127.0.0.1")), Some(true));
-        assert_eq!(rules_allow(&c, peer("10.0.0.1")), Some(false));
-        assert_eq!(rules_allow(&c, peer("::1")), Some(false));
+        assert_eq!(rules_allow(&c, &peer("127.0.0.1")), Some(true));
+        assert_eq!(rules_allow(&c, &peer("::ffff:127.0.0.1")), Some(true));
+        assert_eq!(rules_allow(&c, &peer("10.0.0.1")), Some(false));
+        assert_eq!(rules_allow(&c, &peer("::1")), Some(false));
         // Rules of another family only: no decision.
         let v4 = rules(&[(true, "10.0.0.0/8"), (true, "unix:")]);
-        assert_eq!(rules_allow(&v4, peer("::1")), None);
-        assert_eq!(rules_allow(&v4, peer("127.0.0.1")), None);
-        assert_eq!(rules_allow(&rules(&[]), peer("127.0.0.1")), None);
+        assert_eq!(rules_allow(&v4, &peer("::1")), None);
+        assert_eq!(rules_allow(&v4, &peer("127.0.0.1")), None);
+        assert_eq!(rules_allow(&rules(&[]), &peer("127.0.0.1")), None);
+    }
+
+    #[test]
+    fn a_unix_domain_client_meets_all_and_unix_only() {
+        let unix = ClientAddr::unix(None);
+        // access.t: `deny unix:` and `deny all` refuse it, `allow` either
+        // lets it in, an address rule is not its family's.
+        assert_eq!(rules_allow(&rules(&[(true, "unix:")]), &unix), Some(false));
+        assert_eq!(rules_allow(&rules(&[(true, "all")]), &unix), Some(false));
+        assert_eq!(rules_allow(&rules(&[(false, "unix:")]), &unix), Some(true));
+        let c = rules(&[(false, "127.0.0.1"), (false, "unix:"), (true, "all")]);
+        assert_eq!(rules_allow(&c, &unix), Some(true));
+        assert_eq!(rules_allow(&rules(&[(true, "0.0.0.0/0")]), &unix), None);
+        // And `unix:` is no inet client's.
+        assert_eq!(
+            rules_allow(&rules(&[(true, "unix:")]), &peer("127.0.0.1")),
+            None
+        );
     }
 
     #[test]

@@ -13,12 +13,15 @@ use crate::config::access_model::{RealIpFrom, RealIpHeader, inet_addr, inet6_add
 use crate::config::inherit::LocConf;
 use crate::http::request::RequestHead;
 
-/// Whether `addr` is one `from` trusts (`ngx_cidr_match`).
-fn trusted(from: &[RealIpFrom], addr: IpAddr) -> bool {
-    from.iter().any(|f| match f {
-        RealIpFrom::Cidr(c) => c.contains(addr),
-        // nowait's clients are all TCP.
-        RealIpFrom::Unix => false,
+use super::super::client_addr::ClientAddr;
+
+/// Whether `addr` is one `from` trusts (`ngx_cidr_match`: `unix:` trusts
+/// every unix-domain client, a CIDR the addresses in it).
+fn trusted(from: &[RealIpFrom], addr: &ClientAddr) -> bool {
+    from.iter().any(|f| match (f, addr.ip()) {
+        (RealIpFrom::Cidr(c), Some(ip)) => c.contains(ip),
+        (RealIpFrom::Unix, None) => true,
+        _ => false,
     })
 }
 
@@ -63,11 +66,11 @@ enum Found {
 
 /// `ngx_http_get_forwarded_addr_internal`: walks `xff` from its end while
 /// each hop is trusted (only the last one without `recursive`).
-fn forwarded(addr: &mut SocketAddr, xff: &[u8], from: &[RealIpFrom], recursive: bool) -> Found {
+fn forwarded(addr: &mut ClientAddr, xff: &[u8], from: &[RealIpFrom], recursive: bool) -> Found {
     let mut found = false;
     let mut len = xff.len();
     loop {
-        if !trusted(from, addr.ip()) {
+        if !trusted(from, addr) {
             return if found { Found::Done } else { Found::Declined };
         }
         // Trailing spaces and commas.
@@ -87,7 +90,7 @@ fn forwarded(addr: &mut SocketAddr, xff: &[u8], from: &[RealIpFrom], recursive: 
         let Some(a) = parse_addr_port(&xff[p..len]) else {
             return if found { Found::Done } else { Found::Declined };
         };
-        *addr = a;
+        *addr = ClientAddr::Inet(a);
         found = true;
         len = p.saturating_sub(1);
         if !(recursive && p > 0) {
@@ -98,13 +101,13 @@ fn forwarded(addr: &mut SocketAddr, xff: &[u8], from: &[RealIpFrom], recursive: 
 
 /// The request's address when `conf` says to take it from a header, else
 /// `None` (`ngx_http_realip_handler` and `ngx_http_get_forwarded_addr`).
-pub fn real_addr(conf: &LocConf, head: &RequestHead, peer: SocketAddr) -> Option<SocketAddr> {
+pub fn real_addr(conf: &LocConf, head: &RequestHead, peer: &ClientAddr) -> Option<SocketAddr> {
     if conf.real_ip_from.is_empty() {
         return None;
     }
     let from = &conf.real_ip_from;
     let recursive = conf.real_ip_recursive;
-    let mut addr = peer;
+    let mut addr = peer.clone();
     let single = |name: &str| head.header(name);
     let found = match &conf.real_ip_header {
         RealIpHeader::XRealIp => forwarded(&mut addr, single("x-real-ip")?, from, recursive),
@@ -139,9 +142,9 @@ pub fn real_addr(conf: &LocConf, head: &RequestHead, peer: SocketAddr) -> Option
             rc
         }
     };
-    match found {
-        Found::Declined => None,
-        Found::Done | Found::Ok => Some(addr),
+    match (found, addr) {
+        (Found::Done | Found::Ok, ClientAddr::Inet(a)) => Some(a),
+        _ => None,
     }
 }
 
@@ -173,7 +176,8 @@ mod tests {
     const PEER: &str = "127.0.0.1:5000";
 
     fn real(c: &LocConf, fields: &str) -> Option<String> {
-        real_addr(c, &head(fields), PEER.parse().unwrap()).map(|a| a.to_string())
+        let peer = ClientAddr::Inet(PEER.parse().unwrap());
+        real_addr(c, &head(fields), &peer).map(|a| a.to_string())
     }
 
     #[test]
@@ -215,5 +219,33 @@ mod tests {
             false,
         );
         assert_eq!(real(&c, "X-Client: 192.0.2.9\r\n").unwrap(), "192.0.2.9:0");
+    }
+
+    #[test]
+    fn unix_trusts_unix_domain_clients_only() {
+        let unix = ClientAddr::unix(None);
+        let h = head("X-Real-IP: 192.0.2.1\r\n");
+        let mut c = conf(&["127.0.0.1/32"], RealIpHeader::XRealIp, false);
+        // realip_hostname.t: `set_real_ip_from localhost` is no unix: one.
+        assert_eq!(real_addr(&c, &h, &unix), None);
+        c.real_ip_from.push(RealIpFrom::Unix);
+        assert_eq!(real_addr(&c, &h, &unix).unwrap().to_string(), "192.0.2.1:0");
+        let only_unix = LocConf {
+            real_ip_from: vec![RealIpFrom::Unix],
+            ..LocConf::default()
+        };
+        assert_eq!(real(&only_unix, "X-Real-IP: 192.0.2.1\r\n"), None);
+        // The hops after a unix-domain peer are inet: `unix:` trusts none.
+        let xff = head("X-Forwarded-For: 192.0.2.7, 192.0.2.1\r\n");
+        let rec = LocConf {
+            real_ip_from: vec![RealIpFrom::Unix],
+            real_ip_header: RealIpHeader::XForwardedFor,
+            real_ip_recursive: true,
+            ..LocConf::default()
+        };
+        assert_eq!(
+            real_addr(&rec, &xff, &unix).unwrap().to_string(),
+            "192.0.2.1:0"
+        );
     }
 }

@@ -565,7 +565,7 @@ async fn exchange<'a>(
     loop {
         let now = Instant::now();
         let ctx = PickCtx {
-            client_ip: Some(r.peer.ip()),
+            client_ip: r.peer.ip(),
             hash_key: hash_key.as_deref(),
         };
         let peer = match group.peers.pick(&ctx, &mut tried, now) {

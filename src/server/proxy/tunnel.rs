@@ -12,9 +12,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
-
 use crate::body::{Upgrade, UpgradeError};
+use crate::io::client_stream::ClientStream;
 use crate::upstream::conn::Conn;
 
 /// The upstream side of an upgraded connection.
@@ -50,7 +49,7 @@ impl Half {
 impl Upgrade for Tunnel {
     fn run<'a>(
         self: Box<Self>,
-        client: &'a TcpStream,
+        client: &'a ClientStream,
         client_leftover: Vec<u8>,
         sent: &'a std::cell::Cell<u64>,
     ) -> Pin<Box<dyn Future<Output = Result<(), UpgradeError>> + 'a>> {
@@ -60,7 +59,7 @@ impl Upgrade for Tunnel {
 
 async fn run(
     t: Tunnel,
-    client: &TcpStream,
+    client: &ClientStream,
     client_leftover: Vec<u8>,
     sent: &std::cell::Cell<u64>,
 ) -> Result<(), UpgradeError> {
