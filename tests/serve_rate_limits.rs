@@ -285,3 +285,39 @@ fn a_client_that_leaves_during_the_delay_is_logged_499() {
         &["[info]", "client prematurely closed connection"]
     ));
 }
+
+/// A request's `limit_conn` count goes back once it is answered and
+/// logged, not when its connection has finished waiting for the log writer
+/// (up to 200 ms before a close, longer than a client takes to send its
+/// next request on another connection): that request was refused, as
+/// limit_conn.t's "passed" was on a loaded machine. The log file's writes
+/// are stalled here (fault injection) as a busy disk would.
+#[test]
+fn a_count_goes_back_before_the_wait_for_the_log_writer() {
+    let tmp = common::TempDir::new("limit-conn-log");
+    let root = tmp.path().join("www");
+    std::fs::create_dir_all(&root).expect("root");
+    std::fs::write(root.join("a.txt"), "a\n").expect("a.txt");
+    let http = format!(
+        "limit_conn_zone $binary_remote_addr zone=conn:1m;
+         server {{ listen 127.0.0.1:{{port}}; root {root};
+                   access_log {{dir}}/slow-access.log;
+                   location = /a.txt {{ limit_conn conn 1; }} }}",
+        root = root.display(),
+    );
+    let s = common::cached::Cached::start(
+        tmp.path(),
+        &http,
+        &[("NOWAIT_TEST_STALL", "slow-access=150".to_string())],
+    );
+    for round in 0..3 {
+        let mut first = Conn::open(s.port);
+        first.send(b"GET /a.txt HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        assert_eq!(first.response().expect("answered").status, 200);
+        // The first connection may still wait for its line to be written.
+        let mut next = Conn::open(s.port);
+        next.send(b"GET /a.txt HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        let r = next.response().expect("answered");
+        assert_eq!(r.status, 200, "round {round}: {}", s.error_log());
+    }
+}

@@ -7,7 +7,8 @@
 //!   data that is not in memory;
 //! - every blocking operation (open, stat, read, sendfile) first sleeps
 //!   MILLIS milliseconds in whatever thread runs it — the event loop itself
-//!   under `aio off`, a pool thread under `aio threads`.
+//!   under `aio off`, a pool thread under `aio threads`; so does each write
+//!   of a log file's writer thread.
 //!
 //! With `NOWAIT_TEST_STALL_MARKS=DIR` also set, each stall first creates a
 //! file `DIR/stall-N` holding the name of the thread that runs it and the

@@ -512,6 +512,11 @@ fn run(shared: &Shared, mut sink: Sink) {
             if let Some(level) = shared.batching.gzip {
                 batch = gzip_member(&batch, level);
             }
+            if let Destination::File(path) = &shared.dest {
+                // Tests stall a log's writes as a slow disk would (a no-op
+                // outside test builds).
+                crate::io::fault::stall(path);
+            }
             match sink.write_all(&batch) {
                 Ok(()) => {
                     shared.written.fetch_add(lines, Ordering::Relaxed);

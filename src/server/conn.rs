@@ -787,6 +787,9 @@ fn log_request(
     if !keep {
         lines.extend(r.error_log().pending());
     }
+    // Logged: its `limit_conn` counts go back now, not after the wait for
+    // the log writer that may follow.
+    r.access.release();
     lines
 }
 

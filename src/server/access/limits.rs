@@ -250,7 +250,7 @@ pub(super) fn limit_connections(site: &Site, r: &mut Req<'_>) -> Option<Reply> {
         }
         r.access.limit_conn = Some(LimitConnStatus::Passed);
         match limit_conn::Guard::acquire(&zone.table, &key, l.conn) {
-            Ok(g) => r.access.conn_guards.push(g),
+            Ok(g) => r.access.conn_guards.get_mut().push(g),
             Err(why) => {
                 if why == limit_conn::Acquire::Over {
                     let dry = if conf.limit_conn_dry_run {
@@ -265,7 +265,7 @@ pub(super) fn limit_connections(site: &Site, r: &mut Req<'_>) -> Option<Reply> {
                     );
                 }
                 // The counts this request took so far go back.
-                r.access.conn_guards.clear();
+                r.access.conn_guards.get_mut().clear();
                 if conf.limit_conn_dry_run {
                     r.access.limit_conn = Some(LimitConnStatus::RejectedDryRun);
                     return None;

@@ -35,6 +35,7 @@ mod slab;
 pub mod zones;
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -71,8 +72,23 @@ pub struct ReqAccess {
     pub limit_req: Option<LimitReqStatus>,
     /// What `limit_conn` decided (set once per request).
     pub limit_conn: Option<LimitConnStatus>,
-    /// The `limit_conn` counts this request holds until it is freed.
-    conn_guards: Vec<limit_conn::Guard>,
+    /// The `limit_conn` counts this request holds until it is done (see
+    /// [`ReqAccess::release`]); a `RefCell` because the end of a request
+    /// sees it through `&Req`.
+    conn_guards: RefCell<Vec<limit_conn::Guard>>,
+}
+
+impl ReqAccess {
+    /// Gives back the `limit_conn` counts the request holds: its response
+    /// is sent (or abandoned) and its log line made. nginx frees them with
+    /// the request, right after writing its log line; nowait's connection
+    /// may still wait for the log writer (a closing connection, up to
+    /// `access_log::CLOSE_WAIT_FOR_LOG`), and must not hold the counts
+    /// meanwhile: the client's next request, on another connection, would
+    /// be refused (limit_conn.t, "passed").
+    pub fn release(&self) {
+        self.conn_guards.borrow_mut().clear();
+    }
 }
 
 /// What the checks concluded.
