@@ -630,7 +630,9 @@ async fn respond(
         trailer: &trailer,
     };
     if matches!(reply.body, Body::Upgrade(_)) {
-        return upgrade(stream, buf, site, r, conf, reply, head_bytes).await;
+        // Boxed: a tunnel's state is large and rare, and inline it would
+        // grow every request's future (and the copy made of it) by its size.
+        return Box::pin(upgrade(stream, buf, site, r, conf, reply, head_bytes)).await;
     }
     let mut written = send::Written::default();
     let result = if let Some(source) = filtered.as_mut() {
