@@ -291,3 +291,46 @@ fn a_file_truncated_while_sendfiled_from_memory_ends_the_response() {
     let r = get(s.port(), "/x.txt");
     assert_eq!((r.status, r.body.as_slice()), (200, &b"x\n"[..]));
 }
+
+/// `nowait_read_ahead_bytes_total` on the status page.
+fn read_ahead_bytes(s: &Server) -> u64 {
+    let text = String::from_utf8_lossy(&get(s.port(), "/status").body).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("nowait_read_ahead_bytes_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no nowait_read_ahead_bytes_total on the status page:\n{text}"))
+}
+
+/// A miss of a file many requests read lately asks the kernel for the rest
+/// of the file at once (`io::read_ahead`), so that it comes back in one
+/// trip through the disk's queue; a file read once keeps the kernel's own
+/// read-ahead.
+#[test]
+fn a_popular_file_missing_from_memory_is_read_ahead_whole_and_a_cold_one_is_not() {
+    let (dir, data) = root();
+    let s = serve(dir.path(), "sendfile on;\nsendfile_max_chunk 512k;");
+    // Read once, and missing from memory: not popular, nothing asked
+    // ahead (when the pool took the miss: see [`MISS_ATTEMPTS`]; a retry
+    // would count as more reads).
+    let before = read_ahead_bytes(&s);
+    drop_pages(dir.path(), "large.bin", 0, LARGE);
+    let d = fetch_whole(&s, &data);
+    if d.pool_sendfile > 0 {
+        assert_eq!(
+            read_ahead_bytes(&s),
+            before,
+            "a file read once was read ahead"
+        );
+    }
+    // Read often: its next miss asks for the rest of the file.
+    for _ in 0..4 {
+        fetch_whole(&s, &data);
+    }
+    let before = read_ahead_bytes(&s);
+    fetch_after_drop(&s, dir.path(), &data, 0, LARGE);
+    let asked = read_ahead_bytes(&s) - before;
+    assert!(
+        asked >= (LARGE - 512 * 1024) as u64,
+        "a popular file's miss asked for {asked} bytes ahead"
+    );
+}

@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::closer::CloseOffLoop;
 use super::fault;
 use super::popularity;
+use super::read_ahead;
 use super::{Lane, Pool, SubmitError, TaskError};
 use crate::metrics::worker::{self as metrics, FastOp, FastOutcome};
 use crate::sys::error::SysError;
@@ -404,8 +405,12 @@ impl<'a> FileLayer<'a> {
         let fd = file.fd.clone();
         let path = file.path.clone();
         let rank = self.rank_of(&path);
+        let ahead = read_ahead::plan(rank, off + done as u64, (len - done) as u64, file.meta.size);
         self.run_in(lane, rank, "read", move || {
             fault::stall(&path);
+            if let Some(range) = ahead {
+                read_ahead::advise(&*fd, popularity::key(&path), range);
+            }
             while done < len {
                 match sysfile::pread(&*fd, &mut buf[base + done..], off + done as u64) {
                     Ok(0) => break,
@@ -528,8 +533,12 @@ impl<'a> FileLayer<'a> {
         let fd = file.fd.clone();
         let path = file.path.clone();
         let rank = self.rank_of(&path);
+        let ahead = read_ahead::plan(rank, off, len as u64, file.meta.size);
         self.run_in(lane, rank, "sendfile", move || {
             fault::stall(&path);
+            if let Some(range) = ahead {
+                read_ahead::advise(&*fd, popularity::key(&path), range);
+            }
             let mut o = off;
             sysfile::sendfile(&*sock, &*fd, &mut o, len).map_err(|e| {
                 FileError::Sys(SysError::with_path(

@@ -8,6 +8,9 @@
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
 //! - [`popularity`]: how often each file is opened lately (a TinyLFU
 //!   frequency sketch): the rank of its misses in a pool's queue.
+//! - [`read_ahead`]: a popular file's miss asks the kernel for the rest of
+//!   the file at once, so that it comes back in one trip through the disk's
+//!   queue.
 //! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
@@ -34,6 +37,7 @@ pub mod open_cache;
 pub mod pool;
 pub mod pools;
 pub mod popularity;
+pub mod read_ahead;
 pub mod ready;
 pub mod stream;
 pub mod temp;

@@ -389,6 +389,17 @@ fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>
         "Times the file popularity sketch halved every count.",
     );
     let _ = writeln!(out, "nowait_popularity_agings_total {}", s.agings);
+    header(
+        out,
+        "nowait_read_ahead_bytes_total",
+        "counter",
+        "Bytes of popular files asked of the kernel ahead of their readers (posix_fadvise WILLNEED on a pool miss).",
+    );
+    let _ = writeln!(
+        out,
+        "nowait_read_ahead_bytes_total {}",
+        crate::io::read_ahead::advised_bytes()
+    );
 }
 
 #[cfg(test)]
