@@ -87,7 +87,11 @@ struct Paths {
 
 impl Paths {
     fn read(s: &Server) -> Paths {
-        let text = String::from_utf8_lossy(&get(s.port(), "/status").body).into_owned();
+        Paths::read_port(s.port())
+    }
+
+    fn read_port(port: u16) -> Paths {
+        let text = String::from_utf8_lossy(&get(port, "/status").body).into_owned();
         let value = |path: &str| {
             let key = format!("nowait_body_bytes_total{{path=\"{path}\"}} ");
             text.lines()
@@ -113,12 +117,17 @@ impl Paths {
 
 /// GETs `/large.bin` and checks it byte for byte; what each path sent.
 fn fetch_whole(s: &Server, data: &[u8]) -> Paths {
-    let before = Paths::read(s);
-    let r = get(s.port(), "/large.bin");
+    fetch_whole_port(s.port(), data)
+}
+
+/// [`fetch_whole`] from the server on `port`.
+fn fetch_whole_port(port: u16, data: &[u8]) -> Paths {
+    let before = Paths::read_port(port);
+    let r = get(port, "/large.bin");
     assert_eq!(r.status, 200);
     assert_eq!(r.body.len(), data.len());
     assert!(r.body == data, "the body differs from the file");
-    Paths::read(s).since(before)
+    Paths::read_port(port).since(before)
 }
 
 fn root() -> (TempDir, Vec<u8>) {
@@ -333,4 +342,141 @@ fn a_popular_file_missing_from_memory_is_read_ahead_whole_and_a_cold_one_is_not(
         asked >= (LARGE - 512 * 1024) as u64,
         "a popular file's miss asked for {asked} bytes ahead"
     );
+}
+
+/// nowait started inside a memory cgroup (v1) of its own, limited to a
+/// size the test changes; the server is killed and the group removed on
+/// drop. (The server reads its cgroup's figures from files it opens at
+/// start, so it must start in the group, not be moved into it.)
+struct InCgroup {
+    child: std::process::Child,
+    cgroup: std::path::PathBuf,
+    port: u16,
+    _prefix: TempDir,
+}
+
+impl InCgroup {
+    fn start(root: &Path, limit: u64) -> InCgroup {
+        let memory = Path::new("/sys/fs/cgroup/memory");
+        assert!(
+            memory.join("cgroup.procs").exists(),
+            "this test needs the cgroup v1 memory controller at {} (the lab's machines have it)",
+            memory.display()
+        );
+        let cgroup = memory.join(format!(
+            "nowait-test-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir(&cgroup).expect("make a memory cgroup (run as root)");
+        let prefix = TempDir::new("sendfile-cgroup");
+        let port = common::server::free_port();
+        let conf = format!(
+            "worker_processes 1;\nerror_log stderr;\npid {p}/n.pid;\nevents {{ }}\n\
+             http {{ access_log off; default_type application/octet-stream;\n\
+             server {{ listen 127.0.0.1:{port}; root {root}; aio threads; sendfile on;\n\
+             location = /status {{ nowait_status; }} }} }}\n",
+            p = prefix.path().display(),
+            root = root.display(),
+        );
+        let conf_path = prefix.path().join("nowait.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let g = InCgroup {
+            child: std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo $$ > {procs} && exec {bin} -p {p}/ -c {conf} -g 'daemon off;'",
+                    procs = cgroup.join("cgroup.procs").display(),
+                    bin = env!("CARGO_BIN_EXE_nowait"),
+                    p = prefix.path().display(),
+                    conf = conf_path.display(),
+                ))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("start nowait"),
+            cgroup,
+            port,
+            _prefix: prefix,
+        };
+        g.limit(limit);
+        assert!(
+            common::wait::until(Duration::from_secs(10), || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }),
+            "nowait did not listen"
+        );
+        g
+    }
+
+    fn limit(&self, bytes: u64) {
+        std::fs::write(self.cgroup.join("memory.limit_in_bytes"), bytes.to_string())
+            .expect("set the cgroup's limit");
+    }
+
+    /// `nowait_memory_short` on the status page.
+    fn memory_short(&self) -> bool {
+        let text = String::from_utf8_lossy(&get(self.port, "/status").body).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix("nowait_memory_short "))
+            .unwrap_or_else(|| panic!("no nowait_memory_short on the status page:\n{text}"))
+            .trim()
+            == "1"
+    }
+}
+
+impl Drop for InCgroup {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Empty once its process is gone (the privilege helper, if any,
+        // exits with it).
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.cgroup).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Near its memory cgroup's limit, where each new page of the cache
+/// evicts an old one, a loop copies what it finds in memory instead of
+/// `sendfile()`ing it: a page evicted between its probe and the call made
+/// the loop wait for the page's read (the slow-disk lab caught loops in
+/// `do_sendfile` for seconds). Away from the limit it `sendfile()`s again.
+#[test]
+fn near_its_memory_limit_the_loop_copies_instead_of_sendfile() {
+    let (dir, data) = root();
+    // Read through the server's page cache: more than the limit.
+    write_file(dir.path(), "filler.bin", &vec![7u8; 192 << 20]);
+    // Out of memory, so that the server's reads bring it in, charged to
+    // its cgroup (pages the test wrote count against the test's).
+    drop_pages(dir.path(), "filler.bin", 0, 192 << 20);
+    drop_pages(dir.path(), "large.bin", 0, LARGE);
+    let s = InCgroup::start(dir.path(), 128 << 20);
+    fetch_whole_port(s.port, &data);
+    let d = fetch_whole_port(s.port, &data);
+    assert!(!s.memory_short(), "memory short before the filler was read");
+    assert_eq!(d.loop_sendfile, LARGE as u64, "{d:?}");
+    let r = get(s.port, "/filler.bin");
+    assert_eq!((r.status, r.body.len()), (200, 192 << 20));
+    assert!(
+        common::wait::until(Duration::from_secs(5), || s.memory_short()),
+        "the server never saw its cgroup near its limit"
+    );
+    let d = fetch_whole_port(s.port, &data);
+    assert_eq!(d.loop_sendfile, 0, "{d:?}");
+    assert!(d.copy > 0, "{d:?}");
+    // Room again: zero copy from the loop.
+    s.limit(1 << 30);
+    assert!(
+        common::wait::until(Duration::from_secs(5), || !s.memory_short()),
+        "memory still short with room in the cgroup"
+    );
+    fetch_whole_port(s.port, &data);
+    let d = fetch_whole_port(s.port, &data);
+    assert!(d.loop_sendfile > 0, "{d:?}");
 }

@@ -8,6 +8,9 @@
 //! - [`pools`]: the pools by name, for `aio threads=NAME` lookups.
 //! - [`popularity`]: how often each file is opened lately (a TinyLFU
 //!   frequency sketch): the rank of its misses in a pool's queue.
+//! - [`pressure`]: whether memory is short (the cgroup near its limit, or
+//!   the machine's available memory low), sampled by a thread of its own:
+//!   the loops then copy resident file data instead of `sendfile()`ing it.
 //! - [`read_ahead`]: a popular file's miss asks the kernel for the rest of
 //!   the file at once, so that it comes back in one trip through the disk's
 //!   queue.
@@ -37,6 +40,7 @@ pub mod open_cache;
 pub mod pool;
 pub mod pools;
 pub mod popularity;
+pub mod pressure;
 pub mod read_ahead;
 pub mod ready;
 pub mod stream;

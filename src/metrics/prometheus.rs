@@ -354,6 +354,7 @@ pub fn render(
     super::cache::render(&mut out, caches);
     super::logs::render(&mut out, logs);
     render_popularity(&mut out, &pools);
+    render_memory(&mut out);
     out
 }
 
@@ -399,6 +400,22 @@ fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>
         out,
         "nowait_read_ahead_bytes_total {}",
         crate::io::read_ahead::advised_bytes()
+    );
+}
+
+/// Whether memory is short (`io::pressure`), which makes the loops copy
+/// resident file data rather than `sendfile()` it.
+fn render_memory(out: &mut String) {
+    header(
+        out,
+        "nowait_memory_short",
+        "gauge",
+        "1 while the memory cgroup is near its limit or the machine's available memory is low: the loops copy file data they find in memory instead of sendfile()ing it.",
+    );
+    let _ = writeln!(
+        out,
+        "nowait_memory_short {}",
+        u8::from(crate::io::pressure::reclaiming())
     );
 }
 

@@ -299,6 +299,9 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
     // forked now, while only this thread runs, and this process becomes
     // `user` for good (see `privsep`).
     let mut identity = identity;
+    // The memory figures the loops' choice of copy or `sendfile()` goes by
+    // are opened while they still can be (before Landlock).
+    crate::io::pressure::open();
     if let Some(id) = identity.as_ref().filter(|i| i.uid != 0) {
         // `worker_rlimit_nofile` may raise the hard limit: only root can,
         // so now (as nginx's workers do before they drop root). A reload

@@ -495,8 +495,10 @@ pub fn lane_for(from_memory: u64, from_pool: u64) -> Lane {
 /// in memory from the loop: with `sendfile on`, a `sendfile()` of the
 /// prefix of at most [`FAST_SENDFILE_PROBE`] bytes that a probe found up to
 /// date ([`FileLayer::resident_now`]), so the call meets no page it could
-/// wait for; with `sendfile off`, a copy ([`FileLayer::body_now`], at most
-/// [`FAST_BODY_CHUNK`]), as nginx copies then. Only when the next bytes need
+/// wait for; with `sendfile off`, or while memory is short
+/// ([`crate::io::pressure`]: a page could be evicted between the probe and
+/// the call), a copy ([`FileLayer::body_now`], at most [`FAST_BODY_CHUNK`]).
+/// Only when the next bytes need
 /// the disk does a slice go to the pool (`sendfile()` there, or a read), in
 /// the lane [`lane_for`] picks. Otherwise `sendfile()` or reads run where
 /// `aio` says. Each slice is counted by how it was sent
@@ -520,9 +522,12 @@ async fn send_range(
             left = wait_pace(stream, pace, left.min(usize::MAX as u64) as usize).await? as u64;
         }
         let mut n = 0;
-        if fast && p.sendfile {
+        if fast && p.sendfile && !crate::io::pressure::reclaiming() {
             // Zero copy from the loop: only the prefix a probe found up to
             // date, so the sendfile() below meets no page it must wait for.
+            // Not while memory is short: a page evicted between the probe
+            // and the call would make the loop wait for its read; the copy
+            // below has no such window (`io::pressure`).
             let want = chunk_limit(p, left).min(FAST_SENDFILE_PROBE) as usize;
             let ready = p.files.resident_now(file, off, want);
             if ready > 0 {

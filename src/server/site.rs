@@ -171,6 +171,15 @@ impl Site {
             .map(VirtualHosts::new)
             .unwrap_or_default();
         super::status_ring::start(shared, &thread_init, &error_log);
+        if let Err(e) = crate::io::pressure::start(&thread_init) {
+            // Without it memory counts as plentiful: the loops keep
+            // `sendfile()`ing what they find in memory.
+            error_log.log(
+                crate::log::Level::Alert,
+                None,
+                format_args!("could not start the memory pressure sampler ({e})"),
+            );
+        }
         Ok(Site {
             config,
             vhosts,
