@@ -268,6 +268,30 @@ impl<'a> FileLayer<'a> {
         }
     }
 
+    /// [`run_in`](Self::run_in) for a read of file data: a cold file's
+    /// waits for the pool's cold limit (see [`Pool::submit_read`]).
+    async fn run_data_in<T, F>(
+        &self,
+        lane: Lane,
+        rank: u8,
+        what: &'static str,
+        f: F,
+    ) -> Result<T, FileError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        match self.pool {
+            None => Ok(f()),
+            Some(pool) => {
+                let done = pool
+                    .submit_read(lane, rank, f)
+                    .map_err(FileError::Overflow)?;
+                done.await.map_err(|why| FileError::Lost(what, why))
+            }
+        }
+    }
+
     /// Opens `path` for reading if it is a regular file (see
     /// [`sysfile::open_regular`]); otherwise tells what it is.
     pub async fn open(&self, path: &Path) -> Result<Opened, FileError> {
@@ -406,7 +430,7 @@ impl<'a> FileLayer<'a> {
         let path = file.path.clone();
         let rank = self.rank_of(&path);
         let ahead = read_ahead::plan(rank, off + done as u64, (len - done) as u64, file.meta.size);
-        self.run_in(lane, rank, "read", move || {
+        self.run_data_in(lane, rank, "read", move || {
             fault::stall(&path);
             if let Some(range) = ahead {
                 read_ahead::advise(&*fd, popularity::key(&path), range);
@@ -534,7 +558,7 @@ impl<'a> FileLayer<'a> {
         let path = file.path.clone();
         let rank = self.rank_of(&path);
         let ahead = read_ahead::plan(rank, off, len as u64, file.meta.size);
-        self.run_in(lane, rank, "sendfile", move || {
+        self.run_data_in(lane, rank, "sendfile", move || {
             fault::stall(&path);
             if let Some(range) = ahead {
                 read_ahead::advise(&*fd, popularity::key(&path), range);

@@ -10,7 +10,11 @@
 //! ([`super::popularity`]) — then FIFO: a miss of a file many requests read
 //! runs before older misses of files read once, so popular data that fell
 //! out of memory comes back first. Every task of rank 0 (the default) keeps
-//! nginx's FIFO exactly. `max_queue` bounds the tasks
+//! nginx's FIFO exactly. Reads of file data for files below the popular
+//! rank (cold reads) run at most as many at once as the pool's *cold
+//! limit* ([`cold`]), which follows how long they take: so that the disk's
+//! own queue, which the pool cannot reorder, never fills with cold work
+//! ahead of a popular file's read. `max_queue` bounds the tasks
 //! *waiting* for a thread, not those running: a task is accepted when
 //! `queued - idle < max_queue`, so `max_queue=0` accepts a task only while a
 //! thread is idle. A full queue fails at once with
@@ -25,7 +29,9 @@
 
 use super::completion::{Completion, SubmitError};
 use super::popularity::RANKS;
+use super::read_ahead::POPULAR_RANK;
 use crate::sys::signal::block_all_in_thread;
+use cold::ColdLimit;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::fmt;
@@ -56,7 +62,15 @@ struct Job {
     /// Its place in submission order, to tell when a thread takes it ahead
     /// of an older task (the `promoted` counter).
     seq: u64,
+    /// A cold bulk read: a read or `sendfile()` of file data whose file
+    /// ranks below [`COLD_RANKS`], which runs only within the cold limit
+    /// ([`cold`]).
+    cold: bool,
 }
+
+/// Ranks whose bulk reads count as cold ([`cold`]): those of files not
+/// popular enough for read-ahead.
+const COLD_RANKS: usize = POPULAR_RANK as usize;
 
 /// A type-erased task, run and delivered in two steps so that the thread is
 /// counted idle again *before* the submitter learns the task is done: whoever
@@ -114,9 +128,17 @@ struct Queue {
     /// [`Lane::Normal`] tasks not yet taken by a thread, one queue per rank,
     /// oldest first in each; the highest non-empty rank is taken first.
     ranked: [VecDeque<Job>; RANKS],
+    /// Cold bulk reads (see [`Job::cold`]) not yet taken, one queue per
+    /// rank below [`COLD_RANKS`]; taken in rank and age order with
+    /// `ranked`, while the cold limit allows.
+    cold: [VecDeque<Job>; COLD_RANKS],
+    /// Cold bulk reads running now.
+    cold_running: usize,
+    /// How many may run at once ([`cold`]).
+    cold_limit: ColdLimit,
     /// [`Lane::Front`] tasks, taken before any of `ranked`.
     front: VecDeque<Job>,
-    /// Tasks in `ranked` (all ranks).
+    /// Tasks in `ranked` and `cold` (all ranks).
     normal: usize,
     /// The next task's [`Job::seq`].
     next_seq: u64,
@@ -148,31 +170,63 @@ impl Queue {
             Lane::Front => self.front.push_back(job),
             Lane::Normal => {
                 let r = usize::from(rank).min(RANKS - 1);
-                self.ranked[r].push_back(job);
+                if job.cold && r < COLD_RANKS {
+                    self.cold[r].push_back(job);
+                } else {
+                    self.ranked[r].push_back(job);
+                }
                 self.normal += 1;
             }
         }
     }
 
     /// The next task to run — the front lane's oldest, else the oldest of
-    /// the highest rank — and whether an older task is still waiting (it
-    /// was promoted).
-    fn pop(&mut self) -> Option<(Job, bool)> {
-        let job = match self.front.pop_front() {
-            Some(j) => j,
+    /// the highest rank (a cold bulk read only while the cold limit allows
+    /// one more) — whether an older task is still waiting (it was
+    /// promoted), and whether it is a cold bulk read.
+    fn pop(&mut self) -> Option<(Job, bool, bool)> {
+        let (job, cold) = match self.front.pop_front() {
+            Some(j) => (j, false),
             None => {
-                let r = self.ranked.iter().rposition(|q| !q.is_empty())?;
+                let cold_ok = self.cold_limit.admits(self.cold_running);
+                let r = (0..RANKS).rev().find(|&r| {
+                    !self.ranked[r].is_empty()
+                        || (cold_ok && r < COLD_RANKS && !self.cold[r].is_empty())
+                })?;
+                // Within a rank, the older of its next task and (if it may
+                // run) its next cold read.
+                let cold_seq = (cold_ok && r < COLD_RANKS)
+                    .then(|| self.cold[r].front().map(|j| j.seq))
+                    .flatten();
+                let plain_seq = self.ranked[r].front().map(|j| j.seq);
+                let take_cold = match (cold_seq, plain_seq) {
+                    (Some(c), Some(p)) => c < p,
+                    (Some(_), None) => true,
+                    _ => false,
+                };
                 self.normal -= 1;
-                self.ranked[r].pop_front()?
+                if take_cold {
+                    self.cold_running += 1;
+                    (self.cold[r].pop_front()?, true)
+                } else {
+                    (self.ranked[r].pop_front()?, false)
+                }
             }
         };
         let older = self
             .ranked
             .iter()
+            .chain(self.cold.iter())
             .chain(std::iter::once(&self.front))
             .filter_map(|q| q.front())
             .any(|other| other.seq < job.seq);
-        Some((job, older))
+        Some((job, older, cold))
+    }
+
+    /// A cold bulk read that ran `took` has finished.
+    fn cold_done(&mut self, took: Duration, now: Instant) {
+        self.cold_running -= 1;
+        self.cold_limit.done(took, now);
     }
 }
 
@@ -230,6 +284,8 @@ struct Shared {
     /// Tasks a thread took while an older task still waited (front lane or
     /// higher rank).
     promoted: AtomicU64,
+    /// Mirror of the cold limit ([`cold`]) for lock-free metric reads.
+    cold_limit: AtomicUsize,
     /// One timing pair per thread ever started (a thread that exits after
     /// a resize leaves its history).
     timings: Mutex<Vec<Arc<Mutex<Timings>>>>,
@@ -286,12 +342,17 @@ impl Pool {
         if threads == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
+        let cold_limit = ColdLimit::new(threads, Instant::now());
+        let cold_limit_now = cold_limit.current();
         let shared = Arc::new(Shared {
             name: Arc::from(name),
             threads: AtomicUsize::new(threads),
             max_queue: AtomicUsize::new(max_queue),
             queue: Mutex::new(Queue {
                 ranked: std::array::from_fn(|_| VecDeque::new()),
+                cold: std::array::from_fn(|_| VecDeque::new()),
+                cold_running: 0,
+                cold_limit,
                 front: VecDeque::new(),
                 normal: 0,
                 next_seq: 0,
@@ -308,6 +369,7 @@ impl Pool {
             overflows: AtomicU64::new(0),
             front: AtomicU64::new(0),
             promoted: AtomicU64::new(0),
+            cold_limit: AtomicUsize::new(cold_limit_now),
             timings: Mutex::new(Vec::with_capacity(threads)),
             started: AtomicUsize::new(0),
             init,
@@ -396,6 +458,9 @@ impl Pool {
         let more = {
             let mut q = s.lock();
             q.target = threads;
+            q.cold_limit.resize(threads);
+            s.cold_limit
+                .store(q.cold_limit.current(), Ordering::Relaxed);
             threads.saturating_sub(q.alive)
         };
         s.ready.notify_all();
@@ -451,6 +516,38 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.submit_job(lane, rank, false, task)
+    }
+
+    /// [`submit_ranked`](Self::submit_ranked) for a bulk read (a read or
+    /// `sendfile()` of file data): below [`POPULAR_RANK`] in
+    /// [`Lane::Normal`] it is a cold read, which runs only within the pool's
+    /// cold limit ([`cold`]), so that cold reads never fill the disk's
+    /// queue ahead of a popular file's.
+    pub fn submit_read<T, F>(
+        &self,
+        lane: Lane,
+        rank: u8,
+        task: F,
+    ) -> Result<Completion<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit_job(lane, rank, true, task)
+    }
+
+    fn submit_job<T, F>(
+        &self,
+        lane: Lane,
+        rank: u8,
+        read: bool,
+        task: F,
+    ) -> Result<Completion<T>, SubmitError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let task = Box::new(Pending {
             f: Some(task),
@@ -461,6 +558,7 @@ impl Pool {
             task,
             queued_at: Instant::now(),
             seq: 0,
+            cold: read && lane == Lane::Normal && usize::from(rank) < COLD_RANKS,
         };
         let s = &self.shared;
         {
@@ -505,6 +603,7 @@ impl Pool {
             overflows: s.overflows.load(Ordering::Relaxed),
             front: s.front.load(Ordering::Relaxed),
             promoted: s.promoted.load(Ordering::Relaxed),
+            cold_limit: s.cold_limit.load(Ordering::Relaxed),
         }
     }
 
@@ -573,7 +672,7 @@ fn worker(shared: &Shared, timings: &Mutex<Timings>) {
     let _ = block_all_in_thread();
     let mut q = shared.lock();
     loop {
-        if let Some((mut job, promoted)) = q.pop() {
+        if let Some((mut job, promoted, cold)) = q.pop() {
             q.idle -= 1;
             if promoted {
                 shared.promoted.fetch_add(1, Ordering::Relaxed);
@@ -589,6 +688,17 @@ fn worker(shared: &Shared, timings: &Mutex<Timings>) {
             shared.completed.fetch_add(1, Ordering::Relaxed);
             q = shared.lock();
             q.idle += 1;
+            if cold {
+                let before = q.cold_limit.current();
+                q.cold_done(finished - started, finished);
+                shared
+                    .cold_limit
+                    .store(q.cold_limit.current(), Ordering::Relaxed);
+                if q.cold_limit.current() > before {
+                    // Room for one more cold read than this thread takes.
+                    shared.ready.notify_one();
+                }
+            }
             shared.waiting.store(q.waiting(), Ordering::Relaxed);
             drop(q);
             // Delivered unlocked and after counting ourselves idle (see Task).
@@ -657,6 +767,8 @@ pub struct PoolStats {
     /// Tasks taken ahead of an older waiting task since start (front lane,
     /// or a more popular file's miss).
     pub promoted: u64,
+    /// Cold bulk reads allowed at once now ([`cold`]).
+    pub cold_limit: usize,
 }
 
 /// Merged timing histograms of one pool, in microseconds.
@@ -668,5 +780,6 @@ pub struct PoolTimings {
     pub run: Histogram<u64>,
 }
 
+mod cold;
 #[cfg(test)]
 mod tests;

@@ -375,6 +375,20 @@ fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>
             p.stats().promoted
         );
     }
+    header(
+        out,
+        "nowait_pool_cold_limit",
+        "gauge",
+        "Reads of file data for files not popular lately that a pool lets run at once, following how long they take.",
+    );
+    for p in pools {
+        let _ = writeln!(
+            out,
+            "nowait_pool_cold_limit{{pool=\"{}\"}} {}",
+            p.name(),
+            p.stats().cold_limit
+        );
+    }
     let s = crate::io::popularity::stats();
     header(
         out,

@@ -410,3 +410,49 @@ fn ranks_above_the_highest_are_clamped_and_count_against_max_queue() {
     // u8::MAX is the top rank: FIFO with the other rank-15 task.
     assert_eq!(*order.lock().unwrap(), vec![1, 2]);
 }
+
+#[test]
+fn cold_reads_wait_for_the_cold_limit_while_a_popular_read_takes_a_free_thread() {
+    // Four threads; the cold limit starts at two.
+    let pool = Pool::new("cold", 4, 100).unwrap();
+    assert_eq!(pool.stats().cold_limit, cold::MIN_LIMIT as usize);
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let cold_read = |i: usize| {
+        let (release, hold) = gate();
+        let started = Arc::clone(&started);
+        let done = pool
+            .submit_read(Lane::Normal, 1, move || {
+                started.lock().unwrap().push(i);
+                hold();
+            })
+            .unwrap();
+        (release, done)
+    };
+    let reads: Vec<_> = (0..3).map(cold_read).collect();
+    // Two run, the third waits although two threads are idle.
+    let (release_popular, popular_hold) = gate();
+    let popular = pool.submit_read(Lane::Normal, 15, popular_hold).unwrap();
+    // A cold open (not a read of data) is not held either.
+    let open = pool.submit_ranked(Lane::Normal, 1, || 7).unwrap();
+    assert_eq!(open.wait_blocking().unwrap(), 7);
+    let running = || pool.stats().running;
+    while running() < 3 {
+        std::thread::yield_now();
+    }
+    assert_eq!(*started.lock().unwrap(), vec![0, 1]);
+    release_popular.send(()).unwrap();
+    popular.wait_blocking().unwrap();
+    // The first cold read ends: the third may start.
+    let mut reads = reads.into_iter();
+    let (release0, done0) = reads.next().unwrap();
+    release0.send(()).unwrap();
+    done0.wait_blocking().unwrap();
+    while started.lock().unwrap().len() < 3 {
+        std::thread::yield_now();
+    }
+    assert_eq!(*started.lock().unwrap(), vec![0, 1, 2]);
+    for (release, done) in reads {
+        release.send(()).unwrap();
+        done.wait_blocking().unwrap();
+    }
+}
