@@ -199,6 +199,11 @@ def write_table(path, rows, meta):
         f.write(text)
 
 
+# Files that listen on fixed ports beyond the harness's own (8182, 8183 …):
+# run alone, after the others.
+RUN_ALONE = {"http_listen.t", "http_listen_wildcard.t"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tests", required=True, help="a checkout of nginx/nginx-tests")
@@ -232,19 +237,29 @@ def main():
     if a.log:
         os.makedirs(a.log, exist_ok=True)
 
+    results = {}
+
+    def record(name, who, res, out):
+        results[(name, who)] = res
+        if a.log:
+            with open(os.path.join(a.log, f"{name}.{who}.tap"), "w") as f:
+                f.write(out)
+        print(f"{name:40} {who:7} {cell(res)}", flush=True)
+
+    together = [n for n in files if n not in RUN_ALONE]
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
-        for name in files:
+        for name in together:
             for who, binary in (("nginx", nginx), ("nowait", nowait)):
                 jobs.append((name, who, ex.submit(run_file, tests_dir, name, binary, a.timeout, a.user)))
-        results = {}
         for name, who, fut in jobs:
-            res, out = fut.result()
-            results[(name, who)] = res
-            if a.log:
-                with open(os.path.join(a.log, f"{name}.{who}.tap"), "w") as f:
-                    f.write(out)
-            print(f"{name:40} {who:7} {cell(res)}", flush=True)
+            record(name, who, *fut.result())
+    # Files that listen on fixed ports of their own run after the others,
+    # one at a time: beside another file the harness finds their ports
+    # taken and skips them, for nginx as for nowait.
+    for name in (n for n in files if n in RUN_ALONE):
+        for who, binary in (("nginx", nginx), ("nowait", nowait)):
+            record(name, who, *run_file(tests_dir, name, binary, a.timeout, a.user))
     shutil.rmtree(tmp, ignore_errors=True)
 
     rows = [(name, results[(name, "nginx")], results[(name, "nowait")]) for name in files]
