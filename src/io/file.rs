@@ -144,6 +144,15 @@ enum Fast<T> {
     Slow,
 }
 
+/// What a pool task does, for the pool's cold limit.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Reads file data (a read or `sendfile()`).
+    Data,
+    /// Anything else (open, `stat`, …).
+    Other,
+}
+
 impl<'a> FileLayer<'a> {
     /// A layer that runs everything on the loop (`aio off`).
     pub const INLINE: FileLayer<'static> = FileLayer {
@@ -173,7 +182,7 @@ impl<'a> FileLayer<'a> {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        self.run_in(Lane::Normal, 0, what, f).await
+        self.run_in(Lane::Normal, 0, Work::Other, what, f).await
     }
 
     /// `path`'s popularity, the rank of its misses in the pool (0 without a
@@ -244,12 +253,14 @@ impl<'a> FileLayer<'a> {
         .await?
     }
 
-    /// [`run`](Self::run) in the pool's `lane` at `rank` (see
-    /// [`Pool::submit_ranked`]).
+    /// [`run`](Self::run) in the pool's `lane` at `rank` as `work` (see
+    /// [`Pool::submit_ranked`]; a read of file data waits for the pool's
+    /// cold limit, [`Pool::submit_read`]), or here when there is no pool.
     async fn run_in<T, F>(
         &self,
         lane: Lane,
         rank: u8,
+        work: Work,
         what: &'static str,
         f: F,
     ) -> Result<T, FileError>
@@ -257,39 +268,15 @@ impl<'a> FileLayer<'a> {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        match self.pool {
-            None => Ok(f()),
-            Some(pool) => {
-                let done = pool
-                    .submit_ranked(lane, rank, f)
-                    .map_err(FileError::Overflow)?;
-                done.await.map_err(|why| FileError::Lost(what, why))
-            }
+        let Some(pool) = self.pool else {
+            return Ok(f());
+        };
+        let done = match work {
+            Work::Data => pool.submit_read(lane, rank, f),
+            Work::Other => pool.submit_ranked(lane, rank, f),
         }
-    }
-
-    /// [`run_in`](Self::run_in) for a read of file data: a cold file's
-    /// waits for the pool's cold limit (see [`Pool::submit_read`]).
-    async fn run_data_in<T, F>(
-        &self,
-        lane: Lane,
-        rank: u8,
-        what: &'static str,
-        f: F,
-    ) -> Result<T, FileError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        match self.pool {
-            None => Ok(f()),
-            Some(pool) => {
-                let done = pool
-                    .submit_read(lane, rank, f)
-                    .map_err(FileError::Overflow)?;
-                done.await.map_err(|why| FileError::Lost(what, why))
-            }
-        }
+        .map_err(FileError::Overflow)?;
+        done.await.map_err(|why| FileError::Lost(what, why))
     }
 
     /// Opens `path` for reading if it is a regular file (see
@@ -303,8 +290,10 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
-        self.run_in(Lane::Normal, rank, "open", move || open_slow(p))
-            .await?
+        self.run_in(Lane::Normal, rank, Work::Other, "open", move || {
+            open_slow(p)
+        })
+        .await?
     }
 
     /// [`open`](Self::open) under the link rule `links` (`disable_symlinks`):
@@ -332,7 +321,7 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
-        self.run_in(Lane::Normal, rank, "open", move || {
+        self.run_in(Lane::Normal, rank, Work::Other, "open", move || {
             fault::stall(&p);
             sysfile::open_regular_links(&p, false, links)
                 .map(|found| opened(found, &p))
@@ -430,7 +419,7 @@ impl<'a> FileLayer<'a> {
         let path = file.path.clone();
         let rank = self.rank_of(&path);
         let ahead = read_ahead::plan(rank, off + done as u64, (len - done) as u64, file.meta.size);
-        self.run_data_in(lane, rank, "read", move || {
+        self.run_in(lane, rank, Work::Data, "read", move || {
             fault::stall(&path);
             if let Some(range) = ahead {
                 read_ahead::advise(&*fd, popularity::key(&path), range);
@@ -558,7 +547,7 @@ impl<'a> FileLayer<'a> {
         let path = file.path.clone();
         let rank = self.rank_of(&path);
         let ahead = read_ahead::plan(rank, off, len as u64, file.meta.size);
-        self.run_data_in(lane, rank, "sendfile", move || {
+        self.run_in(lane, rank, Work::Data, "sendfile", move || {
             fault::stall(&path);
             if let Some(range) = ahead {
                 read_ahead::advise(&*fd, popularity::key(&path), range);
