@@ -343,7 +343,7 @@ impl<'a> Req<'a> {
                     .headers
                     .iter()
                     .filter(|(n, _)| n.eq_ignore_ascii_case(b"set-cookie"))
-                    .find_map(|(_, v)| cookie(v, name.as_bytes()))
+                    .find_map(|(_, v)| set_cookie(v, name.as_bytes()))
                     .map(Cow::Borrowed)
             }
         }
@@ -438,6 +438,23 @@ fn cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
         })
         .find(|(k, _)| k.eq_ignore_ascii_case(want))
         .map(|(_, v)| v)
+}
+
+/// The value of cookie `want` if `Set-Cookie` value `header` sets it, as
+/// nginx 1.22's `ngx_http_parse_set_cookie_lines` reads it: the name
+/// (ASCII case-insensitive) at the very start, spaces, `=`, spaces, then
+/// the value up to the first `;` (a comma is part of the value: an
+/// `Expires` date has one).
+fn set_cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
+    if header.len() <= want.len() || !header[..want.len()].eq_ignore_ascii_case(want) {
+        return None;
+    }
+    let rest = &header[want.len()..];
+    let rest = &rest[rest.iter().take_while(|&&b| b == b' ').count()..];
+    let rest = rest.strip_prefix(b"=")?;
+    let rest = &rest[rest.iter().take_while(|&&b| b == b' ').count()..];
+    let end = rest.iter().position(|&b| b == b';').unwrap_or(rest.len());
+    Some(&rest[..end])
 }
 
 /// `$remote_user`: the user of a `Basic` `Authorization` header.
@@ -562,6 +579,29 @@ mod tests {
         assert_eq!(arg(b"a=1", b"x"), None);
         assert_eq!(cookie(b"a=1; SID=xyz, c=3", b"sid"), Some(&b"xyz"[..]));
         assert_eq!(cookie(b"a=1", b"b"), None);
+    }
+
+    /// The cases of nginx-tests' proxy_upstream_cookie.t.
+    #[test]
+    fn set_cookie_values_as_nginx() {
+        let v = |h: &str| {
+            set_cookie(h.as_bytes(), b"tc").map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        assert_eq!(v("tc="), Some(String::new()));
+        assert_eq!(v("tc= ;"), Some(String::new()));
+        assert_eq!(v("tc =   ; Domain=example.com;"), Some(String::new()));
+        assert_eq!(v("tc=,").as_deref(), Some(","));
+        assert_eq!(v("tc\t=\tcontent     ;"), None);
+        assert_eq!(
+            v("tc=con  tent; Domain=example.com").as_deref(),
+            Some("con  tent")
+        );
+        assert_eq!(v("tc = content").as_deref(), Some("content"));
+        assert_eq!(v("TC==;abc").as_deref(), Some("="));
+        assert_eq!(v("=tc=content"), None);
+        assert_eq!(v("tcx=1"), None);
+        assert_eq!(v("tc=first,tc=second").as_deref(), Some("first,tc=second"));
+        assert_eq!(v("tc=first;tc=second").as_deref(), Some("first"));
     }
 
     #[test]
