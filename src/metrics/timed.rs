@@ -29,6 +29,12 @@ pub fn now() -> Instant {
     POLL_START.with(Cell::get).unwrap_or_else(Instant::now)
 }
 
+/// The time since `t`, as precise as [`now`] (zero for a `t` taken later
+/// in the same poll).
+pub fn since(t: Instant) -> Duration {
+    now().saturating_duration_since(t)
+}
+
 /// The wall-clock time matching [`now`], for `Date` headers: derived from
 /// the monotonic reading, with the wall clock read again every
 /// [`WALL_REFRESH`] so that a clock change is followed within that time.

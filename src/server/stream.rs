@@ -255,11 +255,11 @@ pub async fn send_stream_after(
                         pace.wrote(n, std::time::Instant::now());
                     }
                     if std::mem::take(&mut first_write) {
-                        crate::metrics::worker::ttfb(p.start.elapsed());
+                        crate::metrics::worker::ttfb(crate::metrics::timed::since(p.start));
                     }
-                    deadline
-                        .as_mut()
-                        .reset(tokio::time::Instant::now() + p.timeout);
+                    deadline.as_mut().reset(
+                        tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout,
+                    );
                 }
             }
         }
@@ -340,7 +340,7 @@ pub async fn send_stream_after(
             r = std::future::poll_fn(|cx| source.poll_chunk(cx)), if can_read => {
                 if q.bytes == 0 {
                     // The client's clock starts when there is something to send.
-                    deadline.as_mut().reset(tokio::time::Instant::now() + p.timeout);
+                    deadline.as_mut().reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout);
                 }
                 match r {
                     Ok(Some(piece)) if room_in_queue => q.push_payload(piece, p.chunked),
@@ -353,7 +353,7 @@ pub async fn send_stream_after(
             _ = deadline.as_mut(), if must_write => return Err(SendError::TimedOut),
             _ = paced.as_mut(), if pacing => {
                 pacing = false;
-                deadline.as_mut().reset(tokio::time::Instant::now() + p.timeout);
+                deadline.as_mut().reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout);
             }
             // A client that closes while the pace holds the write back ends
             // the response (nginx's `ngx_http_test_reading`).

@@ -41,6 +41,7 @@ use crate::http::request::Method;
 use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
+use crate::metrics::timed;
 use crate::upstream::body::BodyDecoder;
 use crate::upstream::conn::{Conn, WriteError};
 use crate::upstream::head::{self as uhead, HeadParse};
@@ -558,12 +559,18 @@ async fn exchange<'a>(
     let conf = r.conf;
     let group = &target.group;
     let mut tried = Tried::new(&group.peers);
-    let started = Instant::now();
+    let started = timed::now();
     let mut attempts = 0u32;
     r.upstream.group_starts.push(r.upstream.tries.len());
     let hash_key = group.hash_key.as_ref().map(|k| r.expand(k));
+    let mut first = true;
     loop {
-        let now = Instant::now();
+        // The first try begins when the exchange does.
+        let now = if std::mem::take(&mut first) {
+            started
+        } else {
+            timed::now()
+        };
         let ctx = PickCtx {
             client_ip: r.peer.ip(),
             hash_key: hash_key.as_deref(),
@@ -600,7 +607,7 @@ async fn exchange<'a>(
             addr: spec.name.to_string(),
             ..UpstreamTry::default()
         };
-        let t0 = Instant::now();
+        let t0 = now;
         let result = try_peer(
             site,
             r,
@@ -612,9 +619,10 @@ async fn exchange<'a>(
             body,
             head_request,
             &mut attempt,
+            t0,
         )
         .await;
-        attempt.response_time = Some(t0.elapsed().as_secs_f64());
+        attempt.response_time = Some(timed::since(t0).as_secs_f64());
         match result {
             Ok(Got::Response(got)) => {
                 // A status `proxy_next_upstream` names goes to the next
@@ -633,7 +641,7 @@ async fn exchange<'a>(
                     };
                     attempt.status = Some(got.head.status);
                     r.upstream.tries.push(attempt);
-                    group.record(peer, outcome == Outcome::Ok, t0.elapsed());
+                    group.record(peer, outcome == Outcome::Ok, timed::since(t0));
                     release(site, r, group, &mut tried, peer, outcome, &ctx_text);
                     continue;
                 }
@@ -657,7 +665,7 @@ async fn exchange<'a>(
                     tried,
                     got,
                     attempt,
-                    &ctx_text,
+                    ctx_text,
                     head_request,
                     t0,
                     cache,
@@ -668,7 +676,7 @@ async fn exchange<'a>(
                 r.upstream.tries.push(attempt);
                 group
                     .peers
-                    .done(&mut tried, peer, Outcome::Ok, Instant::now());
+                    .done(&mut tried, peer, Outcome::Ok, timed::now());
                 return reply(Reply::aborted(Status(499)));
             }
             Err(f) => {
@@ -682,7 +690,7 @@ async fn exchange<'a>(
                     r.upstream.tries.push(attempt);
                     group
                         .peers
-                        .done(&mut tried, peer, Outcome::Ok, Instant::now());
+                        .done(&mut tried, peer, Outcome::Ok, timed::now());
                     return reply(body_failure_reply(client_status));
                 }
                 let status = if f.kind == NextUpstream::TIMEOUT {
@@ -692,7 +700,7 @@ async fn exchange<'a>(
                 };
                 attempt.status = Some(status);
                 r.upstream.tries.push(attempt);
-                group.record(peer, false, t0.elapsed());
+                group.record(peer, false, timed::since(t0));
                 release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
                 if f.cached && f.kind == NextUpstream::ERROR {
                     // A kept-alive connection the peer had closed: the
@@ -779,8 +787,8 @@ async fn cached_answer(
         None
     };
     if answer.is_some() {
-        group.record(peer, true, t0.elapsed());
-        group.peers.done(tried, peer, Outcome::Ok, Instant::now());
+        group.record(peer, true, timed::since(t0));
+        group.peers.done(tried, peer, Outcome::Ok, timed::now());
     } else {
         c.entry = Some(entry);
     }
@@ -798,7 +806,7 @@ fn release(
     outcome: Outcome,
     ctx: &str,
 ) {
-    if group.peers.done(tried, peer, outcome, Instant::now()) {
+    if group.peers.done(tried, peer, outcome, timed::now()) {
         r.error_log().log(
             Level::Warn,
             Some(r.conn_no),
@@ -849,7 +857,7 @@ fn may_retry(
         return false;
     }
     let timeout = conf.proxy_next_upstream_timeout;
-    if !timeout.is_zero() && started.elapsed() >= timeout {
+    if !timeout.is_zero() && timed::since(started) >= timeout {
         return false;
     }
     if let BodyPlan::Stream { started: true, .. } = body {
@@ -897,9 +905,9 @@ async fn try_peer(
     body: &mut BodyPlan,
     head_request: bool,
     attempt: &mut UpstreamTry,
+    t0: Instant,
 ) -> Result<Got, Failure> {
     let conf = r.conf;
-    let t0 = Instant::now();
     let group = &target.group;
     let key = group.keepalive.map(|_| Key {
         group: group.name.clone(),
@@ -933,12 +941,18 @@ async fn try_peer(
                 conn,
                 Usage {
                     requests: 0,
-                    opened: Instant::now(),
+                    opened: timed::now(),
                 },
             )
         }
     };
-    attempt.connect_time = Some(t0.elapsed().as_secs_f64());
+    // A kept-alive connection took no time to establish (nginx's
+    // `$upstream_connect_time` is 0.000 for one).
+    attempt.connect_time = Some(if from_cache {
+        0.0
+    } else {
+        timed::since(t0).as_secs_f64()
+    });
     let on_cached = |f: Failure| Failure {
         cached: from_cache,
         ..f
@@ -1175,7 +1189,7 @@ async fn read_head(
                         http09: false,
                         usage,
                         keepalive_key: key,
-                        header_time: t0.elapsed().as_secs_f64(),
+                        header_time: timed::since(t0).as_secs_f64(),
                         bytes_received: received,
                     })));
                 }
@@ -1192,7 +1206,7 @@ async fn read_head(
                         http09: true,
                         usage,
                         keepalive_key: None,
-                        header_time: t0.elapsed().as_secs_f64(),
+                        header_time: timed::since(t0).as_secs_f64(),
                         bytes_received: received,
                     })));
                 }
@@ -1529,7 +1543,7 @@ fn respond(
     tried: Tried,
     got: Box<GotHead>,
     mut attempt: UpstreamTry,
-    ctx: &str,
+    ctx: String,
     head_request: bool,
     started: Instant,
     cache: Option<&mut cache::Ctx>,
@@ -1565,7 +1579,7 @@ fn respond(
         target
             .group
             .peers
-            .done(&mut tried, peer, Outcome::Ok, Instant::now());
+            .done(&mut tried, peer, Outcome::Ok, timed::now());
         rep.length_override = None;
         rep.body = Body::Upgrade(Box::new(tunnel::Tunnel {
             conn: got.conn,
@@ -1595,7 +1609,7 @@ fn respond(
     let log = LogCtx {
         log: r.error_log().clone(),
         conn_no: r.conn_no,
-        context: ctx.to_string(),
+        context: ctx,
     };
     let length = if got.http09 {
         None

@@ -86,30 +86,15 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
     let mut accel = Accel::default();
     for (name, value) in head.headers.iter() {
         let name = borrowed_lossy(name);
-        let text = owned_lossy(value);
-        if name.eq_ignore_ascii_case("X-Accel-Redirect") && !ignored(conf, "X-Accel-Redirect") {
-            accel.redirect = Some(text.clone());
-        } else if name.eq_ignore_ascii_case("X-Accel-Buffering")
-            && !ignored(conf, "X-Accel-Buffering")
-        {
-            accel.buffering = match text.to_ascii_lowercase().as_str() {
-                "yes" => Some(true),
-                "no" => Some(false),
-                _ => accel.buffering,
-            };
-        } else if name.eq_ignore_ascii_case("X-Accel-Limit-Rate")
-            && !ignored(conf, "X-Accel-Limit-Rate")
-        {
-            accel.limit_rate = text.trim().parse().ok();
-        } else if name.eq_ignore_ascii_case("X-Accel-Charset") && !ignored(conf, "X-Accel-Charset")
-        {
-            // The charset filter sends the response in it
-            // (`ngx_http_upstream_process_charset`).
-            reply.override_charset = Some(text.clone());
+        if name.len() > ACCEL.len() && name.as_bytes()[..ACCEL.len()].eq_ignore_ascii_case(ACCEL) {
+            steer(conf, &name, value, &mut accel, &mut reply);
         }
         if HOP.iter().any(|h| h.eq_ignore_ascii_case(&name)) || hidden(conf, &name) {
             continue;
         }
+        // Only the fields passed on are made text (most responses carry
+        // framing and hidden fields the client never sees).
+        let text = owned_lossy(value);
         if name.eq_ignore_ascii_case("Content-Type") {
             reply.set_upstream_content_type(text);
         } else if name.eq_ignore_ascii_case("Server") {
@@ -142,6 +127,32 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
         }
     }
     (reply, accel)
+}
+
+/// The prefix of the fields that steer a response.
+const ACCEL: &[u8] = b"X-Accel-";
+
+/// What an `X-Accel-*` field `name` with `value` asks of this response,
+/// unless `proxy_ignore_headers` names it.
+fn steer(conf: &LocConf, name: &str, value: &[u8], accel: &mut Accel, reply: &mut Reply) {
+    if name.eq_ignore_ascii_case("X-Accel-Redirect") && !ignored(conf, "X-Accel-Redirect") {
+        accel.redirect = Some(owned_lossy(value));
+    } else if name.eq_ignore_ascii_case("X-Accel-Buffering") && !ignored(conf, "X-Accel-Buffering")
+    {
+        if value.eq_ignore_ascii_case(b"yes") {
+            accel.buffering = Some(true);
+        } else if value.eq_ignore_ascii_case(b"no") {
+            accel.buffering = Some(false);
+        }
+    } else if name.eq_ignore_ascii_case("X-Accel-Limit-Rate")
+        && !ignored(conf, "X-Accel-Limit-Rate")
+    {
+        accel.limit_rate = owned_lossy(value).trim().parse().ok();
+    } else if name.eq_ignore_ascii_case("X-Accel-Charset") && !ignored(conf, "X-Accel-Charset") {
+        // The charset filter sends the response in it
+        // (`ngx_http_upstream_process_charset`).
+        reply.override_charset = Some(owned_lossy(value));
+    }
 }
 
 /// `bytes` as text, each invalid UTF-8 sequence replaced by U+FFFD; valid

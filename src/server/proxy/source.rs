@@ -24,6 +24,7 @@ use tokio::time::Sleep;
 
 use crate::body::{Source, SourceError};
 use crate::log::{ErrorLog, Level};
+use crate::metrics::timed;
 use crate::upstream::body::BodyDecoder;
 use crate::upstream::conn::Conn;
 use crate::upstream::keepalive::{Key, Usage};
@@ -129,7 +130,15 @@ impl UpstreamBody {
             timer: None,
             progressed: false,
             limit_rate,
-            paced: (Instant::now(), 0),
+            // Only a paced body needs its own start.
+            paced: (
+                if limit_rate > 0 {
+                    Instant::now()
+                } else {
+                    settle.started
+                },
+                0,
+            ),
             done: false,
             settle: Some(settle),
             log,
@@ -158,7 +167,7 @@ impl UpstreamBody {
         let Some(mut s) = self.settle.take() else {
             return;
         };
-        let now = Instant::now();
+        let now = timed::now();
         s.live.response_length.set(self.decoder.received());
         s.live
             .response_time
@@ -292,7 +301,7 @@ impl Source for UpstreamBody {
                 Some(t) if !self.progressed => self.timer.insert(t).as_mut(),
                 _ => {
                     self.progressed = false;
-                    self.timer_at(tokio::time::Instant::now() + self.read_timeout)
+                    self.timer_at(tokio::time::Instant::from_std(timed::now()) + self.read_timeout)
                 }
             };
             return match timer.poll(cx) {
