@@ -230,7 +230,7 @@ impl Reader {
         if !has_glob(pattern) {
             return self.read_file_depth(&full, Some(loc), depth + 1);
         }
-        let full_str = full.to_string_lossy().into_owned();
+        let full_str = posix_pattern(&full.to_string_lossy());
         let mut list: Vec<PathBuf> = match &self.preloaded {
             // The files another process read and expanded: match the
             // pattern against their names, not against this process's view.
@@ -243,11 +243,11 @@ impl Reader {
                 })?;
                 files
                     .keys()
-                    .filter(|p| pat.matches_path(p))
+                    .filter(|p| pat.matches_path_with(p, GLOB_OPTIONS))
                     .cloned()
                     .collect()
             }
-            None => glob::glob(&full_str)
+            None => glob::glob_with(&full_str, GLOB_OPTIONS)
                 .map_err(|e| {
                     ConfError::emerg(
                         format!("glob() \"{full_str}\" failed ({e})"),
@@ -264,6 +264,29 @@ impl Reader {
         }
         Ok(out)
     }
+}
+
+/// glob(3) as nginx calls it (no flags): `*` and `?` never match a `/`
+/// nor a leading `.`; case matters.
+const GLOB_OPTIONS: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: true,
+};
+
+/// `pattern` with every run of `*` made one: in glob(3) `**` is `*` (one
+/// name, not a walk down the tree as the `glob` crate reads it), so
+/// `include /etc/nginx/**/x.conf` matches one level as in nginx and
+/// `include /*/**/x;` never walks the whole file system.
+fn posix_pattern(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        if c == '*' && out.ends_with('*') {
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn has_glob(s: &str) -> bool {
@@ -327,6 +350,27 @@ mod tests {
                 .ends_with("failed (2: No such file or directory) in command line"),
             "{e}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Regression (found by the config fuzz target, which spent 15 minutes
+    /// on `include //*/**/ecf;`): `**` is glob(3)'s `*`, one level, never a
+    /// walk of the tree; `*` skips names with a leading dot.
+    #[test]
+    fn include_double_star_is_one_level() {
+        assert_eq!(posix_pattern("/a/**/b***c"), "/a/*/b*c");
+        let dir = std::env::temp_dir().join(format!("nowait-glob-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("one/two")).unwrap();
+        std::fs::create_dir_all(dir.join(".hidden")).unwrap();
+        std::fs::write(dir.join("one/x.conf"), "one 1;\n").unwrap();
+        std::fs::write(dir.join("one/two/x.conf"), "two 2;\n").unwrap();
+        std::fs::write(dir.join(".hidden/x.conf"), "hidden 3;\n").unwrap();
+        let mut r = Reader::new(dir.clone());
+        let t = r
+            .read_text("include **/x.conf;\n", Origin::CommandLine, 0)
+            .unwrap();
+        let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["one"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
