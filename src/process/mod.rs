@@ -191,6 +191,8 @@ fn start_generation(
         .filter(|(_, a)| site.config.events.accept_mutex && !a.listen.reuseport)
         .map(|(addr, _)| (addr.clone(), Arc::new(AcceptMutex::default())))
         .collect();
+    // `accept_mutex off`: the workers' counts, to spread connections.
+    let balance = Arc::new(crate::server::balance::Balance::new(workers));
     let mut started = Vec::new();
     for i in 0..workers {
         let sockets = listeners
@@ -216,7 +218,10 @@ fn start_generation(
             i + 1,
             id,
             site.clone(),
-            WorkerSockets { sockets },
+            WorkerSockets {
+                sockets,
+                balance: balance.clone(),
+            },
             rx.clone(),
             init.clone(),
         )

@@ -45,6 +45,7 @@ pub mod access;
 pub mod access_log;
 pub mod addition;
 pub mod autoindex;
+pub mod balance;
 pub mod client;
 pub mod client_addr;
 pub mod conn;

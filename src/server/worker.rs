@@ -27,6 +27,7 @@ use crate::log::Level;
 use crate::metrics::timed::Timed;
 use crate::metrics::worker as worker_metrics;
 
+use super::balance::{self, Balance};
 use super::client_addr::ClientAddr;
 use super::conn::{self, ConnInfo};
 use super::site::Site;
@@ -111,6 +112,9 @@ pub struct WorkerSocket {
 pub struct WorkerSockets {
     /// Every address the worker accepts on.
     pub sockets: Vec<WorkerSocket>,
+    /// The generation's connection counts, to spread connections over the
+    /// workers of a shared socket under `accept_mutex off`.
+    pub balance: Arc<Balance>,
 }
 
 /// A started worker.
@@ -157,7 +161,7 @@ pub fn spawn(
             // Each poll of the worker's main future is one loop turn, timed
             // into `nowait_loop_turn_seconds` (metrics::worker::Turns).
             rt.block_on(worker_metrics::Turns::new(local.run_until(async {
-                run(site, sockets, control, flag).await;
+                run(id - 1, site, sockets, control, flag).await;
                 // Closed while the reactor still runs.
                 super::park::close_all();
                 crate::upstream::idle::close_all();
@@ -168,11 +172,13 @@ pub fn spawn(
 
 /// The worker's life: accept until told to quit, then drain.
 async fn run(
+    index: usize,
     site: Arc<Site>,
-    sockets: WorkerSockets,
+    mut sockets: WorkerSockets,
     control: watch::Receiver<Control>,
     handed: Arc<std::sync::atomic::AtomicBool>,
 ) {
+    balance::install(sockets.balance.clone(), index);
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
     let max = site.config.events.worker_connections;
@@ -185,7 +191,7 @@ async fn run(
     // worker ends.
     let _park = tokio::task::spawn_local(super::park::drive(site.clone(), opener));
     let _sweeper = tokio::task::spawn_local(crate::upstream::idle::sweeper());
-    for s in sockets.sockets {
+    for s in std::mem::take(&mut sockets.sockets) {
         let WorkerSocket {
             addr,
             socket,
@@ -206,15 +212,20 @@ async fn run(
                 continue;
             }
         };
+        // A socket other workers accept on too: spread its connections.
+        let spread = shared.then(|| (sockets.balance.clone(), index));
         acceptors.push(tokio::task::spawn_local(accept_loop(
             site.clone(),
             addr,
             listener,
             control.clone(),
-            mutex,
-            active.clone(),
-            freed.clone(),
-            max,
+            Taking {
+                mutex,
+                spread,
+                active: active.clone(),
+                freed: freed.clone(),
+                max,
+            },
         )));
     }
     let mut control = control;
@@ -278,53 +289,110 @@ async fn run(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How a worker takes connections from one listening socket.
+struct Taking {
+    /// `accept_mutex on`: the socket's mutex.
+    mutex: Option<Arc<AcceptMutex>>,
+    /// A socket the kernel hands to any worker (`accept_mutex off`, no
+    /// `reuseport`): the generation's counts and this worker's number.
+    spread: Option<(Arc<Balance>, usize)>,
+    /// The worker's open connections.
+    active: Rc<Cell<usize>>,
+    /// Woken when one closes.
+    freed: Rc<Notify>,
+    /// `worker_connections`.
+    max: usize,
+}
+
 async fn accept_loop(
     site: Arc<Site>,
     addr: ListenAddr,
     listener: Acceptor,
     mut control: watch::Receiver<Control>,
-    mutex: Option<Arc<AcceptMutex>>,
-    active: Rc<Cell<usize>>,
-    freed: Rc<Notify>,
-    max: usize,
+    taking: Taking,
 ) {
+    let Taking {
+        mutex,
+        spread,
+        active,
+        freed,
+        max,
+    } = taking;
     let multi = site.config.events.multi_accept;
+    // Whether connections are being left to a less loaded worker.
+    let mut deferring = Deferral::No;
     loop {
         while active.get() >= max {
             freed.notified().await;
         }
         if let Some(m) = &mutex {
             // nginx's `ngx_accept_disabled`: a worker with more than 7/8 of
-            // its connections in use lets the others accept.
+            // its connections in use lets the others accept; and one past
+            // its share lets the least loaded one (`server::balance`).
             let disabled = active.get() > max - max / ACCEPT_DISABLED_SHARE;
-            if disabled || !m.try_lock() {
+            let defer = defer_to(&spread, active.get(), &mut deferring);
+            if disabled || defer || !m.try_lock() {
                 // As `ngx_process_events_and_timers`: the loser tries again
                 // on its loop's next turn (any event it handles), and waits
-                // at most `accept_mutex_delay` when no event comes.
+                // at most `accept_mutex_delay` when no event comes — or
+                // until a busier worker leaves it a connection.
                 let turn = TURN.with(|t| t.clone());
+                let nudged = async {
+                    match &spread {
+                        Some((b, me)) => b.nudged(*me).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     _ = turn.notified() => {}
+                    _ = nudged => {}
                     _ = tokio::time::sleep(ACCEPT_MUTEX_DELAY) => {}
                 }
                 continue;
             }
         }
         let turn = TURN.with(|t| t.clone());
-        let accepted = tokio::select! {
-            r = listener.accept() => r,
-            // The holder lets the mutex go on each turn of its loop that
-            // handled other events, and takes it again on the next (nginx
-            // unlocks after its posted accept events, every turn).
-            _ = turn.notified(), if mutex.is_some() => {
-                if let Some(m) = &mutex { m.unlock(); }
-                tokio::task::yield_now().await;
-                continue;
-            }
-            _ = control.changed() => {
-                if let Some(m) = &mutex { m.unlock(); }
-                if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
-                continue;
+        let accepted = match spread.as_ref().filter(|_| mutex.is_none()) {
+            None => tokio::select! {
+                r = listener.accept() => r,
+                // The holder lets the mutex go on each turn of its loop that
+                // handled other events, and takes it again on the next (nginx
+                // unlocks after its posted accept events, every turn).
+                _ = turn.notified(), if mutex.is_some() => {
+                    if let Some(m) = &mutex { m.unlock(); }
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                _ = control.changed() => {
+                    if let Some(m) = &mutex { m.unlock(); }
+                    if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
+                    continue;
+                }
+            },
+            Some((balance, me)) => {
+                tokio::select! {
+                    // A connection waits (or did when the kernel woke this
+                    // worker: another may have taken it since).
+                    r = listener.ready() => if r.is_err() { return; },
+                    // A busier worker leaves one to this one.
+                    _ = balance.nudged(*me) => {}
+                    _ = control.changed() => {
+                        if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
+                        continue;
+                    }
+                }
+                if defer_to(&spread, active.get(), &mut deferring) {
+                    tokio::select! {
+                        _ = turn.notified() => {}
+                        _ = tokio::time::sleep(balance::DEFER_STEP) => {}
+                    }
+                    continue;
+                }
+                match listener.take() {
+                    Some(r) => r,
+                    // Another worker took it.
+                    None => continue,
+                }
             }
         };
         let mut batch = vec![accepted];
@@ -392,6 +460,45 @@ async fn accept_loop(
     }
 }
 
+/// Whether this worker, holding `mine` connections, leaves the next one to
+/// a less loaded worker of the socket (`spread`), which it then nudges.
+/// A worker that has deferred for [`balance::DEFER_MAX`] while the other
+/// took nothing (busy, or its CPU taken) accepts freely for
+/// [`balance::FREE_AFTER_DEFER`]: a busy peer costs a connection at most
+/// that first wait, not one wait per connection.
+fn defer_to(spread: &Option<(Arc<Balance>, usize)>, mine: usize, state: &mut Deferral) -> bool {
+    let Some((balance, me)) = spread else {
+        return false;
+    };
+    let Some(other) = balance.lighter(*me, mine) else {
+        *state = Deferral::No;
+        return false;
+    };
+    let now = std::time::Instant::now();
+    match *state {
+        Deferral::Free(until) if now < until => return false,
+        Deferral::Since(since) if now.duration_since(since) >= balance::DEFER_MAX => {
+            *state = Deferral::Free(now + balance::FREE_AFTER_DEFER);
+            return false;
+        }
+        Deferral::Since(_) => {}
+        Deferral::No | Deferral::Free(_) => *state = Deferral::Since(now),
+    }
+    balance.nudge(other);
+    true
+}
+
+/// Where a worker stands in leaving connections to a less loaded one.
+#[derive(Clone, Copy)]
+enum Deferral {
+    /// Not deferring.
+    No,
+    /// Deferring since then.
+    Since(std::time::Instant),
+    /// Deferred in vain: accepting without deferring until then.
+    Free(std::time::Instant),
+}
+
 /// A connection counted in its worker's `worker_connections`: dropping it
 /// (the connection ended, or its task was dropped) frees the place and
 /// wakes an acceptor waiting for one.
@@ -406,6 +513,7 @@ impl Open {
     /// Counts one more connection in the worker's `worker_connections`.
     fn new(active: &Rc<Cell<usize>>, freed: &Rc<Notify>) -> Open {
         active.set(active.get() + 1);
+        balance::publish_here(active.get());
         worker_metrics::with(|m| m.connections.fetch_add(1, Ordering::Relaxed));
         Open {
             active: active.clone(),
@@ -417,6 +525,7 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         self.active.set(self.active.get() - 1);
+        balance::publish_here(self.active.get());
         worker_metrics::with(|m| m.connections.fetch_sub(1, Ordering::Relaxed));
         self.freed.notify_one();
     }
@@ -502,6 +611,48 @@ impl Acceptor {
         }
     }
 
+    /// Waits until a shared socket's exclusive epoll instance reports a
+    /// connection, keeping the report (see [`Acceptor::take`]). Only for
+    /// [`Acceptor::Exclusive`]; the others wait in [`Acceptor::accept`].
+    async fn ready(&self) -> std::io::Result<()> {
+        match self {
+            Acceptor::Exclusive { ready, .. } => ready.readable().await.map(drop),
+            _ => std::future::pending().await,
+        }
+    }
+
+    /// `accept()` now, after [`Acceptor::ready`] or a nudge: `None` when no
+    /// connection waits (another worker took it), and then the report is
+    /// cleared so that the next wait is for a new connection.
+    fn take(&self) -> Option<std::io::Result<Accepted>> {
+        use std::task::{Context, Poll};
+        let Acceptor::Exclusive {
+            listener,
+            unix,
+            ready,
+        } = self
+        else {
+            return self.try_accept_now();
+        };
+        // The report is taken before accept4(): one that comes after it is
+        // newer, and clearing this one leaves it (tokio compares ticks).
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let guard = match ready.poll_read_ready(&mut cx) {
+            Poll::Ready(Ok(g)) => Some(g),
+            _ => None,
+        };
+        match crate::sys::epoll::accept4(listener) {
+            Ok((fd, peer)) => Some(registered(fd, &peer, *unix)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Some(mut g) = guard {
+                    g.clear_ready();
+                }
+                None
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// `accept()` without waiting, for `multi_accept on`.
     fn try_accept_now(&self) -> Option<std::io::Result<Accepted>> {
         use std::task::{Context, Poll};
@@ -544,4 +695,31 @@ fn registered(fd: OwnedFd, peer: &socket2::SockAddr, unix: bool) -> std::io::Res
         ClientStream::Tcp(TcpStream::from_std(fd.into())?),
         ClientAddr::Inet(peer),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker past its share defers (and nudges) for at most
+    /// `DEFER_MAX`, then accepts freely for `FREE_AFTER_DEFER`; one back
+    /// within its share stops deferring at once.
+    #[test]
+    fn deferring_is_bounded() {
+        let balance = Arc::new(Balance::new(2));
+        let spread = Some((balance.clone(), 0));
+        let mut state = Deferral::No;
+        assert!(!defer_to(&spread, 2, &mut state), "within the margin");
+        assert!(defer_to(&spread, 3, &mut state), "past it");
+        assert!(defer_to(&spread, 3, &mut state), "still");
+        std::thread::sleep(balance::DEFER_MAX + Duration::from_millis(2));
+        assert!(!defer_to(&spread, 3, &mut state), "deferred long enough");
+        assert!(!defer_to(&spread, 4, &mut state), "free for a while");
+        assert!(matches!(state, Deferral::Free(_)));
+        balance.publish(1, 4);
+        assert!(!defer_to(&spread, 4, &mut state), "the other caught up");
+        assert!(matches!(state, Deferral::No));
+        assert!(defer_to(&spread, 7, &mut state), "a new deferral");
+        assert!(!defer_to(&None, 100, &mut state), "a socket of its own");
+    }
 }
