@@ -13,9 +13,10 @@
 //! more than the least loaded other worker by [`margin`] leaves a waiting
 //! connection to that worker: it nudges it, and the nudged worker accepts
 //! at once, without waiting for a wake-up the kernel may have given the
-//! first one only. The deferring worker takes the connection itself after
-//! [`DEFER_MAX`], so a busy peer never leaves a connection waiting longer,
-//! and then accepts freely for [`FREE_AFTER_DEFER`] before it defers again.
+//! first one only. The deferring worker goes on deferring while that worker
+//! takes connections; once it has taken none for [`DEFER_MAX`] (busy, or
+//! without a CPU) the deferring worker takes them itself, freely for
+//! [`FREE_AFTER_DEFER`] before it defers again.
 //! The same holds under `accept_mutex on`: a worker past its share does not
 //! compete for the mutex, and the nudge wakes the other from its wait.
 //!
@@ -30,9 +31,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// The longest a worker leaves a waiting connection to a less loaded one
-/// before it accepts it itself.
-pub const DEFER_MAX: Duration = Duration::from_millis(10);
+/// The longest a worker leaves waiting connections to a less loaded one
+/// that takes none before it accepts them itself.
+pub const DEFER_MAX: Duration = Duration::from_millis(20);
 /// How long a worker that deferred in vain for [`DEFER_MAX`] (the other
 /// took nothing: busy, or without a CPU) accepts without deferring.
 pub const FREE_AFTER_DEFER: Duration = Duration::from_millis(100);
@@ -64,8 +65,8 @@ impl Balance {
 
     /// The worker that should take the next connection instead of
     /// `worker`, which holds `mine`: the least loaded other one, when
-    /// `mine` exceeds its count by more than [`margin`].
-    pub fn lighter(&self, worker: usize, mine: usize) -> Option<usize> {
+    /// `mine` exceeds its count by more than [`margin`]; with that count.
+    pub fn lighter(&self, worker: usize, mine: usize) -> Option<(usize, usize)> {
         let (other, least) = self
             .loads
             .iter()
@@ -73,7 +74,7 @@ impl Balance {
             .filter(|&(i, _)| i != worker)
             .map(|(i, l)| (i, l.load(Ordering::Relaxed)))
             .min_by_key(|&(_, l)| l)?;
-        (mine > least + margin(least)).then_some(other)
+        (mine > least + margin(least)).then_some((other, least))
     }
 
     /// Asks `worker` to accept now.
@@ -126,18 +127,22 @@ mod tests {
         let b = Balance::new(3);
         assert_eq!(b.lighter(0, 0), None, "all even");
         assert_eq!(b.lighter(0, 2), None, "within the margin");
-        assert_eq!(b.lighter(0, 3), Some(1), "past it: the first least loaded");
+        assert_eq!(
+            b.lighter(0, 3),
+            Some((1, 0)),
+            "past it: the first least loaded"
+        );
         b.publish(1, 5);
-        assert_eq!(b.lighter(0, 3), Some(2));
+        assert_eq!(b.lighter(0, 3), Some((2, 0)));
         b.publish(2, 80);
         // Least 5: margin 2; past 7.
         assert_eq!(b.lighter(0, 7), None);
-        assert_eq!(b.lighter(0, 8), Some(1));
+        assert_eq!(b.lighter(0, 8), Some((1, 5)));
         b.publish(1, 80);
         b.publish(2, 80);
         // Least 80: margin 10.
         assert_eq!(b.lighter(0, 90), None);
-        assert_eq!(b.lighter(0, 91), Some(1));
+        assert_eq!(b.lighter(0, 91), Some((1, 80)));
     }
 
     #[test]

@@ -461,28 +461,44 @@ async fn accept_loop(
 }
 
 /// Whether this worker, holding `mine` connections, leaves the next one to
-/// a less loaded worker of the socket (`spread`), which it then nudges.
-/// A worker that has deferred for [`balance::DEFER_MAX`] while the other
-/// took nothing (busy, or its CPU taken) accepts freely for
-/// [`balance::FREE_AFTER_DEFER`]: a busy peer costs a connection at most
-/// that first wait, not one wait per connection.
+/// a less loaded worker of the socket (`spread`), which it then nudges. It
+/// goes on while that worker takes connections; once it has taken none for
+/// [`balance::DEFER_MAX`] (busy, or its CPU taken) this one accepts freely
+/// for [`balance::FREE_AFTER_DEFER`]: a stalled peer costs a connection at
+/// most that wait, not one wait per connection.
 fn defer_to(spread: &Option<(Arc<Balance>, usize)>, mine: usize, state: &mut Deferral) -> bool {
     let Some((balance, me)) = spread else {
         return false;
     };
-    let Some(other) = balance.lighter(*me, mine) else {
+    let Some((other, load)) = balance.lighter(*me, mine) else {
         *state = Deferral::No;
         return false;
     };
     let now = std::time::Instant::now();
     match *state {
         Deferral::Free(until) if now < until => return false,
-        Deferral::Since(since) if now.duration_since(since) >= balance::DEFER_MAX => {
+        // It took some since: it is alive, wait on.
+        Deferral::Since {
+            other: o, load: l, ..
+        } if o != other || load > l => {
+            *state = Deferral::Since {
+                since: now,
+                other,
+                load,
+            };
+        }
+        Deferral::Since { since, .. } if now.duration_since(since) >= balance::DEFER_MAX => {
             *state = Deferral::Free(now + balance::FREE_AFTER_DEFER);
             return false;
         }
-        Deferral::Since(_) => {}
-        Deferral::No | Deferral::Free(_) => *state = Deferral::Since(now),
+        Deferral::Since { .. } => {}
+        Deferral::No | Deferral::Free(_) => {
+            *state = Deferral::Since {
+                since: now,
+                other,
+                load,
+            }
+        }
     }
     balance.nudge(other);
     true
@@ -493,8 +509,12 @@ fn defer_to(spread: &Option<(Arc<Balance>, usize)>, mine: usize, state: &mut Def
 enum Deferral {
     /// Not deferring.
     No,
-    /// Deferring since then.
-    Since(std::time::Instant),
+    /// Deferring to worker `other`, which held `load` connections `since`.
+    Since {
+        since: std::time::Instant,
+        other: usize,
+        load: usize,
+    },
     /// Deferred in vain: accepting without deferring until then.
     Free(std::time::Instant),
 }
@@ -701,9 +721,10 @@ fn registered(fd: OwnedFd, peer: &socket2::SockAddr, unix: bool) -> std::io::Res
 mod tests {
     use super::*;
 
-    /// A worker past its share defers (and nudges) for at most
-    /// `DEFER_MAX`, then accepts freely for `FREE_AFTER_DEFER`; one back
-    /// within its share stops deferring at once.
+    /// A worker past its share defers (and nudges) while the other takes
+    /// connections, for at most `DEFER_MAX` after it last took one, then
+    /// accepts freely for `FREE_AFTER_DEFER`; one back within its share
+    /// stops deferring at once.
     #[test]
     fn deferring_is_bounded() {
         let balance = Arc::new(Balance::new(2));
@@ -712,14 +733,19 @@ mod tests {
         assert!(!defer_to(&spread, 2, &mut state), "within the margin");
         assert!(defer_to(&spread, 3, &mut state), "past it");
         assert!(defer_to(&spread, 3, &mut state), "still");
-        std::thread::sleep(balance::DEFER_MAX + Duration::from_millis(2));
-        assert!(!defer_to(&spread, 3, &mut state), "deferred long enough");
-        assert!(!defer_to(&spread, 4, &mut state), "free for a while");
+        std::thread::sleep(balance::DEFER_MAX / 2);
+        balance.publish(1, 1);
+        assert!(defer_to(&spread, 4, &mut state), "the other takes some");
+        std::thread::sleep(balance::DEFER_MAX / 2 + Duration::from_millis(2));
+        assert!(defer_to(&spread, 4, &mut state), "not in vain yet");
+        std::thread::sleep(balance::DEFER_MAX / 2);
+        assert!(!defer_to(&spread, 4, &mut state), "in vain");
+        assert!(!defer_to(&spread, 5, &mut state), "free for a while");
         assert!(matches!(state, Deferral::Free(_)));
-        balance.publish(1, 4);
+        balance.publish(1, 5);
         assert!(!defer_to(&spread, 4, &mut state), "the other caught up");
         assert!(matches!(state, Deferral::No));
-        assert!(defer_to(&spread, 7, &mut state), "a new deferral");
+        assert!(defer_to(&spread, 8, &mut state), "a new deferral");
         assert!(!defer_to(&None, 100, &mut state), "a socket of its own");
     }
 }
