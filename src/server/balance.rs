@@ -48,10 +48,10 @@ pub struct Balance {
 }
 
 impl Balance {
-    /// Counts for `workers` workers, numbered from 0.
+    /// Counts for `workers` workers, numbered from 0, none accepting yet.
     pub fn new(workers: usize) -> Balance {
         Balance {
-            loads: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
+            loads: (0..workers).map(|_| AtomicUsize::new(ABSENT)).collect(),
             nudges: (0..workers).map(|_| Notify::new()).collect(),
         }
     }
@@ -73,6 +73,7 @@ impl Balance {
             .enumerate()
             .filter(|&(i, _)| i != worker)
             .map(|(i, l)| (i, l.load(Ordering::Relaxed)))
+            .filter(|&(_, l)| l != ABSENT)
             .min_by_key(|&(_, l)| l)?;
         (mine > least + margin(least)).then_some((other, least))
     }
@@ -93,6 +94,10 @@ impl Balance {
     }
 }
 
+/// The count of a worker that does not accept (not started yet, or ended):
+/// never one to leave connections to.
+const ABSENT: usize = usize::MAX;
+
 /// How many more connections than the least loaded worker a worker may
 /// hold before it defers: a few, or an eighth as loads grow.
 pub fn margin(least: usize) -> usize {
@@ -104,9 +109,20 @@ thread_local! {
     static SLOT: RefCell<Option<(Arc<Balance>, usize)>> = const { RefCell::new(None) };
 }
 
-/// Makes this thread worker `worker` of `balance`.
+/// Makes this thread worker `worker` of `balance`, accepting from now on
+/// until [`leave`].
 pub fn install(balance: Arc<Balance>, worker: usize) {
+    balance.publish(worker, 0);
     SLOT.with_borrow_mut(|s| *s = Some((balance, worker)));
+}
+
+/// This thread's worker accepts no more.
+pub fn leave() {
+    SLOT.with_borrow_mut(|s| {
+        if let Some((b, w)) = s.take() {
+            b.publish(w, ABSENT);
+        }
+    });
 }
 
 /// This thread's worker now holds `connections` (nothing outside a worker).
@@ -125,6 +141,9 @@ mod tests {
     #[test]
     fn a_worker_defers_past_the_margin_to_the_least_loaded() {
         let b = Balance::new(3);
+        for w in 0..3 {
+            b.publish(w, 0);
+        }
         assert_eq!(b.lighter(0, 0), None, "all even");
         assert_eq!(b.lighter(0, 2), None, "within the margin");
         assert_eq!(
@@ -143,6 +162,16 @@ mod tests {
         // Least 80: margin 10.
         assert_eq!(b.lighter(0, 90), None);
         assert_eq!(b.lighter(0, 91), Some((1, 80)));
+    }
+
+    #[test]
+    fn a_worker_that_does_not_accept_is_never_deferred_to() {
+        let b = Balance::new(2);
+        assert_eq!(b.lighter(0, 50), None, "worker 1 not started");
+        b.publish(1, 0);
+        assert_eq!(b.lighter(0, 50), Some((1, 0)));
+        b.publish(1, ABSENT);
+        assert_eq!(b.lighter(0, 50), None, "worker 1 ended");
     }
 
     #[test]

@@ -178,7 +178,6 @@ async fn run(
     control: watch::Receiver<Control>,
     handed: Arc<std::sync::atomic::AtomicBool>,
 ) {
-    balance::install(sockets.balance.clone(), index);
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
     let max = site.config.events.worker_connections;
@@ -228,6 +227,8 @@ async fn run(
             },
         )));
     }
+    // Counted among the workers that take connections from now on.
+    balance::install(sockets.balance.clone(), index);
     let mut control = control;
     loop {
         let c = *control.borrow_and_update();
@@ -257,6 +258,7 @@ async fn run(
     }
     // Quit: stop accepting, let idle keep-alive connections go, let the
     // busy ones finish; a later Stop cuts them short.
+    balance::leave();
     for a in &acceptors {
         a.abort();
     }
@@ -728,6 +730,8 @@ mod tests {
     #[test]
     fn deferring_is_bounded() {
         let balance = Arc::new(Balance::new(2));
+        balance.publish(0, 0);
+        balance.publish(1, 0);
         let spread = Some((balance.clone(), 0));
         let mut state = Deferral::No;
         assert!(!defer_to(&spread, 2, &mut state), "within the margin");

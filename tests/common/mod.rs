@@ -58,6 +58,18 @@ pub fn body(r: &Response) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
 }
 
+/// A per-worker series of the status page at `/status`
+/// (`nowait_NAME{worker=…}`), in worker order.
+#[allow(dead_code)]
+pub fn per_worker(port: u16, name: &str) -> Vec<u64> {
+    let page = body(&client::get(port, "/status"));
+    let prefix = format!("{name}{{worker=");
+    page.lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .collect()
+}
+
 /// The server under test with `root` the fixture's and `extra` added to the
 /// server block (see [`Server::tested`]).
 #[allow(dead_code)]
