@@ -191,8 +191,18 @@ fn start_generation(
         .filter(|(_, a)| site.config.events.accept_mutex && !a.listen.reuseport)
         .map(|(addr, _)| (addr.clone(), Arc::new(AcceptMutex::default())))
         .collect();
-    // `accept_mutex off`: the workers' counts, to spread connections.
+    // The workers' counts and each shared socket's nudges, to spread
+    // connections over the workers (`server::balance`).
     let balance = Arc::new(crate::server::balance::Balance::new(workers));
+    let nudges: std::collections::HashMap<_, _> = listeners
+        .by_addr
+        .iter()
+        .filter(|(_, a)| !a.listen.reuseport)
+        .map(|(addr, _)| {
+            let n = crate::server::balance::Nudges::new(workers);
+            (addr.clone(), Arc::new(n))
+        })
+        .collect();
     let mut started = Vec::new();
     for i in 0..workers {
         let sockets = listeners
@@ -210,6 +220,7 @@ fn start_generation(
                     .get(&addr)
                     .is_some_and(|a| a.listen.reuseport),
                 mutex: mutexes.get(&addr).cloned(),
+                nudges: nudges.get(&addr).cloned(),
                 addr,
                 socket,
             })

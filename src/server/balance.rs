@@ -44,7 +44,43 @@ pub const DEFER_STEP: Duration = Duration::from_millis(1);
 /// The connection counts of one generation's workers.
 pub struct Balance {
     loads: Box<[AtomicUsize]>,
-    nudges: Box<[Notify]>,
+}
+
+/// One shared socket's way to ask a worker to accept on it now (a worker
+/// accepts on each socket in a task of its own: a nudge must reach the
+/// task of the socket where the connection waits).
+pub struct Nudges(Box<[Notify]>);
+
+impl Nudges {
+    /// One for each of `workers` workers.
+    pub fn new(workers: usize) -> Nudges {
+        Nudges((0..workers).map(|_| Notify::new()).collect())
+    }
+
+    /// Asks `worker` to accept now.
+    pub fn nudge(&self, worker: usize) {
+        if let Some(n) = self.0.get(worker) {
+            n.notify_one();
+        }
+    }
+
+    /// Resolves when another worker asked `worker` to accept.
+    pub async fn nudged(&self, worker: usize) {
+        match self.0.get(worker) {
+            Some(n) => n.notified().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// A worker's part in spreading one shared socket's connections.
+pub struct Spread {
+    /// The generation's counts.
+    pub balance: Arc<Balance>,
+    /// The socket's nudges.
+    pub nudges: Arc<Nudges>,
+    /// This worker's number.
+    pub me: usize,
 }
 
 impl Balance {
@@ -52,7 +88,6 @@ impl Balance {
     pub fn new(workers: usize) -> Balance {
         Balance {
             loads: (0..workers).map(|_| AtomicUsize::new(ABSENT)).collect(),
-            nudges: (0..workers).map(|_| Notify::new()).collect(),
         }
     }
 
@@ -76,21 +111,6 @@ impl Balance {
             .filter(|&(_, l)| l != ABSENT)
             .min_by_key(|&(_, l)| l)?;
         (mine > least + margin(least)).then_some((other, least))
-    }
-
-    /// Asks `worker` to accept now.
-    pub fn nudge(&self, worker: usize) {
-        if let Some(n) = self.nudges.get(worker) {
-            n.notify_one();
-        }
-    }
-
-    /// Resolves when another worker asked `worker` to accept.
-    pub async fn nudged(&self, worker: usize) {
-        match self.nudges.get(worker) {
-            Some(n) => n.notified().await,
-            None => std::future::pending().await,
-        }
     }
 }
 

@@ -27,7 +27,7 @@ use crate::log::Level;
 use crate::metrics::timed::Timed;
 use crate::metrics::worker as worker_metrics;
 
-use super::balance::{self, Balance};
+use super::balance::{self, Balance, Nudges, Spread};
 use super::client_addr::ClientAddr;
 use super::conn::{self, ConnInfo};
 use super::site::Site;
@@ -106,6 +106,9 @@ pub struct WorkerSocket {
     /// under `accept_mutex on`; without it, a shared socket is taken with
     /// `EPOLLEXCLUSIVE`.
     pub mutex: Option<Arc<AcceptMutex>>,
+    /// A shared socket's nudges, shared with the other workers, to spread
+    /// its connections (`server::balance`).
+    pub nudges: Option<Arc<Nudges>>,
 }
 
 /// One worker's sockets.
@@ -196,6 +199,7 @@ async fn run(
             socket,
             shared,
             mutex,
+            nudges,
         } = s;
         // A shared socket without the accept mutex wakes one worker per
         // connection (EPOLLEXCLUSIVE), as nginx does with `accept_mutex off`.
@@ -212,7 +216,11 @@ async fn run(
             }
         };
         // A socket other workers accept on too: spread its connections.
-        let spread = shared.then(|| (sockets.balance.clone(), index));
+        let spread = nudges.filter(|_| shared).map(|nudges| Spread {
+            balance: sockets.balance.clone(),
+            nudges,
+            me: index,
+        });
         acceptors.push(tokio::task::spawn_local(accept_loop(
             site.clone(),
             addr,
@@ -295,9 +303,9 @@ async fn run(
 struct Taking {
     /// `accept_mutex on`: the socket's mutex.
     mutex: Option<Arc<AcceptMutex>>,
-    /// A socket the kernel hands to any worker (`accept_mutex off`, no
-    /// `reuseport`): the generation's counts and this worker's number.
-    spread: Option<(Arc<Balance>, usize)>,
+    /// A socket other workers accept on too (no `reuseport`): how its
+    /// connections are spread.
+    spread: Option<Spread>,
     /// The worker's open connections.
     active: Rc<Cell<usize>>,
     /// Woken when one closes.
@@ -341,7 +349,7 @@ async fn accept_loop(
                 let turn = TURN.with(|t| t.clone());
                 let nudged = async {
                     match &spread {
-                        Some((b, me)) => b.nudged(*me).await,
+                        Some(sp) => sp.nudges.nudged(sp.me).await,
                         None => std::future::pending().await,
                     }
                 };
@@ -371,13 +379,13 @@ async fn accept_loop(
                     continue;
                 }
             },
-            Some((balance, me)) => {
+            Some(sp) => {
                 tokio::select! {
                     // A connection waits (or did when the kernel woke this
                     // worker: another may have taken it since).
                     r = listener.ready() => if r.is_err() { return; },
                     // A busier worker leaves one to this one.
-                    _ = balance.nudged(*me) => {}
+                    _ = sp.nudges.nudged(sp.me) => {}
                     _ = control.changed() => {
                         if matches!(*control.borrow(), Control::Quit | Control::Stop) { return; }
                         continue;
@@ -468,11 +476,11 @@ async fn accept_loop(
 /// [`balance::DEFER_MAX`] (busy, or its CPU taken) this one accepts freely
 /// for [`balance::FREE_AFTER_DEFER`]: a stalled peer costs a connection at
 /// most that wait, not one wait per connection.
-fn defer_to(spread: &Option<(Arc<Balance>, usize)>, mine: usize, state: &mut Deferral) -> bool {
-    let Some((balance, me)) = spread else {
+fn defer_to(spread: &Option<Spread>, mine: usize, state: &mut Deferral) -> bool {
+    let Some(sp) = spread else {
         return false;
     };
-    let Some((other, load)) = balance.lighter(*me, mine) else {
+    let Some((other, load)) = sp.balance.lighter(sp.me, mine) else {
         *state = Deferral::No;
         return false;
     };
@@ -502,7 +510,7 @@ fn defer_to(spread: &Option<(Arc<Balance>, usize)>, mine: usize, state: &mut Def
             }
         }
     }
-    balance.nudge(other);
+    sp.nudges.nudge(other);
     true
 }
 
@@ -732,7 +740,11 @@ mod tests {
         let balance = Arc::new(Balance::new(2));
         balance.publish(0, 0);
         balance.publish(1, 0);
-        let spread = Some((balance.clone(), 0));
+        let spread = Some(Spread {
+            balance: balance.clone(),
+            nudges: Arc::new(Nudges::new(2)),
+            me: 0,
+        });
         let mut state = Deferral::No;
         assert!(!defer_to(&spread, 2, &mut state), "within the margin");
         assert!(defer_to(&spread, 3, &mut state), "past it");
