@@ -86,7 +86,7 @@ impl Reader {
                 .get(path)
                 .map(|t| t.as_bytes().to_vec())
                 .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT)),
-            None => std::fs::read(path),
+            None => read_as_nginx(path),
         }
     }
 
@@ -266,6 +266,19 @@ impl Reader {
     }
 }
 
+/// Reads a configuration file as nginx does (`ngx_conf_parse`): the size
+/// `fstat()` gives, no more. A device or a pipe (size 0) reads as empty
+/// rather than blocking on a terminal or filling memory from `/dev/zero`,
+/// and a file growing under the read cannot make the read endless.
+fn read_as_nginx(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut text = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(size).read_to_end(&mut text)?;
+    Ok(text)
+}
+
 /// glob(3) as nginx calls it (no flags): `*` and `?` never match a `/`
 /// nor a leading `.`; case matters.
 const GLOB_OPTIONS: glob::MatchOptions = glob::MatchOptions {
@@ -372,6 +385,23 @@ mod tests {
         let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["one"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Regression (found by the config fuzz target, which blocked reading
+    /// `/dev/tty15`): a file is read to the size `fstat()` gives, as nginx
+    /// reads it, so a device is empty instead of endless.
+    #[test]
+    fn include_of_a_device_reads_as_empty() {
+        let mut r = Reader::new(PathBuf::from("/"));
+        let t = r
+            .read_text(
+                "include /dev/zero;\nworker_processes 1;\n",
+                Origin::CommandLine,
+                0,
+            )
+            .unwrap();
+        let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["worker_processes"]);
     }
 
     /// Regression: `-g "http { }"` was accepted; nginx refuses blocks in -g.
