@@ -152,6 +152,22 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// `n` reads that each took `took`, one every `every` after `now`;
+    /// the time of the last.
+    fn reads(
+        c: &mut ColdLimit,
+        mut now: Instant,
+        n: u32,
+        every: Duration,
+        took: Duration,
+    ) -> Instant {
+        for _ in 0..n {
+            now += every;
+            c.done(took, now);
+        }
+        now
+    }
+
     #[test]
     fn fast_reads_keep_every_thread() {
         let t0 = Instant::now();
@@ -197,11 +213,7 @@ mod tests {
         let t0 = Instant::now();
         let mut c = ColdLimit::new(32, t0);
         // Remote storage: 200 ms a read however many are in flight.
-        let mut now = t0;
-        for _ in 0..2000 {
-            now += MS * 10;
-            c.done(MS * 200, now);
-        }
+        reads(&mut c, t0, 2000, MS * 10, MS * 200);
         assert_eq!(c.current(), 32);
     }
 
@@ -209,24 +221,16 @@ mod tests {
     fn never_below_the_floor_and_resizes_with_the_pool() {
         let t0 = Instant::now();
         let mut c = ColdLimit::new(32, t0);
-        let mut now = t0;
-        for _ in 0..600 {
-            now += MS;
-            c.done(MS, now);
-        }
+        let now = reads(&mut c, t0, 600, MS, MS);
         assert_eq!(c.current(), 32);
         // Every read now takes a second: cut once a second, to the floor.
-        for _ in 0..25 {
-            now += Duration::from_secs(1);
-            c.done(Duration::from_secs(1), now);
-        }
+        let second = Duration::from_secs(1);
+        reads(&mut c, now, 25, second, second);
         assert_eq!(c.current(), MIN_LIMIT as usize);
         c.resize(1);
         assert_eq!(c.current(), MIN_LIMIT as usize);
         let mut c = ColdLimit::new(16, t0);
-        for i in 0..600 {
-            c.done(MS, t0 + MS * i);
-        }
+        reads(&mut c, t0, 600, MS, MS);
         c.resize(4);
         assert_eq!(c.current(), 4);
     }
@@ -235,13 +239,9 @@ mod tests {
     fn each_window_begins_with_a_probe_at_the_floor() {
         let t0 = Instant::now();
         let mut c = ColdLimit::new(32, t0);
-        let mut now = t0;
-        for _ in 0..600 {
-            now += MS;
-            c.done(MS, now);
-        }
+        reads(&mut c, t0, 600, MS, MS);
         assert_eq!(c.current(), 32);
-        now = t0 + MIN_WINDOW + MS;
+        let now = t0 + MIN_WINDOW + MS;
         c.done(MS, now);
         assert_eq!(c.current(), MIN_LIMIT as usize);
         c.done(MS, now + PROBE + MS);
