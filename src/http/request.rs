@@ -429,6 +429,26 @@ const UNIQUE_HEADERS: &[&str] = &[
     "Authorization",
 ];
 
+/// The place of `name` in [`UNIQUE_HEADERS`]; a name not there fails the
+/// build (it is evaluated in `const` blocks).
+const fn unique_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < UNIQUE_HEADERS.len() {
+        let (a, b) = (UNIQUE_HEADERS[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a unique header")
+}
+
 /// What the header lines said, as nginx's per-line handlers
 /// (`ngx_http_headers_in`) record it.
 struct Seen<'a> {
@@ -514,20 +534,22 @@ fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadErr
         user_agent,
         referer,
     } = walk_fields(&headers)?;
-    let unique = |name: &str| {
-        let i = UNIQUE_HEADERS.iter().position(|u| *u == name)?;
-        first[i]
-    };
+    // The names are looked up when compiling, not per request.
+    macro_rules! unique {
+        ($name:literal) => {
+            first[const { unique_index($name) }]
+        };
+    }
 
     if host_header.is_none() && line.version == Version::Http11 {
         return Err(HeadError::MissingHost);
     }
-    let content_length = match unique("Content-Length") {
+    let content_length = match unique!("Content-Length") {
         Some(v) => Some(parse_content_length(v).ok_or(HeadError::InvalidContentLength)?),
         None => None,
     };
     let mut chunked = false;
-    if let Some(te) = unique("Transfer-Encoding") {
+    if let Some(te) = unique!("Transfer-Encoding") {
         if line.version < Version::Http11 {
             return Err(HeadError::TransferEncodingInHttp10);
         }
@@ -548,29 +570,29 @@ fn build_head(line: RequestLine, headers: Fields) -> Result<RequestHead, HeadErr
         None => line.version == Version::Http11,
     };
     let expect_continue = line.version == Version::Http11
-        && unique("Expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        && unique!("Expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
     let host = match &line.uri.host {
         Some(h) => Some(h.clone()),
         None => valid_host,
     };
-    let owned = |name: &str| unique(name).map(text);
+    let owned = |v: Option<&[u8]>| v.map(text);
     // Dates are read byte by byte (nginx's `ngx_parse_http_time` skips the
     // byte after an asctime month unchecked): a byte above 0x7F stays one
     // byte (`?`, which no date allows), where U+FFFD would take three and
     // move what follows.
-    let date = |name: &str| {
-        unique(name).map(|v| {
+    let date = |v: Option<&[u8]>| {
+        v.map(|v| {
             v.iter()
                 .map(|&b| if b.is_ascii() { b as char } else { '?' })
                 .collect()
         })
     };
     Ok(RequestHead {
-        if_modified_since: date("If-Modified-Since"),
-        if_unmodified_since: date("If-Unmodified-Since"),
-        if_none_match: owned("If-None-Match"),
-        if_match: owned("If-Match"),
-        if_range: owned("If-Range"),
+        if_modified_since: date(unique!("If-Modified-Since")),
+        if_unmodified_since: date(unique!("If-Unmodified-Since")),
+        if_none_match: owned(unique!("If-None-Match")),
+        if_match: owned(unique!("If-Match")),
+        if_range: owned(unique!("If-Range")),
         method: line.method,
         uri: line.uri,
         version: line.version,

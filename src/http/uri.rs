@@ -255,8 +255,13 @@ pub fn validate_host(host: &[u8]) -> Option<String> {
     if host_len == 0 {
         return None;
     }
-    let host = String::from_utf8_lossy(&host[..host_len]).to_ascii_lowercase();
-    Some(host)
+    let host = &host[..host_len];
+    if host.is_ascii() {
+        // The usual case, without the lossy conversion's scan and copy.
+        let lower: Vec<u8> = host.iter().map(u8::to_ascii_lowercase).collect();
+        return String::from_utf8(lower).ok();
+    }
+    Some(String::from_utf8_lossy(host).to_ascii_lowercase())
 }
 
 /// Decodes `%XX` escapes. A `%` without two hex digits and `%00` are errors.

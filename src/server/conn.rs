@@ -532,7 +532,7 @@ async fn respond(
                 // nginx's content handlers (`return` with a text, static
                 // files) discard the body before answering: one already
                 // known to be invalid answers instead (400, 413).
-                reply = Reply::special(status);
+                *reply = Reply::special(status);
                 reply.fill_special_page(crate::signature(conf.server_tokens));
             }
             (Some(d), fed.is_ok())
@@ -724,7 +724,7 @@ async fn upgrade(
     site: &Site,
     r: &Req<'_>,
     conf: &LocConf,
-    mut reply: Reply,
+    mut reply: Box<Reply>,
     head: Vec<u8>,
 ) -> Next {
     let Body::Upgrade(tunnel) = std::mem::replace(&mut reply.body, Body::Empty) else {

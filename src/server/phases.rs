@@ -64,8 +64,9 @@ pub const MAX_INTERNAL_REDIRECTS: u32 = 10;
 /// A reply and the location settings it was produced under (the access log,
 /// `send_timeout`, `sendfile` … come from there).
 pub struct Handled<'a> {
-    /// What to send.
-    pub reply: Reply,
+    /// What to send (boxed: the walk and the futures that send it move a
+    /// pointer, not the reply).
+    pub reply: Box<Reply>,
     /// The settings in force where the request ended.
     pub conf: &'a LocConf,
     /// The pool for this request's file operations, if `aio threads`.
@@ -105,7 +106,7 @@ enum Phase {
 #[allow(clippy::large_enum_variant)]
 enum Located {
     /// A reply is ready.
-    Reply(Reply),
+    Reply(Box<Reply>),
     /// The request stands where its content handler runs.
     Content,
     /// A script waits on a file test (see [`Walk::paused`]).
@@ -190,7 +191,7 @@ impl<'a> Walk<'a> {
     /// when an `error_page` led to a content handler (call
     /// [`Walk::content`]).
     pub fn fail(&mut self, r: &mut Req<'a>, status: Status) -> Option<Handled<'a>> {
-        match self.after(r, Reply::special(status), None) {
+        match self.after(r, Box::new(Reply::special(status)), None) {
             Ok(h) => Some(h),
             Err(()) => {
                 let located = self.locate(r);
@@ -215,7 +216,7 @@ impl<'a> Walk<'a> {
                         self.access_done = true;
                         Located::Content
                     }
-                    access::Verdict::Deny(reply) => Located::Reply(*reply),
+                    access::Verdict::Deny(reply) => Located::Reply(reply),
                     access::Verdict::Wait(w) => {
                         self.access_wait = Some(w);
                         continue;
@@ -241,7 +242,7 @@ impl<'a> Walk<'a> {
             }
             let (outcome, pool) = self.run_content(r, client).await;
             if let Outcome::Reply(reply) = outcome {
-                if let Ok(h) = self.after(r, *reply, pool) {
+                if let Ok(h) = self.after(r, reply, pool) {
                     return h;
                 }
             }
@@ -267,7 +268,7 @@ impl<'a> Walk<'a> {
                         match access::check(self.site, r) {
                             access::Verdict::Pass => {}
                             access::Verdict::Deny(reply) => {
-                                located = Located::Reply(*reply);
+                                located = Located::Reply(reply);
                                 continue;
                             }
                             access::Verdict::Wait(w) => {
@@ -310,8 +311,10 @@ impl<'a> Walk<'a> {
                             // nginx's `auto_redirect`: the location's
                             // settings answer the 301.
                             return match self.enter(r, l) {
-                                Some(reply) => Located::Reply(reply),
-                                None => Located::Reply(super::redirect::auto_redirect(r, l)),
+                                Some(reply) => Located::Reply(Box::new(reply)),
+                                None => {
+                                    Located::Reply(Box::new(super::redirect::auto_redirect(r, l)))
+                                }
                             };
                         }
                         locate::Found::None => {
@@ -319,7 +322,7 @@ impl<'a> Walk<'a> {
                             // settings serve, without a location script.
                             r.enter(None);
                             return match self.body_too_large(r) {
-                                Some(reply) => Located::Reply(reply),
+                                Some(reply) => Located::Reply(Box::new(reply)),
                                 None => Located::Content,
                             };
                         }
@@ -335,12 +338,12 @@ impl<'a> Walk<'a> {
                         }
                     }
                     match self.enter(r, l) {
-                        Some(reply) => return Located::Reply(reply),
+                        Some(reply) => return Located::Reply(Box::new(reply)),
                         None => (Phase::Location, rewrite::run(r, entered(r, l))),
                     }
                 }
                 Target::Named(l) => match self.enter(r, l) {
-                    Some(reply) => return Located::Reply(reply),
+                    Some(reply) => return Located::Reply(Box::new(reply)),
                     None => (Phase::Location, rewrite::run(r, entered(r, l))),
                 },
             };
@@ -364,7 +367,7 @@ impl<'a> Walk<'a> {
     /// the walk goes on at its target (call [`Walk::locate`]).
     fn script_ended(&mut self, r: &mut Req<'a>, phase: Phase, flow: Flow<'a>) -> Option<Located> {
         match flow {
-            Flow::Reply(reply) => Some(Located::Reply(*reply)),
+            Flow::Reply(reply) => Some(Located::Reply(reply)),
             Flow::Wait(paused) => {
                 self.paused = Some((phase, paused));
                 Some(Located::Wait)
@@ -386,9 +389,9 @@ impl<'a> Walk<'a> {
                             r.log_context()
                         ),
                     );
-                    return Some(Located::Reply(Reply::special(
+                    return Some(Located::Reply(Box::new(Reply::special(
                         Status::INTERNAL_SERVER_ERROR,
-                    )));
+                    ))));
                 }
                 r.enter(None);
                 self.target = Target::Find;
@@ -429,12 +432,12 @@ impl<'a> Walk<'a> {
 
     /// The checks after the location is known and the handlers that answer
     /// without I/O. `None`: a content handler must run.
-    fn immediate(&mut self, r: &mut Req<'a>) -> Option<Reply> {
+    fn immediate(&mut self, r: &mut Req<'a>) -> Option<Box<Reply>> {
         let site = self.site;
         match r.location.map_or(r.server.handler, |l| l.handler) {
-            Handler::StubStatus => Some(stub_status::stub_status(r)),
-            Handler::EmptyGif => Some(stub_status::empty_gif(r)),
-            Handler::Status => Some(super::status_page::reply(site, r)),
+            Handler::StubStatus => Some(Box::new(stub_status::stub_status(r))),
+            Handler::EmptyGif => Some(Box::new(stub_status::empty_gif(r))),
+            Handler::Status => Some(Box::new(super::status_page::reply(site, r))),
             Handler::Static | Handler::Proxy => None,
         }
     }
@@ -474,7 +477,7 @@ impl<'a> Walk<'a> {
             }
         }
         if let Some(reply) = self.immediate(r) {
-            return (Outcome::Reply(Box::new(reply)), pool);
+            return (Outcome::Reply(reply), pool);
         }
         match r.location.map_or(r.server.handler, |l| l.handler) {
             Handler::Proxy => match proxy::handle(site, r, client, files).await {
@@ -589,7 +592,7 @@ impl<'a> Walk<'a> {
     fn after(
         &mut self,
         r: &mut Req<'a>,
-        mut reply: Reply,
+        mut reply: Box<Reply>,
         pool: Option<Arc<Pool>>,
     ) -> Result<Handled<'a>, ()> {
         if let Some((status, overwrite)) = self.error {
@@ -630,7 +633,7 @@ impl<'a> Walk<'a> {
                 match self.error_page(r, page, status) {
                     None => return Err(()),
                     Some(other) => {
-                        reply = other;
+                        *reply = other;
                         let kept = std::mem::take(&mut self.error_fields);
                         reply.extra.splice(0..0, kept);
                     }
@@ -645,7 +648,7 @@ impl<'a> Walk<'a> {
         decorate(&mut h, r);
         if let Err(unsatisfiable) = super::filter::headers(&mut h.reply, r) {
             // The range filter's 416 is answered as a handler's would be.
-            return self.after(r, *unsatisfiable, h.pool);
+            return self.after(r, unsatisfiable, h.pool);
         }
         Ok(h)
     }

@@ -384,12 +384,12 @@ pub fn content_type(conf: &LocConf, uri: &str) -> String {
     let name = uri.rsplit('/').next().unwrap_or(uri);
     match name.rsplit_once('.') {
         Some((_, ext)) if !ext.is_empty() => {
-            let lower = ext.to_ascii_lowercase();
-            conf.types
-                .by_ext
-                .get(&lower)
-                .cloned()
-                .unwrap_or_else(|| conf.default_type.clone())
+            let found = if ext.bytes().any(|b| b.is_ascii_uppercase()) {
+                conf.types.by_ext.get(&ext.to_ascii_lowercase())
+            } else {
+                conf.types.by_ext.get(ext)
+            };
+            found.cloned().unwrap_or_else(|| conf.default_type.clone())
         }
         _ => conf.default_type.clone(),
     }

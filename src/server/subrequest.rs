@@ -310,7 +310,7 @@ async fn run<'r, 'a: 'r>(
 async fn output(
     env: Env<'_>,
     sr: &Req<'_>,
-    reply: Reply,
+    reply: Box<Reply>,
     conf: &crate::config::inherit::LocConf,
     pool: Option<std::sync::Arc<crate::io::Pool>>,
     opts: &Options,
@@ -376,7 +376,7 @@ async fn send_fallback(
             let _ = filter::headers(&mut reply, sr);
         }
     }
-    send_reply(env, sr, reply, conf, pool, opts, pipe)
+    send_reply(env, sr, Box::new(reply), conf, pool, opts, pipe)
         .await
         .map(|_| ())
 }
@@ -386,7 +386,7 @@ async fn send_fallback(
 async fn send_reply(
     env: Env<'_>,
     sr: &Req<'_>,
-    mut reply: Reply,
+    mut reply: Box<Reply>,
     conf: &crate::config::inherit::LocConf,
     pool: Option<std::sync::Arc<crate::io::Pool>>,
     opts: &Options,
