@@ -6,6 +6,8 @@
 //! before the reader read files as nginx does; see `config::syntax`).
 //! Host names resolve offline (`config::names::offline`: literals and
 //! `localhost`): a mutated name costs a parse, not a resolver timeout.
+//! Regular expressions compile once per pattern under the fuzzer
+//! (`config::regex`, `cfg(fuzzing)`): the inputs share most of theirs.
 #![no_main]
 
 use std::path::PathBuf;
