@@ -9,6 +9,9 @@ use super::source::Loc;
 pub enum Level {
     /// A suspicious but usable configuration (`[warn]`).
     Warn,
+    /// A file that cannot be read once opened (`[crit]`: nginx's
+    /// `ngx_read_file`); the configuration cannot be used.
+    Crit,
     /// A configuration that cannot be used (`[emerg]`).
     Emerg,
 }
@@ -18,8 +21,15 @@ impl Level {
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Warn => "warn",
+            Level::Crit => "crit",
             Level::Emerg => "emerg",
         }
+    }
+
+    /// Whether a message of this level stops the configuration from
+    /// being used (all but `[warn]`).
+    pub fn stops(self) -> bool {
+        self != Level::Warn
     }
 }
 
@@ -41,6 +51,16 @@ impl ConfError {
             level: Level::Emerg,
             message: message.into(),
             loc,
+        }
+    }
+
+    /// A read that failed after the open, as nginx reports it (`[crit]`,
+    /// without a location).
+    pub fn crit(message: impl Into<String>) -> ConfError {
+        ConfError {
+            level: Level::Crit,
+            message: message.into(),
+            loc: None,
         }
     }
 
@@ -82,6 +102,6 @@ impl Diagnostics {
 
     /// Whether any message is an error.
     pub fn has_errors(&self) -> bool {
-        self.items.iter().any(|e| e.level == Level::Emerg)
+        self.items.iter().any(|e| e.level.stops())
     }
 }

@@ -474,7 +474,7 @@ mod tests {
         BodyInFile, HttpConf, Location, NextUpstream, ProxyHttpVersion, ProxyRedirect, ProxyTarget,
         ProxyUrl, RedirectFrom,
     };
-    use crate::config::{Level, load_text};
+    use crate::config::load_text;
 
     fn http(body: &str) -> HttpConf {
         let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
@@ -488,7 +488,7 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(e) => e
                 .into_iter()
-                .filter(|e| e.level == Level::Emerg)
+                .filter(|e| e.level.stops())
                 .map(|e| e.message)
                 .collect(),
         }

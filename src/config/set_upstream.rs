@@ -149,7 +149,7 @@ pub fn upstream(b: &mut Builder, _: &mut Scope<'_>, d: &Directive) -> Result<(),
     // nginx stops at an error inside the block; so does its next check.
     let block_failed = b.diags.items[errors_before..]
         .iter()
-        .any(|e| e.level == super::error::Level::Emerg);
+        .any(|e| e.level.stops());
     u.keepalive_requests = state
         .keepalive_requests
         .unwrap_or(DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS);
@@ -427,7 +427,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::config::model::{HttpConf, ProxyTarget, UpstreamAddr, UpstreamBalance};
-    use crate::config::{Level, load_text};
+    use crate::config::load_text;
 
     fn http(body: &str) -> HttpConf {
         let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
@@ -441,7 +441,7 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(e) => e
                 .into_iter()
-                .filter(|e| e.level == Level::Emerg)
+                .filter(|e| e.level.stops())
                 .map(|e| e.message)
                 .collect(),
         }

@@ -80,12 +80,13 @@ impl Reader {
     }
 
     /// A file's bytes, from the preloaded files or the file system.
-    fn read_bytes(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+    /// The bytes of `path`, or the call that failed and why.
+    fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, (&'static str, std::io::Error)> {
         match &self.preloaded {
             Some(files) => files
                 .get(path)
                 .map(|t| t.as_bytes().to_vec())
-                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT)),
+                .ok_or_else(|| ("open()", std::io::Error::from_raw_os_error(libc::ENOENT))),
             None => read_as_nginx(path),
         }
     }
@@ -106,15 +107,18 @@ impl Reader {
         at: Option<&Loc>,
         depth: usize,
     ) -> Result<Vec<Directive>, ConfError> {
-        let text = self.read_bytes(path).map_err(|e| {
-            ConfError::emerg(
-                format!(
-                    "open() \"{}\" failed ({})",
-                    path.display(),
-                    crate::config::errno_text(&e)
-                ),
-                at.cloned(),
-            )
+        let text = self.read_bytes(path).map_err(|(call, e)| {
+            let message = format!(
+                "{call} \"{}\" failed ({})",
+                path.display(),
+                crate::config::errno_text(&e)
+            );
+            match call {
+                // nginx's `ngx_read_file`: `[crit]`, no location (a
+                // directory an `include` names or matches: EISDIR).
+                "pread()" => ConfError::crit(message),
+                _ => ConfError::emerg(message, at.cloned()),
+            }
         })?;
         let text = String::from_utf8_lossy(&text).into_owned();
         self.files.push(SourceFile {
@@ -254,8 +258,9 @@ impl Reader {
                         Some(loc.clone()),
                     )
                 })?
+                // A directory matched is read as nginx reads it, and
+                // fails (glob(3) without `GLOB_ONLYDIR` lists it too).
                 .filter_map(Result::ok)
-                .filter(|p| !p.is_dir())
                 .collect(),
         };
         list.sort();
@@ -270,12 +275,15 @@ impl Reader {
 /// `fstat()` gives, no more. A device or a pipe (size 0) reads as empty
 /// rather than blocking on a terminal or filling memory from `/dev/zero`,
 /// and a file growing under the read cannot make the read endless.
-fn read_as_nginx(path: &Path) -> std::io::Result<Vec<u8>> {
+/// A directory opens, and its read fails with EISDIR, as in nginx.
+fn read_as_nginx(path: &Path) -> Result<Vec<u8>, (&'static str, std::io::Error)> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
+    let file = std::fs::File::open(path).map_err(|e| ("open()", e))?;
+    let size = file.metadata().map_err(|e| ("fstat()", e))?.len();
     let mut text = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(size).read_to_end(&mut text)?;
+    file.take(size)
+        .read_to_end(&mut text)
+        .map_err(|e| ("pread()", e))?;
     Ok(text)
 }
 
@@ -384,6 +392,34 @@ mod tests {
             .unwrap();
         let names: Vec<_> = t.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["one"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Regression: a directory an `include` glob matched was skipped; nginx
+    /// reads it as a file and fails with `[crit] pread() "…" failed (21: Is
+    /// a directory)`, as it does for a directory named outright.
+    #[test]
+    fn include_of_a_directory_fails_as_in_nginx() {
+        let dir = std::env::temp_dir().join(format!("nowait-incdir-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("conf.d/sub")).unwrap();
+        std::fs::write(dir.join("conf.d/a.conf"), "a 1;\n").unwrap();
+        let mut r = Reader::new(dir.clone());
+        for text in ["include conf.d/*;\n", "include conf.d/sub;\n"] {
+            let e = r.read_text(text, Origin::CommandLine, 0).unwrap_err();
+            assert_eq!(e.level, super::super::error::Level::Crit, "{text}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "pread() \"{}\" failed (21: Is a directory)",
+                    dir.join("conf.d/sub").display()
+                )
+            );
+        }
+        // Only files matched: as before.
+        let t = r
+            .read_text("include conf.d/*.conf;\n", Origin::CommandLine, 0)
+            .unwrap();
+        assert_eq!(t.len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
