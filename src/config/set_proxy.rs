@@ -470,11 +470,11 @@ mod tests {
     use std::time::Duration;
 
     use crate::config::inherit::LocConf;
+    use crate::config::load_text;
     use crate::config::model::{
         BodyInFile, HttpConf, Location, NextUpstream, ProxyHttpVersion, ProxyRedirect, ProxyTarget,
         ProxyUrl, RedirectFrom,
     };
-    use crate::config::load_text;
 
     fn http(body: &str) -> HttpConf {
         let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");

@@ -426,8 +426,8 @@ pub fn zone(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(),
 mod tests {
     use std::time::Duration;
 
-    use crate::config::model::{HttpConf, ProxyTarget, UpstreamAddr, UpstreamBalance};
     use crate::config::load_text;
+    use crate::config::model::{HttpConf, ProxyTarget, UpstreamAddr, UpstreamBalance};
 
     fn http(body: &str) -> HttpConf {
         let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
