@@ -249,6 +249,9 @@ mod tests {
         let re = compile(r"\bcat\b", false).unwrap();
         assert!(re.is_match("a cat."));
         assert!(!re.is_match("concat"));
+        let re = compile(r"a\Bb", false).unwrap();
+        assert!(re.is_match("ab"));
+        assert!(!re.is_match("a b"));
         let re = compile(r"^[]a]+[[:digit:]]$", false).unwrap();
         assert!(re.is_match("]a]1"));
         let re = compile(r"^[[a&&b~~]+$", false).unwrap();
