@@ -160,3 +160,72 @@ fn proxy_limit_rate_paces_the_upstream_read() {
         t0.elapsed()
     );
 }
+
+/// A client that stops reading a streamed body is cut after
+/// `send_timeout` (the timer is armed only when a write has to wait: a
+/// regression test for arming it lazily), buffered or not.
+#[test]
+fn a_client_that_stops_reading_a_proxied_body_is_closed_after_send_timeout() {
+    for buffering in ["on", "off"] {
+        let up = large_upstream(Arc::new(AtomicBool::new(false)));
+        let text = common::Conf::http(&format!(
+            "server {{\n listen 127.0.0.1:{{port}} sndbuf=64k;\n server_name localhost;\n\
+             send_timeout 1s;\n\
+             location / {{ proxy_pass http://{}; proxy_buffering {buffering}; \
+             proxy_max_temp_file_size 0; }}\n}}\n",
+            up.addr()
+        ))
+        .main("error_log err.log info;")
+        .render();
+        let server = Server::tested(&text);
+        let mut c = Conn::open(server.port());
+        socket2::SockRef::from(&c.stream)
+            .set_recv_buffer_size(16 * 1024)
+            .expect("SO_RCVBUF");
+        c.send(b"GET /large HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        let log = server.prefix().join("err.log");
+        assert!(
+            until(Duration::from_secs(15), || {
+                let text = common::wait::read_text(&log);
+                text.contains("client timed out") && text.contains("while sending")
+            }),
+            "buffering {buffering}: no send timeout logged:\n{}",
+            common::wait::read_text(&log)
+        );
+        assert_eq!(
+            c.wait_closed(Duration::from_secs(20)),
+            common::State::Closed,
+            "buffering {buffering}: the connection stays open"
+        );
+        assert!(
+            c.pending().len() < LARGE,
+            "buffering {buffering}: the whole body arrived"
+        );
+
+        // A client that reads steadily for longer than `send_timeout`, each
+        // wait shorter than it, gets the whole body: the timeout runs from
+        // the last write, not from the start of the response.
+        let mut c = Conn::open(server.port());
+        c.send(b"GET /large HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        let started = Instant::now();
+        let mut got = 0usize;
+        // At most 256 KiB per 25 ms: 10 MB/s, so the body takes over 2 s.
+        let mut buf = vec![0u8; 256 * 1024];
+        c.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        loop {
+            match std::io::Read::read(&mut c.stream, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => panic!("buffering {buffering}: read failed after {got} bytes: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        assert!(
+            got > LARGE,
+            "buffering {buffering}: {got} bytes in {:?}, the body is {LARGE}",
+            started.elapsed()
+        );
+    }
+}

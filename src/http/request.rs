@@ -305,7 +305,9 @@ fn fast_fields(section: &[u8], rules: HeaderRules) -> Option<(usize, Fields)> {
         parsed = httparse::parse_headers(section, &mut all);
     }
     match parsed {
-        Ok(httparse::Status::Complete((len, parsed))) if !section[..len].contains(&b'\t') => {
+        Ok(httparse::Status::Complete((len, parsed)))
+            if memchr::memchr(b'\t', &section[..len]).is_none() =>
+        {
             Some((len, collect_headers(parsed, rules)))
         }
         _ => None,

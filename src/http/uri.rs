@@ -256,10 +256,9 @@ pub fn validate_host(host: &[u8]) -> Option<String> {
         return None;
     }
     let host = &host[..host_len];
-    if host.is_ascii() {
+    if let Ok(text) = std::str::from_utf8(host) {
         // The usual case, without the lossy conversion's scan and copy.
-        let lower: Vec<u8> = host.iter().map(u8::to_ascii_lowercase).collect();
-        return String::from_utf8(lower).ok();
+        return Some(text.to_ascii_lowercase());
     }
     Some(String::from_utf8_lossy(host).to_ascii_lowercase())
 }

@@ -6,53 +6,53 @@
 //! whether a line will be written (the streamed body keeps it for the
 //! errors it may meet): through `format!` and `String::from_utf8_lossy` that
 //! cost about a tenth of a small proxied request's instructions. Here it is
-//! one allocation of the right size and copies; bytes that are not UTF-8
-//! are replaced as `from_utf8_lossy` replaces them.
+//! one allocation of the right size and copies. The bytes are kept as they
+//! came: those that are not UTF-8 are replaced (as `from_utf8_lossy`
+//! replaces them) only when a line is written ([`LogText`]), so the
+//! context of a request that logs nothing is never validated.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::net::IpAddr;
 
 /// An error-log context being built.
 #[derive(Debug, Default)]
 pub struct Context {
-    /// The text so far.
-    text: String,
+    text: Vec<u8>,
 }
 
 impl Context {
     /// An empty context with room for `capacity` bytes.
     pub fn with_capacity(capacity: usize) -> Context {
         Context {
-            text: String::with_capacity(capacity),
+            text: Vec::with_capacity(capacity),
         }
     }
 
     /// Appends `s`.
     pub fn str(&mut self, s: &str) -> &mut Context {
-        self.text.push_str(s);
+        self.text.extend_from_slice(s.as_bytes());
         self
     }
 
-    /// Appends `bytes`, each invalid UTF-8 sequence replaced by U+FFFD.
+    /// Appends `bytes` as they are (made text when written).
     pub fn bytes(&mut self, bytes: &[u8]) -> &mut Context {
-        push_lossy(&mut self.text, bytes);
+        self.text.extend_from_slice(bytes);
         self
     }
 
-    /// Appends an address as nginx writes `client:` (no port).
+    /// Appends `ip` as `Display` writes it.
     pub fn ip(&mut self, ip: IpAddr) -> &mut Context {
         match ip {
             IpAddr::V4(v4) => {
                 let mut first = true;
                 for octet in v4.octets() {
                     if !first {
-                        self.text.push('.');
+                        self.text.push(b'.');
                     }
                     first = false;
                     push_decimal(&mut self.text, u32::from(octet));
                 }
             }
-            // Rare enough for the general path.
             IpAddr::V6(v6) => {
                 let _ = write!(self.text, "{v6}");
             }
@@ -60,23 +60,38 @@ impl Context {
         self
     }
 
-    /// The text built.
+    /// The text, each invalid UTF-8 sequence replaced by U+FFFD.
     pub fn finish(self) -> String {
-        self.text
+        match String::from_utf8(self.text) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
+    }
+
+    /// The bytes, made text only when displayed.
+    pub fn finish_lazy(self) -> LogText {
+        LogText(self.text)
     }
 }
 
-/// Appends `bytes` to `s` as `String::from_utf8_lossy` would render them,
-/// without going through a `Cow` when they are valid (the usual case).
-pub fn push_lossy(s: &mut String, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => s.push_str(text),
-        Err(_) => s.push_str(&String::from_utf8_lossy(bytes)),
+/// A context suffix kept as bytes: displaying it replaces each invalid
+/// UTF-8 sequence by U+FFFD, as `from_utf8_lossy` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogText(Vec<u8>);
+
+impl std::fmt::Display for LogText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{FFFD}")?;
+            }
+        }
+        Ok(())
     }
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(s: &mut String, n: u32) {
+fn push_decimal(s: &mut Vec<u8>, n: u32) {
     let mut digits = [0u8; 10];
     let mut at = digits.len();
     let mut n = n;
@@ -88,9 +103,7 @@ fn push_decimal(s: &mut String, n: u32) {
             break;
         }
     }
-    for &d in &digits[at..] {
-        s.push(char::from(d));
-    }
+    s.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -115,8 +128,11 @@ mod tests {
         let mut c = Context::with_capacity(4);
         c.str(", host: \"").bytes(b"a\xffb").str("\"");
         assert_eq!(c.finish(), ", host: \"a\u{fffd}b\"");
-        let mut s = String::new();
-        push_lossy(&mut s, "é/x".as_bytes());
-        assert_eq!(s, "é/x");
+        // Displayed lazily, the same replacement as `from_utf8_lossy`.
+        for bytes in [&b"a\xffb\xe2\x82"[..], b"\xf0\x9f\x98\x80 ok", b"\xc3"] {
+            let mut c = Context::default();
+            c.bytes(bytes);
+            assert_eq!(c.finish_lazy().to_string(), String::from_utf8_lossy(bytes));
+        }
     }
 }

@@ -109,7 +109,7 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
                     line: line(format, &var),
                     log: r.error_log().clone(),
                     conn: r.conn_no,
-                    context: r.log_context(),
+                    context: r.log_context().to_string(),
                 });
             }
         }

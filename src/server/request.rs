@@ -157,7 +157,7 @@ pub struct BodyVars {
 pub struct UpstreamTry {
     /// `$upstream_addr`: the peer's name, or the upstream group's name when
     /// no peer was available.
-    pub addr: String,
+    pub addr: std::sync::Arc<str>,
     /// `$upstream_status`; `None` prints `-` (nothing received).
     pub status: Option<u16>,
     /// Seconds with the peer (`$upstream_response_time`).
@@ -399,21 +399,25 @@ impl<'a> Req<'a> {
     }
 
     /// The error log's context suffix: `, client: …, server: …, request: "…", host: "…"`.
-    pub fn log_context(&self) -> String {
+    pub fn log_context(&self) -> crate::log::context::LogText {
         self.context_with(self.server.name(), None)
     }
 
     /// The error log's context for a line about upstream `peer` and `uri`
     /// (`…, upstream: "http://PEER/URI", host: "…"`), as the proxy module
     /// writes it; its server is the first name as written.
-    pub fn upstream_context(&self, peer: &str, uri: &[u8]) -> String {
+    pub fn upstream_context(&self, peer: &str, uri: &[u8]) -> crate::log::context::LogText {
         let server = self.server.names.first().map_or("", String::as_str);
         self.context_with(server, Some((peer, uri)))
     }
 
     /// `log_context` and `upstream_context`: one allocation, no formatting
     /// machinery (the proxy builds one per upstream attempt).
-    fn context_with(&self, server: &str, upstream: Option<(&str, &[u8])>) -> String {
+    fn context_with(
+        &self,
+        server: &str,
+        upstream: Option<(&str, &[u8])>,
+    ) -> crate::log::context::LogText {
         let host = self.head.header("host");
         let upstream_len = upstream.map_or(0, |(p, u)| p.len() + u.len() + 24);
         let capacity = 64
@@ -444,7 +448,7 @@ impl<'a> Req<'a> {
         if let Some(h) = host {
             c.str(", host: \"").bytes(h).str("\"");
         }
-        c.finish()
+        c.finish_lazy()
     }
 
     /// Moves the request into `location` (or the server's own settings).

@@ -381,9 +381,13 @@ fn file_reply_inner(
 
 /// The MIME type for a URI's extension, or `default_type`.
 pub fn content_type(conf: &LocConf, uri: &str) -> String {
-    let name = uri.rsplit('/').next().unwrap_or(uri);
-    match name.rsplit_once('.') {
-        Some((_, ext)) if !ext.is_empty() => {
+    // The last path segment's extension, found by bytes ('/' and '.' are
+    // ASCII, so the cuts are character boundaries).
+    let b = uri.as_bytes();
+    let name = b.iter().rposition(|&c| c == b'/').map_or(0, |i| i + 1);
+    let dot = b[name..].iter().rposition(|&c| c == b'.');
+    match dot.map(|d| &uri[name + d + 1..]) {
+        Some(ext) if !ext.is_empty() => {
             let found = if ext.bytes().any(|b| b.is_ascii_uppercase()) {
                 conf.types.by_ext.get(&ext.to_ascii_lowercase())
             } else {

@@ -169,7 +169,12 @@ pub async fn send_stream_after(
     let mut ended = false;
     let mut framing_closed = false;
     let mut failure = None;
-    let mut deadline = pin!(tokio::time::sleep(p.timeout));
+    // `send_timeout` runs from the last write; the timer is armed only when
+    // the loop waits for the socket (a response written at once never
+    // touches the timer wheel).
+    let mut due = tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout;
+    let mut deadline = pin!(tokio::time::sleep_until(due));
+    let mut armed = due;
     // Head bytes still in the queue (counted in `total` only).
     let mut head_left = head.len();
     let mut first_write = head_left > 0;
@@ -257,9 +262,7 @@ pub async fn send_stream_after(
                     if std::mem::take(&mut first_write) {
                         crate::metrics::worker::ttfb(crate::metrics::timed::since(p.start));
                     }
-                    deadline.as_mut().reset(
-                        tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout,
-                    );
+                    due = tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout;
                 }
             }
         }
@@ -335,12 +338,16 @@ pub async fn send_stream_after(
             // spill is all that is left, handled above.
             continue;
         }
+        if must_write && armed != due {
+            deadline.as_mut().reset(due);
+            armed = due;
+        }
         tokio::select! {
             biased;
             r = std::future::poll_fn(|cx| source.poll_chunk(cx)), if can_read => {
                 if q.bytes == 0 {
                     // The client's clock starts when there is something to send.
-                    deadline.as_mut().reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout);
+                    due = tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout;
                 }
                 match r {
                     Ok(Some(piece)) if room_in_queue => q.push_payload(piece, p.chunked),
@@ -353,7 +360,7 @@ pub async fn send_stream_after(
             _ = deadline.as_mut(), if must_write => return Err(SendError::TimedOut),
             _ = paced.as_mut(), if pacing => {
                 pacing = false;
-                deadline.as_mut().reset(tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout);
+                due = tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout;
             }
             // A client that closes while the pace holds the write back ends
             // the response (nginx's `ngx_http_test_reading`).

@@ -200,7 +200,7 @@ impl<'a> Req<'a> {
                     None => owned(ip),
                 }
             }
-            Builtin::UpstreamAddr => self.upstream_list(|t| Some(t.addr.clone())),
+            Builtin::UpstreamAddr => self.upstream_list(|t| Some(t.addr.to_string())),
             Builtin::UpstreamStatus => {
                 self.upstream_list(|t| Some(t.status.map_or("-".into(), |s| s.to_string())))
             }

@@ -37,10 +37,28 @@ pub type Field<'a> = (&'a [u8], &'a [u8]);
 
 /// The header fields of a response as received: in order, names' case
 /// kept, values without the spaces around them (tabs are kept, as nginx
-/// keeps them). All of them live in one buffer: two allocations per head,
-/// not two per field.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// keeps them). All of them live in one buffer, shared by the clones: the
+/// request keeps the last response's fields for `$upstream_http_*` without
+/// copying them.
+#[derive(Clone, Debug, Default)]
 pub struct Headers {
+    /// `None` until the first field (an empty list allocates nothing).
+    fields: Option<std::sync::Arc<Fields>>,
+}
+
+/// Two lists are equal when they hold the same fields in the same order
+/// (however they are stored).
+impl PartialEq for Headers {
+    fn eq(&self, other: &Headers) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Headers {}
+
+/// The storage of [`Headers`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Fields {
     /// Names and values, one after the other.
     bytes: Vec<u8>,
     /// Per field: where its name starts, where its value starts (the name's
@@ -49,27 +67,45 @@ pub struct Headers {
 }
 
 impl Headers {
-    /// Appends a field.
-    fn push(&mut self, name: &[u8], value: &[u8]) {
-        let start = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(name);
-        let mid = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(value);
-        self.spans.push([start, mid, self.bytes.len() as u32]);
+    /// The storage, to append to (copied first if shared).
+    fn fields_mut(&mut self) -> &mut Fields {
+        std::sync::Arc::make_mut(self.fields.get_or_insert_with(Default::default))
     }
 
-    /// Room for `bytes` of names and values in `fields` fields.
-    fn reserve(&mut self, bytes: usize, fields: usize) {
-        self.bytes.reserve(bytes);
-        self.spans.reserve(fields);
+    /// Appends a field.
+    fn push(&mut self, name: &[u8], value: &[u8]) {
+        let f = self.fields_mut();
+        let start = f.bytes.len() as u32;
+        f.bytes.extend_from_slice(name);
+        let mid = f.bytes.len() as u32;
+        f.bytes.extend_from_slice(value);
+        f.spans.push([start, mid, f.bytes.len() as u32]);
+    }
+
+    /// Appends `fields`, which hold `bytes` of names and values in all.
+    fn extend<'a>(&mut self, bytes: usize, fields: impl ExactSizeIterator<Item = Field<'a>>) {
+        let f = self.fields_mut();
+        f.bytes.reserve(bytes);
+        f.spans.reserve(fields.len());
+        for (name, value) in fields {
+            let start = f.bytes.len() as u32;
+            f.bytes.extend_from_slice(name);
+            let mid = f.bytes.len() as u32;
+            f.bytes.extend_from_slice(value);
+            f.spans.push([start, mid, f.bytes.len() as u32]);
+        }
     }
 
     /// Each field's name and value, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Field<'_>> + '_ {
-        self.spans.iter().map(|&[a, b, c]| {
+        let (bytes, spans): (&[u8], &[[u32; 3]]) = match &self.fields {
+            Some(f) => (&f.bytes, &f.spans),
+            None => (&[], &[]),
+        };
+        spans.iter().map(move |&[a, b, c]| {
             (
-                &self.bytes[a as usize..b as usize],
-                &self.bytes[b as usize..c as usize],
+                &bytes[a as usize..b as usize],
+                &bytes[b as usize..c as usize],
             )
         })
     }
@@ -92,12 +128,12 @@ impl Headers {
 
     /// How many fields there are.
     pub fn len(&self) -> usize {
-        self.spans.len()
+        self.fields.as_ref().map_or(0, |f| f.spans.len())
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.len() == 0
     }
 }
 

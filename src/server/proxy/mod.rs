@@ -41,6 +41,7 @@ use crate::http::request::Method;
 use crate::http::status::Status;
 use crate::io::file::FileLayer;
 use crate::log::Level;
+use crate::log::context::LogText;
 use crate::metrics::timed;
 use crate::upstream::body::BodyDecoder;
 use crate::upstream::conn::{Conn, WriteError};
@@ -153,7 +154,7 @@ fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failure {
 
 /// The `, client: …, server: …, request: "…"[, subrequest: "…"],
 /// upstream: "…", host: "…"` suffix nginx logs.
-fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> String {
+fn context(r: &Req<'_>, peer: &str, uri: &[u8]) -> LogText {
     r.upstream_context(peer, uri)
 }
 
@@ -587,7 +588,7 @@ async fn exchange<'a>(
                     ),
                 );
                 r.upstream.tries.push(UpstreamTry {
-                    addr: group.name.to_string(),
+                    addr: group.name.clone(),
                     status: Some(502),
                     ..UpstreamTry::default()
                 });
@@ -601,10 +602,10 @@ async fn exchange<'a>(
             }
         };
         attempts += 1;
-        let spec = group.peers.spec(peer).clone();
+        let spec = group.peers.spec(peer);
         let ctx_text = context(r, &spec.name, uri);
         let mut attempt = UpstreamTry {
-            addr: spec.name.to_string(),
+            addr: spec.name.clone(),
             ..UpstreamTry::default()
         };
         let t0 = now;
@@ -614,7 +615,7 @@ async fn exchange<'a>(
             client,
             files,
             target,
-            &spec,
+            spec,
             head,
             body,
             head_request,
@@ -804,7 +805,7 @@ fn release(
     tried: &mut Tried,
     peer: PeerId,
     outcome: Outcome,
-    ctx: &str,
+    ctx: &LogText,
 ) {
     if group.peers.done(tried, peer, outcome, timed::now()) {
         r.error_log().log(
@@ -1543,7 +1544,7 @@ fn respond(
     tried: Tried,
     got: Box<GotHead>,
     mut attempt: UpstreamTry,
-    ctx: String,
+    ctx: LogText,
     head_request: bool,
     started: Instant,
     cache: Option<&mut cache::Ctx>,

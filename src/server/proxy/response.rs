@@ -63,17 +63,22 @@ fn ignored(conf: &LocConf, name: &str) -> bool {
         .any(|h| h.eq_ignore_ascii_case(name))
 }
 
-fn hidden(conf: &LocConf, name: &str) -> bool {
-    let by_default = HIDDEN.iter().any(|h| h.eq_ignore_ascii_case(name))
-        && !conf
-            .proxy_pass_header
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(name));
-    by_default
-        || conf
-            .proxy_hide_header
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(name))
+/// Whether `name` is in `list` (ASCII case-insensitive).
+fn listed(list: &[String], name: &[u8]) -> bool {
+    list.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+}
+
+fn hidden(conf: &LocConf, name: &[u8]) -> bool {
+    let by_default = HIDDEN
+        .iter()
+        .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+        && !listed(&conf.proxy_pass_header, name);
+    by_default || listed(&conf.proxy_hide_header, name)
+}
+
+/// Whether `name` is one of [`HOP`].
+fn hop(name: &[u8]) -> bool {
+    HOP.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// The reply for `head` (its body is the caller's), and what `X-Accel-*`
@@ -85,23 +90,23 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
     reply.content = true;
     let mut accel = Accel::default();
     for (name, value) in head.headers.iter() {
-        let name = borrowed_lossy(name);
-        if name.len() > ACCEL.len() && name.as_bytes()[..ACCEL.len()].eq_ignore_ascii_case(ACCEL) {
-            steer(conf, &name, value, &mut accel, &mut reply);
+        // Names are compared as bytes: only a field passed on is made text
+        // (most responses carry framing and hidden fields the client never
+        // sees).
+        if name.len() > ACCEL.len() && name[..ACCEL.len()].eq_ignore_ascii_case(ACCEL) {
+            steer(conf, &borrowed_lossy(name), value, &mut accel, &mut reply);
         }
-        if HOP.iter().any(|h| h.eq_ignore_ascii_case(&name)) || hidden(conf, &name) {
+        if hop(name) || hidden(conf, name) {
             continue;
         }
-        // Only the fields passed on are made text (most responses carry
-        // framing and hidden fields the client never sees).
         let text = owned_lossy(value);
-        if name.eq_ignore_ascii_case("Content-Type") {
+        if name.eq_ignore_ascii_case(b"Content-Type") {
             reply.set_upstream_content_type(text);
-        } else if name.eq_ignore_ascii_case("Server") {
+        } else if name.eq_ignore_ascii_case(b"Server") {
             reply.server = Some(text);
-        } else if name.eq_ignore_ascii_case("Date") {
+        } else if name.eq_ignore_ascii_case(b"Date") {
             reply.date = Some(text);
-        } else if name.eq_ignore_ascii_case("Location") && reply.location.is_none() {
+        } else if name.eq_ignore_ascii_case(b"Location") && reply.location.is_none() {
             // Only a rewritten value becomes the response's own Location,
             // which the header filter makes absolute; one no rule matched
             // passes as the upstream wrote it
@@ -112,18 +117,18 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
                 // One no rule rewrote stays among the upstream's fields, as
                 // it was written (nginx leaves `headers_out.location` unset
                 // for a relative one).
-                None if text.starts_with('/') => reply.extra.push((name.into_owned(), text)),
+                None if text.starts_with('/') => reply.extra.push((owned_lossy(name), text)),
                 None => reply.location = Some(text),
             }
-        } else if name.eq_ignore_ascii_case("Refresh") {
+        } else if name.eq_ignore_ascii_case(b"Refresh") {
             let lower = text.to_ascii_lowercase();
             let value = match lower.find("url=") {
                 Some(i) => rewrite_redirect(r, conf, &text, i + 4).unwrap_or(text),
                 None => text,
             };
-            reply.extra.push((name.into_owned(), value));
+            reply.extra.push((owned_lossy(name), value));
         } else {
-            reply.extra.push((name.into_owned(), text));
+            reply.extra.push((owned_lossy(name), text));
         }
     }
     (reply, accel)

@@ -76,7 +76,7 @@ pub struct LogCtx {
     /// The connection's number.
     pub conn_no: u64,
     /// `, client: …, upstream: "…"` as nginx appends it.
-    pub context: String,
+    pub context: crate::log::context::LogText,
 }
 
 /// An upstream response body being read.
