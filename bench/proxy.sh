@@ -339,6 +339,9 @@ best() { # best OLD NEW: whichever has the higher req/s
     [[ -z $1 ]] && { echo "$2"; return; }
     awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print (y[1] + 0 > x[1] + 0 ? b : a) }'
 }
+median() { # median NUMBERS...: the middle one (the mean of the two middle ones)
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 fmt_int() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
@@ -365,16 +368,18 @@ start "$NGINX_BIN" "$ORIGIN_PREFIX" "$ORIGIN_PORT" "${OTHER_CPUS:-}"
 ORIGIN_PID=$STARTED
 
 ROWS=()
+RUNS=()
 order="nowait nginx"
 for line in $LINES; do
     line_path "$line" >/dev/null
-    declare -A fig=()
+    declare -A fig=() runs=()
     for ((rep = 1; rep <= REPEAT; rep++)); do
         for proxy in $order; do
             log "$line: $proxy #$rep (wrk $(wrk_args "$line" "$DURATION"))"
             measure "$proxy" "$line"
             log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1%: $FIG"
             fig[$proxy]=$(best "${fig[$proxy]:-}" "$FIG")
+            runs[$proxy]+="$(fmt_int "${FIG%% *}") "
         done
     done
     # Alternate which proxy goes first from one line to the next.
@@ -383,8 +388,11 @@ for line in $LINES; do
     read -r g_rps g_mb g_p50 g_p99 g_err g_c0 g_c1 <<<"${fig[nginx]}"
     errs=""
     ((n_err + g_err > 0)) && errs=" (errors: nowait $n_err, nginx $g_err)"
-    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
-    unset fig
+    # shellcheck disable=SC2086 # the runs are space-separated numbers
+    n_med=$(median ${runs[nowait]}) g_med=$(median ${runs[nginx]})
+    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
+    RUNS+=("- $(line_title "$line"): nowait ${runs[nowait]% }; nginx ${runs[nginx]% } req/s")
+    unset fig runs
 done
 
 NGINX_NOTE="    # nginx's copy only: client_body_, proxy_, fastcgi_, uwsgi_, scgi_temp_path PREFIX/..._temp;"
@@ -397,12 +405,12 @@ REPORT=$(
 
 Run at $STAMP by \`bench/proxy.sh\`.
 
-| line | nowait req/s | nginx req/s | req/s nowait/nginx | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
-|---|---|---|---|---|---|---|---|---|---|
+| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
+|---|---|---|---|---|---|---|---|---|---|---|
 $(printf '%s\n' "${ROWS[@]}")
 
 A req/s ratio above 1 and a p99 ratio below 1 favour nowait.
-$(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved."; fi)
+$(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved; the median column compares the middle runs. Every run's req/s, in order:"; printf '%s\n' "${RUNS[@]}"; fi)
 CPU busy % is the whole CPU during the measured run, from /proc/stat: $(if [[ $PIN == split ]]; then echo "CPU0 is the proxy's, CPU1 is shared by the origin and wrk"; else echo "with PIN=none everything shares both CPUs"; fi). It includes anything else running on the machine.
 
 ## Machine
