@@ -5,9 +5,10 @@
 /// than glibc's per-thread cache takes, and glibc spent a fifth of the
 /// proxy's user-space instructions on them; mimalloc also keeps less
 /// resident per waiting connection (`docs/architecture.md`, "what a
-/// request costs").
+/// request costs"). `sys::alloc` calls it without the aligned path's
+/// checks for the blocks that need none.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: nowait::sys::alloc::MiMalloc = nowait::sys::alloc::MiMalloc;
 
 fn main() {
     std::process::exit(nowait::cli::main());

@@ -29,12 +29,15 @@
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
 //! - [`time`]: `localtime_r` and the three timestamp formats nginx logs use.
 //! - [`waker`]: wakers that carry a number (a parked connection's slot).
+//! - [`alloc`]: the global allocator (mimalloc, its plain path for naturally
+//!   aligned blocks).
 //!
 //! What this module must not do: decide policy. It never retries, falls back,
 //! logs or offloads; callers (`io`, `server`, `process`) do.
 
 #![allow(unsafe_code)]
 
+pub mod alloc;
 pub mod crypt;
 pub mod dir;
 pub mod epoll;
