@@ -290,8 +290,9 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
+        let checked = self.pool.is_some();
         self.run_in(Lane::Normal, rank, Work::Other, "open", move || {
-            open_slow(p)
+            open_slow(p, checked)
         })
         .await?
     }
@@ -309,7 +310,7 @@ impl<'a> FileLayer<'a> {
             match sysfile::open_regular_links(&owned, true, links) {
                 Ok(found) => {
                     metrics::fast(FastOp::Open, FastOutcome::Hit);
-                    return Ok(opened(found, &owned));
+                    return Ok(opened(found, &owned, true));
                 }
                 Err(e) if would_block(&e) || unsupported(&e) => {
                     metrics::fast(FastOp::Open, FastOutcome::Miss);
@@ -321,10 +322,11 @@ impl<'a> FileLayer<'a> {
             }
         }
         let p = owned.clone();
+        let checked = self.pool.is_some();
         self.run_in(Lane::Normal, rank, Work::Other, "open", move || {
             fault::stall(&p);
             sysfile::open_regular_links(&p, false, links)
-                .map(|found| opened(found, &p))
+                .map(|found| opened(found, &p, checked))
                 .map_err(|e| open_error(&p, e))
         })
         .await?
@@ -579,11 +581,22 @@ thread_local! {
         std::cell::RefCell::new(vec![0u8; PROBE_SINK_SIZE].into_boxed_slice());
 }
 
+/// The descriptor of a file opened for reading: its last close checked for
+/// a nameless file when a pool serves the location (see `io::closer`),
+/// closed where it falls under `aio off`.
+fn close_rule(fd: OwnedFd, checked: bool) -> Arc<CloseOffLoop<OwnedFd>> {
+    Arc::new(if checked {
+        CloseOffLoop::new(fd)
+    } else {
+        CloseOffLoop::plain(fd)
+    })
+}
+
 /// What an open under a link rule found, as an [`Opened`].
-fn opened(found: (Option<OwnedFd>, FileMeta), path: &Arc<Path>) -> Opened {
+fn opened(found: (Option<OwnedFd>, FileMeta), path: &Arc<Path>, checked: bool) -> Opened {
     match found {
         (Some(fd), meta) => Opened::Regular(OpenFile {
-            fd: Arc::new(CloseOffLoop::new(fd)),
+            fd: close_rule(fd, checked),
             meta,
             path: path.clone(),
         }),
@@ -610,12 +623,13 @@ fn stat_error(path: &Path, e: io::Error, links: Links) -> FileError {
 /// nginx's name for the call that failed when symbolic links are checked.
 const OPENAT: &str = "openat";
 
-/// The blocking open, for the pool or for `aio off`.
-fn open_slow(p: Arc<Path>) -> Result<Opened, FileError> {
+/// The blocking open, for the pool or for `aio off` (`checked`: the pool's,
+/// see [`close_rule`]).
+fn open_slow(p: Arc<Path>, checked: bool) -> Result<Opened, FileError> {
     fault::stall(&p);
     match sysfile::open_regular(&p, false) {
         Ok((Some(fd), meta)) => Ok(Opened::Regular(OpenFile {
-            fd: Arc::new(CloseOffLoop::new(fd)),
+            fd: close_rule(fd, checked),
             meta,
             path: p,
         })),

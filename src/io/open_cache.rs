@@ -282,6 +282,12 @@ impl OpenCache {
                     _ => None,
                 };
                 let file = kept.filter(|_| e.uses >= lk.min_uses);
+                if let Some(f) = &file {
+                    // A kept descriptor outlives the request and may be
+                    // dropped by any location: its last close is checked
+                    // even if an `aio off` location opened it.
+                    f.fd.check_on_close();
+                }
                 e.state = State::Found { meta, file };
                 e.links = lk.links;
                 e.created = now;
