@@ -228,6 +228,11 @@ pub fn validate_host(host: &[u8]) -> Option<String> {
     let mut host_len = host.len();
     let mut dot_pos: Option<usize> = None;
     for (i, &c) in host.iter().enumerate() {
+        // Letters, digits and '-' (nearly every byte of a host) need no
+        // look at the state.
+        if c.is_ascii_alphanumeric() || c == b'-' {
+            continue;
+        }
         match c {
             b'.' => {
                 if i > 0 && dot_pos == Some(i - 1) {

@@ -815,7 +815,8 @@ fn keepalive_allowed(r: &Req<'_>, conf: &LocConf, requests: u64) -> bool {
     if !disable.msie6 && !disable.safari {
         return true;
     }
-    let Some(ua) = r.head.header("user-agent") else {
+    // The first `User-Agent`, as the head kept it.
+    let Some(ua) = r.head.user_agent.as_deref().map(str::as_bytes) else {
         return true;
     };
     let browser = crate::http::user_agent::classify(ua);
