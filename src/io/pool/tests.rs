@@ -10,10 +10,43 @@ use std::sync::Barrier;
 use std::sync::mpsc;
 use std::task::Poll;
 
-/// A task that blocks its pool thread until the test releases it.
-fn gate() -> (mpsc::Sender<()>, impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel::<()>();
-    (tx, move || {
+/// The test's end of a [`gate`]: it learns when the task holds its thread
+/// and lets it go.
+struct Gate {
+    release: mpsc::Sender<()>,
+    started: mpsc::Receiver<()>,
+}
+
+impl Gate {
+    /// Waits until a pool thread runs the gated task. A test that orders
+    /// tasks behind a held thread must wait for this: until a thread takes
+    /// the gated task it is only queued, and tasks submitted after it may
+    /// overtake it (a higher rank or the front lane).
+    fn wait_started(&self) {
+        self.started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a pool thread takes the gated task");
+    }
+
+    fn open(&self) {
+        // The task may be gone already (a test that drops the pool).
+        let _ = self.release.send(());
+    }
+}
+
+/// The values tasks pushed, in order (two threads push in either order).
+fn sorted(pushed: &Mutex<Vec<usize>>) -> Vec<usize> {
+    let mut v = pushed.lock().unwrap().clone();
+    v.sort_unstable();
+    v
+}
+
+/// A task that blocks its pool thread until the test opens its [`Gate`].
+fn gate() -> (Gate, impl FnOnce() + Send + 'static) {
+    let (release, rx) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel::<()>();
+    (Gate { release, started }, move || {
+        let _ = started_tx.send(());
         let _ = rx.recv();
     })
 }
@@ -23,6 +56,7 @@ fn tasks_run_in_fifo_order() {
     let pool = Pool::new("fifo", 1, 100).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit(blocker).unwrap();
+    release.wait_started();
     let order = Arc::new(Mutex::new(Vec::new()));
     let done: Vec<_> = (0..20)
         .map(|i| {
@@ -30,7 +64,7 @@ fn tasks_run_in_fifo_order() {
             pool.submit(move || order.lock().unwrap().push(i)).unwrap()
         })
         .collect();
-    release.send(()).unwrap();
+    release.open();
     first.wait_blocking().unwrap();
     for d in done {
         d.wait_blocking().unwrap();
@@ -43,6 +77,7 @@ fn front_lane_runs_before_the_queue_and_counts_against_max_queue() {
     let pool = Pool::new("lanes", 1, 4).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit(blocker).unwrap();
+    release.wait_started();
     let order = Arc::new(Mutex::new(Vec::new()));
     let push = |lane, i| {
         let order = Arc::clone(&order);
@@ -60,7 +95,7 @@ fn front_lane_runs_before_the_queue_and_counts_against_max_queue() {
         pool.submit_to(Lane::Front, || ()),
         Err(SubmitError::Overflow { waiting: 4, .. })
     ));
-    release.send(()).unwrap();
+    release.open();
     first.wait_blocking().unwrap();
     for d in done {
         d.wait_blocking().unwrap();
@@ -74,6 +109,7 @@ fn overflow_message_is_nginx_text() {
     let pool = Pool::new("pool_1", 1, 2).unwrap();
     let (release, blocker) = gate();
     let running = pool.submit(blocker).unwrap();
+    release.wait_started();
     let queued: Vec<_> = (0..2).map(|_| pool.submit(|| ()).unwrap()).collect();
     let err = pool.submit(|| ()).unwrap_err();
     assert_eq!(
@@ -89,7 +125,7 @@ fn overflow_message_is_nginx_text() {
     );
     assert_eq!(pool.stats().overflows, 1);
     assert_eq!(pool.stats().waiting, 2);
-    release.send(()).unwrap();
+    release.open();
     running.wait_blocking().unwrap();
     for q in queued {
         q.wait_blocking().unwrap();
@@ -104,18 +140,20 @@ fn max_queue_zero_accepts_only_while_a_thread_idles() {
     let (release_a, a) = gate();
     let (release_b, b) = gate();
     let a = pool.submit(a).expect("thread 1 idle");
+    release_a.wait_started();
     let b = pool.submit(b).expect("thread 2 idle");
+    release_b.wait_started();
     let err = pool.submit(|| ()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "thread pool \"zero\" queue overflow: 0 tasks waiting"
     );
-    release_a.send(()).unwrap();
+    release_a.open();
     a.wait_blocking().unwrap();
     // A completion is delivered only after its thread counts as idle again.
     let c = pool.submit(|| 7).expect("thread of A idle again");
     assert_eq!(c.wait_blocking().unwrap(), 7);
-    release_b.send(()).unwrap();
+    release_b.open();
     b.wait_blocking().unwrap();
 }
 
@@ -203,8 +241,9 @@ fn shutdown_drains_the_queue_then_refuses() {
     let pool = Pool::new("drain", 1, 10).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit(blocker).unwrap();
+    release.wait_started();
     let rest: Vec<_> = (0..5).map(|i| pool.submit(move || i).unwrap()).collect();
-    release.send(()).unwrap();
+    release.open();
     pool.shutdown();
     assert_eq!(pool.stats().completed, 6);
     first.wait_blocking().unwrap();
@@ -222,9 +261,10 @@ fn drop_does_not_wait_for_a_stuck_task() {
     let pool = Pool::new("stuck", 1, 10).unwrap();
     let (release, blocker) = gate();
     let stuck = pool.submit(blocker).unwrap();
+    release.wait_started();
     let queued = pool.submit(|| "ran after drop").unwrap();
     drop(pool); // must return although the thread is blocked
-    release.send(()).unwrap();
+    release.open();
     stuck.wait_blocking().unwrap();
     assert_eq!(queued.wait_blocking(), Ok("ran after drop"));
 }
@@ -312,6 +352,7 @@ fn resize_grows_and_shrinks_one_pool() {
     // Shrink while one task runs: it finishes; the idle surplus exits.
     let (release, blocker) = gate();
     let running = pool.submit(blocker).unwrap();
+    release.wait_started();
     pool.resize(1, 5).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while pool.alive() > 1 && Instant::now() < deadline {
@@ -324,7 +365,7 @@ fn resize_grows_and_shrinks_one_pool() {
         pool.submit(|| ()),
         Err(SubmitError::Overflow { waiting: 5, .. })
     ));
-    release.send(()).unwrap();
+    release.open();
     running.wait_blocking().unwrap();
     for q in queued {
         q.wait_blocking().unwrap();
@@ -339,6 +380,7 @@ fn a_popular_files_miss_runs_before_older_cold_ones() {
     let pool = Pool::new("ranked", 1, 100).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit_ranked(Lane::Normal, 1, blocker).unwrap();
+    release.wait_started();
     let order = Arc::new(Mutex::new(Vec::new()));
     let push = |lane, rank, i| {
         let order = Arc::clone(&order);
@@ -350,7 +392,7 @@ fn a_popular_files_miss_runs_before_older_cold_ones() {
     done.push(push(Lane::Normal, 5, 50));
     done.push(push(Lane::Normal, 15, 101));
     done.push(push(Lane::Front, 0, 200));
-    release.send(()).unwrap();
+    release.open();
     first.wait_blocking().unwrap();
     for d in done {
         d.wait_blocking().unwrap();
@@ -370,6 +412,7 @@ fn equal_ranks_keep_nginx_fifo_and_count_no_promotion() {
     let pool = Pool::new("same", 1, 100).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit_ranked(Lane::Normal, 7, blocker).unwrap();
+    release.wait_started();
     let order = Arc::new(Mutex::new(Vec::new()));
     let done: Vec<_> = (0..10)
         .map(|i| {
@@ -378,7 +421,7 @@ fn equal_ranks_keep_nginx_fifo_and_count_no_promotion() {
                 .unwrap()
         })
         .collect();
-    release.send(()).unwrap();
+    release.open();
     first.wait_blocking().unwrap();
     for d in done {
         d.wait_blocking().unwrap();
@@ -392,6 +435,7 @@ fn ranks_above_the_highest_are_clamped_and_count_against_max_queue() {
     let pool = Pool::new("clamp", 1, 2).unwrap();
     let (release, blocker) = gate();
     let first = pool.submit(blocker).unwrap();
+    release.wait_started();
     let order = Arc::new(Mutex::new(Vec::new()));
     let push = |rank, i| {
         let order = Arc::clone(&order);
@@ -403,7 +447,7 @@ fn ranks_above_the_highest_are_clamped_and_count_against_max_queue() {
         push(u8::MAX, 3),
         Err(SubmitError::Overflow { waiting: 2, .. })
     ));
-    release.send(()).unwrap();
+    release.open();
     first.wait_blocking().unwrap();
     a.wait_blocking().unwrap();
     b.wait_blocking().unwrap();
@@ -435,24 +479,23 @@ fn cold_reads_wait_for_the_cold_limit_while_a_popular_read_takes_a_free_thread()
     // A cold open (not a read of data) is not held either.
     let open = pool.submit_ranked(Lane::Normal, 1, || 7).unwrap();
     assert_eq!(open.wait_blocking().unwrap(), 7);
-    let running = || pool.stats().running;
-    while running() < 3 {
-        std::thread::yield_now();
-    }
-    assert_eq!(*started.lock().unwrap(), vec![0, 1]);
-    release_popular.send(()).unwrap();
+    reads[0].0.wait_started();
+    reads[1].0.wait_started();
+    release_popular.wait_started();
+    assert_eq!(pool.stats().running, 3);
+    assert_eq!(sorted(&started), vec![0, 1], "the third cold read waits");
+    release_popular.open();
     popular.wait_blocking().unwrap();
     // The first cold read ends: the third may start.
     let mut reads = reads.into_iter();
     let (release0, done0) = reads.next().unwrap();
-    release0.send(()).unwrap();
+    release0.open();
     done0.wait_blocking().unwrap();
-    while started.lock().unwrap().len() < 3 {
-        std::thread::yield_now();
-    }
-    assert_eq!(*started.lock().unwrap(), vec![0, 1, 2]);
+    let reads: Vec<_> = reads.collect();
+    reads[1].0.wait_started();
+    assert_eq!(sorted(&started), vec![0, 1, 2]);
     for (release, done) in reads {
-        release.send(()).unwrap();
+        release.open();
         done.wait_blocking().unwrap();
     }
 }
