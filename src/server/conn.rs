@@ -123,9 +123,19 @@ async fn run(mut w: Box<Waiting>) {
         let (head, head_len, start) = match head {
             HeadRead::Head(h, n, began) => (h, n, began),
             HeadRead::Idle => {
-                drop(buf);
-                super::park::park(w);
-                return;
+                // The wait for the next request counts from here, whether
+                // in this task or parked.
+                let now = crate::metrics::timed::now();
+                w.deadline.get_or_insert(now + w.idle_timeout);
+                match super::hot_wait::wait(&w.stream, w.idle_timeout).await {
+                    super::hot_wait::Waited::Readable => continue,
+                    super::hot_wait::Waited::Gone => return,
+                    super::hot_wait::Waited::Park => {
+                        drop(buf);
+                        super::park::park(w);
+                        return;
+                    }
+                }
             }
             HeadRead::Gone => return,
             HeadRead::TimedOut => {

@@ -53,6 +53,7 @@ pub mod conn_buf;
 pub mod file_rules;
 pub mod filter;
 pub mod headers_filter;
+pub mod hot_wait;
 pub mod listen;
 pub mod locate;
 pub mod max_headers;

@@ -370,6 +370,17 @@ impl Lot {
         }
     }
 
+    /// Wakes the driver if it sleeps past `at`, so that it wakes at `at`.
+    fn rearm(&mut self, at: Instant) {
+        if self.armed.is_none_or(|a| at < a) {
+            self.armed = Some(at);
+            let waker = lock(&QUEUES[self.id].inner).1.take();
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+    }
+
     /// The next deadline of a parked connection, dropping stale ones.
     fn next_deadline(&mut self) -> Option<Instant> {
         while let Some(Reverse((at, slot, g))) = self.deadlines.peek().copied() {
@@ -386,6 +397,16 @@ impl Lot {
         }
         None
     }
+}
+
+/// Makes the worker's driver wake at `at` if it sleeps past it (a wait in
+/// a task that ends then: [`super::hot_wait`]).
+pub fn rearm(at: Instant) {
+    LOT.with(|l| {
+        if let Some(lot) = l.borrow_mut().as_mut() {
+            lot.rearm(at);
+        }
+    });
 }
 
 /// Parks a connection that has no byte of its next request, or closes it
@@ -425,14 +446,7 @@ pub fn park(mut w: Box<Waiting>) {
         } else {
             deadline
         };
-        if lot.armed.is_none_or(|a| wake_at < a) {
-            // The driver sleeps past this time: wake it to re-arm.
-            lot.armed = Some(wake_at);
-            let waker = lock(&QUEUES[id].inner).1.take();
-            if let Some(w) = waker {
-                w.wake();
-            }
-        }
+        lot.rearm(wake_at);
         Ok(None)
     });
     match verdict {
@@ -517,6 +531,8 @@ pub fn quitting() -> bool {
 /// The worker quits: parked keep-alive connections are closed; those that
 /// have not sent a first request wait for it, as today's tasks did.
 pub fn quit() {
+    // Connections waiting in their tasks park, and are closed as parked.
+    super::hot_wait::close();
     let closed = LOT.with(|l| {
         let mut l = l.borrow_mut();
         let Some(lot) = l.as_mut() else {
@@ -542,6 +558,8 @@ pub fn quit() {
 /// The worker's generation is being replaced: its parked connections, and
 /// every one that goes idle from now on, go to the next generation.
 pub fn hand_over() {
+    // Connections waiting in their tasks park, and are handed as parked.
+    super::hot_wait::close();
     let all = LOT.with(|l| {
         let mut l = l.borrow_mut();
         let Some(lot) = l.as_mut() else {
@@ -556,6 +574,7 @@ pub fn hand_over() {
 /// The replacement failed (a reload with a broken configuration): the
 /// worker keeps its connections again and takes back those it handed.
 pub fn keep() {
+    super::hot_wait::reopen();
     LOT.with(|l| {
         if let Some(lot) = l.borrow_mut().as_mut() {
             lot.handing = false;
@@ -707,7 +726,10 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
         let next = LOT.with(|l| {
             let mut l = l.borrow_mut();
             let lot = l.as_mut()?;
-            let next = lot.next_deadline();
+            let next = match (lot.next_deadline(), super::hot_wait::next_end()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             lot.armed = next;
             next
         });
@@ -751,6 +773,7 @@ pub async fn drive(site: Arc<Site>, open: Box<dyn Fn() -> Open>) {
             Woke::Ready(list) => wake_all(list.into_iter()),
             Woke::Cold(list) => wake_all(list.into_iter().map(|n| n as usize)),
             Woke::Timer => {
+                super::hot_wait::sweep(crate::metrics::timed::now());
                 expire();
                 LOT.with(|l| {
                     if let Some(lot) = l.borrow_mut().as_mut() {

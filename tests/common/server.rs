@@ -113,6 +113,17 @@ impl Server {
     /// [`Server::start`] with `dirs` made in the prefix first (`logs`, for a
     /// configuration that keeps nginx's default log paths).
     pub fn start_with_dirs(kind: Kind, conf: &str, dirs: &[&str]) -> Server {
+        Server::start_with_env(kind, conf, dirs, &[])
+    }
+
+    /// nowait started as [`Server::nowait`] with `env` in its environment
+    /// (a test build's knobs: `NOWAIT_TEST_*`).
+    pub fn nowait_with_env(conf: &str, env: &[(&str, &str)]) -> Server {
+        Server::start_with_env(Kind::Nowait, conf, &[], env)
+    }
+
+    /// [`Server::start_with_dirs`] with `env` in the server's environment.
+    pub fn start_with_env(kind: Kind, conf: &str, dirs: &[&str], env: &[(&str, &str)]) -> Server {
         let prefix = TempDir::new(kind.name());
         let dir = prefix.path().to_path_buf();
         for d in dirs {
@@ -145,6 +156,7 @@ impl Server {
                 .arg("-c")
                 .arg(&conf_path)
                 .args(["-e", "stderr", "-g", "daemon off;"])
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(stdout)
                 .stderr(stderr)
@@ -218,8 +230,26 @@ impl Server {
     /// Runs the binary's own control command, `-s <name>` with this
     /// server's `-p` and `-c` (`reload`, `reopen`, `quit`, `stop`), and
     /// returns its exit status and stderr.
+    ///
+    /// The command finds the server by its pid file, which a server writes
+    /// only after its port accepts connections (when [`Server::start`]
+    /// returns): on a loaded machine a command run at once could find none.
+    /// So it first waits, up to [`READY_TIMEOUT`], for a `*.pid` file in the
+    /// prefix while the server runs.
     pub fn control(&self, name: &str) -> (std::process::ExitStatus, String) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while self.child.is_some() && !self.has_pid_file() && Instant::now() < deadline {
+            sleep(READY_POLL);
+        }
         control(self.kind, self.prefix.path(), &self.conf_path(), name)
+    }
+
+    /// Whether a pid file is in the prefix.
+    fn has_pid_file(&self) -> bool {
+        std::fs::read_dir(self.prefix.path()).is_ok_and(|dir| {
+            dir.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "pid"))
+        })
     }
 
     /// Waits up to `limit` for the process to exit; its status if it did.
