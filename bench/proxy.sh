@@ -273,6 +273,31 @@ cpu_busy() {
     }'
 }
 
+# CPU time (user + system, clock ticks) of a process and its descendants:
+# the proxy's whole tree (nginx's master and workers; nowait and its
+# privileged helper).
+CLK_TCK=$(getconf CLK_TCK)
+tree_ticks() { # tree_ticks PID
+    local pids=$1 all=$1 next p
+    while [[ -n $pids ]]; do
+        next=""
+        for p in $pids; do next+=" $(ps -o pid= --ppid "$p" 2>/dev/null | tr '\n' ' ')"; done
+        next=$(echo $next)
+        all+=" $next"
+        pids=$next
+    done
+    for p in $all; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done |
+        awk '{ s += $1 } END { print s + 0 }'
+}
+# cpu_per_request TICKS_BEFORE TICKS_AFTER WRK_OUTPUT: microseconds of the
+# proxy's CPU per completed request.
+cpu_per_request() {
+    local n
+    n=$(awk '/requests in/ { print $1 }' "$3")
+    awk -v a="$1" -v b="$2" -v n="$n" -v hz="$CLK_TCK" \
+        'BEGIN { if (n > 0) printf "%.2f", (b - a) * 1e6 / hz / n; else print "n/a" }'
+}
+
 run_wrk() { # run_wrk LINE DURATION OUTFILE
     local limit=$(($(seconds "$2") + 30))
     # shellcheck disable=SC2046
@@ -327,12 +352,14 @@ measure() {
     if [[ $WARMUP != 0 ]]; then
         run_wrk "$line" "$WARMUP" "$prefix/warmup.txt"
     fi
-    local before after
+    local before after own_before own_after
     before=$(cpu_ticks)
+    own_before=$(tree_ticks "$PROXY_PID")
     run_wrk "$line" "$DURATION" "$prefix/wrk-$line.txt"
+    own_after=$(tree_ticks "$PROXY_PID")
     after=$(cpu_ticks)
     stop_proxy
-    FIG="$(parse_wrk "$prefix/wrk-$line.txt") $(cpu_busy "$before" "$after" 0) $(cpu_busy "$before" "$after" 1)"
+    FIG="$(parse_wrk "$prefix/wrk-$line.txt") $(cpu_busy "$before" "$after" 0) $(cpu_busy "$before" "$after" 1) $(cpu_per_request "$own_before" "$own_after" "$prefix/wrk-$line.txt")"
 }
 
 best() { # best OLD NEW: whichever has the higher req/s
@@ -372,27 +399,30 @@ RUNS=()
 order="nowait nginx"
 for line in $LINES; do
     line_path "$line" >/dev/null
-    declare -A fig=() runs=()
+    declare -A fig=() runs=() cpus=()
     for ((rep = 1; rep <= REPEAT; rep++)); do
         for proxy in $order; do
             log "$line: $proxy #$rep (wrk $(wrk_args "$line" "$DURATION"))"
             measure "$proxy" "$line"
-            log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1%: $FIG"
+            log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1% proxy-cpu-us/req: $FIG"
             fig[$proxy]=$(best "${fig[$proxy]:-}" "$FIG")
             runs[$proxy]+="$(fmt_int "${FIG%% *}") "
+            cpus[$proxy]+="${FIG##* } "
         done
     done
     # Alternate which proxy goes first from one line to the next.
     [[ $order == "nowait nginx" ]] && order="nginx nowait" || order="nowait nginx"
-    read -r n_rps n_mb n_p50 n_p99 n_err n_c0 n_c1 <<<"${fig[nowait]}"
-    read -r g_rps g_mb g_p50 g_p99 g_err g_c0 g_c1 <<<"${fig[nginx]}"
+    read -r n_rps n_mb n_p50 n_p99 n_err n_c0 n_c1 _ <<<"${fig[nowait]}"
+    read -r g_rps g_mb g_p50 g_p99 g_err g_c0 g_c1 _ <<<"${fig[nginx]}"
+    # shellcheck disable=SC2086 # the runs are space-separated numbers
+    n_cpu=$(median ${cpus[nowait]}) g_cpu=$(median ${cpus[nginx]})
     errs=""
     ((n_err + g_err > 0)) && errs=" (errors: nowait $n_err, nginx $g_err)"
     # shellcheck disable=SC2086 # the runs are space-separated numbers
     n_med=$(median ${runs[nowait]}) g_med=$(median ${runs[nginx]})
-    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
-    RUNS+=("- $(line_title "$line"): nowait ${runs[nowait]% }; nginx ${runs[nginx]% } req/s")
-    unset fig runs
+    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_cpu / $g_cpu | **$(ratio "$g_cpu" "$n_cpu")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
+    RUNS+=("- $(line_title "$line"): nowait ${runs[nowait]% }; nginx ${runs[nginx]% } req/s; proxy CPU µs per request: nowait ${cpus[nowait]% }; nginx ${cpus[nginx]% }")
+    unset fig runs cpus
 done
 
 NGINX_NOTE="    # nginx's copy only: client_body_, proxy_, fastcgi_, uwsgi_, scgi_temp_path PREFIX/..._temp;"
@@ -405,11 +435,12 @@ REPORT=$(
 
 Run at $STAMP by \`bench/proxy.sh\`.
 
-| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
-|---|---|---|---|---|---|---|---|---|---|---|
+| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | proxy CPU µs/request nowait / nginx (median) | requests per CPU-second nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 $(printf '%s\n' "${ROWS[@]}")
 
-A req/s ratio above 1 and a p99 ratio below 1 favour nowait.
+A req/s ratio above 1, a p99 ratio below 1 and a requests-per-CPU-second ratio above 1 favour nowait.
+The proxy's CPU per request is its own user and system time (its whole process tree, from /proc/PID/stat) over the measured run, divided by the requests wrk completed: how much work each proxy does per request whichever side of the machine saturates first. With PIN=split the origin and wrk share one CPU, and when that CPU is full (CPU1 near 100%) req/s is theirs, not the proxy's.
 $(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved; the median column compares the middle runs. Every run's req/s, in order:"; printf '%s\n' "${RUNS[@]}"; fi)
 CPU busy % is the whole CPU during the measured run, from /proc/stat: $(if [[ $PIN == split ]]; then echo "CPU0 is the proxy's, CPU1 is shared by the origin and wrk"; else echo "with PIN=none everything shares both CPUs"; fi). It includes anything else running on the machine.
 
