@@ -167,8 +167,9 @@ pub struct ProxyUrl {
     /// implicit group made for it).
     pub upstream: String,
     /// `$proxy_host`: the host, with `:port` unless the port is the
-    /// default (80); `localhost` for a Unix socket.
-    pub host_header: String,
+    /// default (80); `localhost` for a Unix socket. Shared with each
+    /// request's `$proxy_host`.
+    pub host_header: std::sync::Arc<str>,
     /// `$proxy_port`: the port (80 when none is written; 0 for a socket).
     pub port: u16,
     /// The URI part after the host (`/`, `/x/`, `?a=1`); `None` when absent.

@@ -117,7 +117,7 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         url: Template::literal(written),
         target: ProxyTarget::Static(ProxyUrl {
             upstream,
-            host_header,
+            host_header: host_header.into(),
             port: parsed.port,
             uri: (!parsed.uri.is_empty()).then_some(parsed.uri),
             unix: parsed.unix,
@@ -544,7 +544,7 @@ mod tests {
         ];
         for (l, (host, port, uri, unix)) in l.iter().zip(want) {
             let u = url(l);
-            assert_eq!(u.host_header, host);
+            assert_eq!(&*u.host_header, host);
             assert_eq!(u.port, port, "{host}");
             assert_eq!(u.uri.as_deref(), uri, "{host}");
             assert_eq!(u.unix, unix, "{host}");

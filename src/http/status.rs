@@ -132,16 +132,30 @@ impl Status {
     /// answers HTTP/1.0 clients with an `HTTP/1.1` status line too).
     pub fn write_status_line(self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"HTTP/1.1 ");
-        match self.reason() {
-            Some(reason) => {
-                out.extend_from_slice(self.wire().0.to_string().as_bytes());
-                out.push(b' ');
-                out.extend_from_slice(reason.as_bytes());
-            }
-            // nginx: ngx_sprintf("%03ui ", status) for codes it has no text for.
-            None => out.extend_from_slice(format!("{:03} ", self.wire().0).as_bytes()),
+        // nginx: ngx_sprintf("%03ui ", status), the reason after the space
+        // when it has one.
+        push_code(out, self.wire().0);
+        out.push(b' ');
+        if let Some(reason) = self.reason() {
+            out.extend_from_slice(reason.as_bytes());
         }
         out.extend_from_slice(b"\r\n");
+    }
+
+    /// Whether `line` (an upstream's status line from the code on, as
+    /// `200 OK`) is exactly the one [`Status::write_status_line`] writes
+    /// for this code: then it need not be kept.
+    pub fn is_standard_line(self, line: &[u8]) -> bool {
+        let Some(reason) = self.reason() else {
+            return false;
+        };
+        let (digits, at) = code_digits(self.wire().0);
+        let code = &digits[at..];
+        line.len() == code.len() + 1 + reason.len()
+            && line.starts_with(code)
+            && line[code.len()] == b' '
+            && line.ends_with(reason.as_bytes())
+            && self.wire() == self
     }
 
     /// Whether nginx turns keep-alive off when it answers with this error.
@@ -218,9 +232,43 @@ fn page_tail(signature: &str) -> String {
     format!("<hr><center>{signature}</center>\r\n</body>\r\n</html>\r\n")
 }
 
+/// A status code as nginx prints it: at least three digits.
+fn push_code(out: &mut Vec<u8>, code: u16) {
+    let (digits, at) = code_digits(code);
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `code`'s digits, at least three, at `digits[start..]`.
+fn code_digits(code: u16) -> ([u8; 5], usize) {
+    let mut digits = [b'0'; 5];
+    let mut at = digits.len();
+    let mut n = code;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    (digits, at.min(digits.len() - 3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_lines_are_recognised() {
+        assert!(Status(200).is_standard_line(b"200 OK"));
+        assert!(Status(404).is_standard_line(b"404 Not Found"));
+        assert!(!Status(200).is_standard_line(b"200 Fine"));
+        assert!(!Status(200).is_standard_line(b"200 ok"));
+        assert!(!Status(200).is_standard_line(b"200  OK"));
+        assert!(!Status(299).is_standard_line(b"299 "), "no phrase: kept");
+        assert_eq!(line(Status(299)), "HTTP/1.1 299 \r\n");
+        assert_eq!(line(Status(7)), "HTTP/1.1 007 \r\n");
+    }
 
     fn line(status: Status) -> String {
         let mut out = Vec::new();

@@ -630,7 +630,10 @@ async fn respond(
         start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
-        spill: reply.spill.clone(),
+        spill: reply.spill.map(|limits| super::stream::SpillTo {
+            dir: &conf.proxy_temp_path,
+            limits,
+        }),
         postpone: if filtered.is_some() {
             conf.postpone_output as usize
         } else {

@@ -182,7 +182,7 @@ pub struct UpstreamTry {
 #[derive(Clone, Debug, Default)]
 pub struct UpstreamVars {
     /// `$proxy_host`.
-    pub proxy_host: Option<String>,
+    pub proxy_host: Option<std::sync::Arc<str>>,
     /// `$proxy_port`.
     pub proxy_port: Option<u16>,
     /// Every try, in order; a new group after an internal redirect is

@@ -118,7 +118,7 @@ pub struct SendParams<'a> {
     /// (0: [`super::stream::DEFAULT_READ_AHEAD`]).
     pub read_ahead: usize,
     /// Where a streamed body spills past `read_ahead` (buffered proxying).
-    pub spill: Option<super::stream::Spill>,
+    pub spill: Option<super::stream::SpillTo<'a>>,
     /// `postpone_output` for a body a filter produced (0 otherwise): the
     /// head and the body are gathered until this many bytes wait or the
     /// body ends, as nginx's write filter holds them; a body that fails

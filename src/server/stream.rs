@@ -92,14 +92,25 @@ impl Queue {
 /// (`proxy_temp_path`, `proxy_max_temp_file_size`,
 /// `proxy_temp_file_write_size`): the upstream is then read on, into a temp
 /// file written through the file layer, and the client is fed from it.
-#[derive(Clone, Debug)]
+///
+/// The reply carries only the limits; the directory is the location's
+/// `proxy_temp_path`, lent by the configuration when the body is sent
+/// ([`SpillTo`]), so that no path is copied per response.
+#[derive(Clone, Copy, Debug)]
 pub struct Spill {
-    /// The temp directory and its levels.
-    pub dir: TempPath,
     /// The most bytes the file may hold (nginx's default 1024m).
     pub max: u64,
     /// How much is gathered before one write.
     pub write_size: usize,
+}
+
+/// A [`Spill`] with its directory, for the send.
+#[derive(Clone, Copy, Debug)]
+pub struct SpillTo<'a> {
+    /// The temp directory and its levels.
+    pub dir: &'a TempPath,
+    /// The limits.
+    pub limits: Spill,
 }
 
 impl Queue {
@@ -305,14 +316,14 @@ pub async fn send_stream_after(
         }
         // Gathered enough for one write to the temp file.
         if let Some(sp) = &p.spill {
-            if spill.pending.len() >= sp.write_size
+            if spill.pending.len() >= sp.limits.write_size
                 || (ended && !spill.pending.is_empty() && spill.file.is_some())
             {
                 let file = match &mut spill.file {
                     Some(f) => f,
                     None => spill.file.insert(
                         p.files
-                            .create_temp(&sp.dir, false)
+                            .create_temp(sp.dir, false)
                             .await
                             .map_err(SendError::File)?,
                     ),
@@ -328,7 +339,7 @@ pub async fn send_stream_after(
         let room_in_queue = q.bytes < limit && !spill.active();
         let room_in_spill = p.spill.as_ref().is_some_and(|sp| {
             let held = spill.file.as_ref().map_or(0, |f| f.len) + spill.pending.len() as u64;
-            held < sp.max && spill.pending.len() < sp.write_size
+            held < sp.limits.max && spill.pending.len() < sp.limits.write_size
         });
         let can_read =
             !ended && failure.is_none() && early.is_none() && (room_in_queue || room_in_spill);

@@ -215,6 +215,15 @@ impl BodyDecoder {
         matches!(self.state, State::Done)
     }
 
+    /// The payload bytes still to come, when the body is framed by a
+    /// length (`None` for chunked or close-delimited bodies).
+    pub fn length_left(&self) -> Option<u64> {
+        match self.state {
+            State::Length(left) => Some(left),
+            _ => None,
+        }
+    }
+
     /// Payload bytes decoded so far.
     pub fn received(&self) -> u64 {
         self.received

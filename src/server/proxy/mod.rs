@@ -28,6 +28,7 @@ pub mod response;
 pub mod source;
 pub mod tunnel;
 
+use std::borrow::Cow;
 use std::io::IoSlice;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -70,13 +71,14 @@ fn reply(r: Reply) -> Proxied {
 }
 
 /// Where this request goes.
-struct Target {
+struct Target<'a> {
     group: Arc<Group>,
     /// The URL's `scheme://host[:port]` as written (the default cache
-    /// key's first part).
-    url_prefix: String,
+    /// key's first part): the configuration's own text for a URL without
+    /// variables.
+    url_prefix: Cow<'a, str>,
     /// The URI part of the URL, if it has one.
-    uri: Option<String>,
+    uri: Option<Cow<'a, str>>,
     /// The URL had variables.
     dynamic: bool,
 }
@@ -188,7 +190,7 @@ pub async fn handle<'a>(
         Err(reply) => return Proxied::Reply(reply),
     };
     let method = match &cache {
-        Some(c) if c.as_get => b"GET".to_vec(),
+        Some(c) if c.as_get => std::borrow::Cow::Borrowed(&b"GET"[..]),
         _ => request::method(r, conf.proxy_method.as_ref()),
     };
     // A request whose answer will not be stored (below
@@ -290,11 +292,11 @@ async fn drain(mut source: Box<dyn crate::body::Source>) {
 }
 
 /// The group and URI a `proxy_pass` names for this request.
-async fn target(
+async fn target<'a>(
     site: &Site,
     r: &mut Req<'_>,
-    pass: &crate::config::model::ProxyPass,
-) -> Result<Target, Status> {
+    pass: &'a crate::config::model::ProxyPass,
+) -> Result<Target<'a>, Status> {
     match &pass.target {
         ProxyTarget::Static(url) => {
             let group = site.upstreams.get(&url.upstream).cloned().ok_or_else(|| {
@@ -313,9 +315,9 @@ async fn target(
                 _ => source.as_str(),
             };
             Ok(Target {
-                url_prefix: url_prefix.to_string(),
+                url_prefix: Cow::Borrowed(url_prefix),
                 group,
-                uri: url.uri.clone(),
+                uri: url.uri.as_deref().map(Cow::Borrowed),
                 dynamic: false,
             })
         }
@@ -332,7 +334,7 @@ async fn dynamic_target(
     site: &Site,
     r: &mut Req<'_>,
     pass: &crate::config::model::ProxyPass,
-) -> Result<Target, Status> {
+) -> Result<Target<'static>, Status> {
     let url = r.expand_lossy(&pass.url);
     let lower = url.to_ascii_lowercase();
     let rest = if lower.starts_with("http://") {
@@ -370,10 +372,10 @@ async fn dynamic_target(
     } else {
         format!("{}:{}", parsed.host, parsed.port)
     };
-    r.upstream.proxy_host = Some(host_header);
+    r.upstream.proxy_host = Some(host_header.into());
     r.upstream.proxy_port = Some(parsed.port);
-    let uri = (!parsed.uri.is_empty()).then(|| parsed.uri.clone());
-    let url_prefix = url[..url.len() - parsed.uri.len()].to_string();
+    let uri = (!parsed.uri.is_empty()).then(|| Cow::Owned(parsed.uri.clone()));
+    let url_prefix = Cow::Owned(url[..url.len() - parsed.uri.len()].to_string());
     if let Some(g) = site
         .upstreams
         .find(&parsed.host, parsed.port, !parsed.no_port)
@@ -550,7 +552,7 @@ async fn exchange<'a>(
     r: &mut Req<'a>,
     client: &mut Client<'_>,
     files: FileLayer<'_>,
-    target: &Target,
+    target: &Target<'_>,
     head: &[u8],
     uri: &[u8],
     body: &mut BodyPlan,
@@ -900,7 +902,7 @@ async fn try_peer(
     r: &mut Req<'_>,
     client: &mut Client<'_>,
     files: FileLayer<'_>,
-    target: &Target,
+    target: &Target<'_>,
     spec: &PeerSpec,
     head: &[u8],
     body: &mut BodyPlan,
@@ -1539,7 +1541,7 @@ fn http09_head() -> uhead::ResponseHead {
 fn respond(
     site: &Site,
     r: &mut Req<'_>,
-    target: &Target,
+    target: &Target<'_>,
     peer: PeerId,
     tried: Tried,
     got: Box<GotHead>,
@@ -1685,7 +1687,6 @@ fn respond(
     };
     if buffering && conf.max_temp_file_size() > 0 {
         rep.spill = Some(crate::server::stream::Spill {
-            dir: conf.proxy_temp_path.clone(),
             max: conf.max_temp_file_size(),
             write_size: conf.temp_file_write_size() as usize,
         });
@@ -1708,6 +1709,22 @@ fn respond(
         let _ = crate::body::Source::poll_chunk(&mut s, &mut cx);
         drop(s);
         return reply(rep);
+    }
+    // A body that came whole with its head (most small responses) goes
+    // out from memory, the exchange settled at once: no stream to poll,
+    // no queue, the upstream connection back in its keep-alive cache
+    // before the client is written to. Not when the body feeds a cache
+    // entry, a `proxy_store` file or `proxy_force_ranges`, which read a
+    // stream.
+    let streamed_for = cache.is_some()
+        || !matches!(conf.proxy_store, crate::config::model::ProxyStore::Off)
+        || (conf.proxy_force_ranges && rep.status.0 == 200);
+    if !streamed_for {
+        if let Some(whole) = source.take_whole() {
+            drop(source);
+            rep.body = Body::Bytes(whole);
+            return reply(rep);
+        }
     }
     let mut body: Box<dyn crate::body::Source> = Box::new(source);
     let mut ranges = conf.proxy_force_ranges;

@@ -13,6 +13,8 @@
 //!   sent), then the client's headers except those named above. An entry
 //!   whose value is empty is not sent.
 
+use std::borrow::Cow;
+
 use crate::config::inherit::LocConf;
 use crate::config::model::{Location, LocationMatch, ProxyHttpVersion};
 use crate::config::template::Template;
@@ -115,49 +117,65 @@ pub fn head(
         ProxyHttpVersion::V10 => b" HTTP/1.0\r\n",
         ProxyHttpVersion::V11 => b" HTTP/1.1\r\n",
     });
-    let mut named: Vec<&str> = Vec::with_capacity(conf.proxy_set_header.len() + 8);
+    // Which names the location's own entries, nginx's defaults and a
+    // cached location's defaults claim: each claims a name once, the
+    // earlier list first, and the client's fields of those names are not
+    // passed on. Looked up in the lists themselves: nothing is allocated.
+    let set = |name: &str| {
+        conf.proxy_set_header
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let defaulted = |name: &str| {
+        DEFAULT_HEADERS
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let cache_defaults = cache_defaults.unwrap_or_default();
     for (name, value) in &conf.proxy_set_header {
-        named.push(name);
         push(&mut out, name, &r.expand(value));
     }
     for (name, default) in DEFAULT_HEADERS {
-        if named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        if set(name) {
             continue;
         }
-        named.push(name);
-        let value: Vec<u8> = match default {
+        let mut digits = [0u8; 20];
+        let value: &[u8] = match default {
             Default::ProxyHost => r
                 .upstream
                 .proxy_host
                 .as_deref()
                 .unwrap_or_default()
-                .as_bytes()
-                .to_vec(),
-            Default::Close => b"close".to_vec(),
+                .as_bytes(),
+            Default::Close => b"close",
             Default::BodyLength => match body {
-                BodyFraming::Length(n) => n.to_string().into_bytes(),
-                _ => Vec::new(),
+                BodyFraming::Length(n) => decimal(n, &mut digits),
+                _ => b"",
             },
             Default::Chunked => match body {
-                BodyFraming::Chunked => b"chunked".to_vec(),
-                _ => Vec::new(),
+                BodyFraming::Chunked => b"chunked",
+                _ => b"",
             },
-            Default::Empty => Vec::new(),
+            Default::Empty => b"",
         };
-        push(&mut out, name, &value);
+        push(&mut out, name, value);
     }
     // A cached location's own defaults (`ngx_http_proxy_cache_headers`):
     // the client's conditionals and ranges never reach the upstream.
-    for (name, value) in cache_defaults.unwrap_or_default() {
-        if named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+    for (name, value) in cache_defaults {
+        if set(name) || defaulted(name) {
             continue;
         }
-        named.push(name);
         push(&mut out, name, value);
     }
     if conf.proxy_pass_request_headers {
         for (name, value) in r.head.headers.iter() {
-            if named.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            if set(name)
+                || defaulted(name)
+                || cache_defaults
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case(name))
+            {
                 continue;
             }
             // The client's own fields go as received, an empty value
@@ -174,6 +192,19 @@ pub fn head(
     out
 }
 
+/// `n` in decimal, written at the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
 /// One header line; nothing for an empty value. CR and LF in a value
 /// (from a variable) are dropped so that a value cannot end the head.
 fn push(out: &mut Vec<u8>, name: &str, value: &[u8]) {
@@ -187,9 +218,9 @@ fn push(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 }
 
 /// The method to send: `proxy_method`, or the client's.
-pub fn method(r: &Req<'_>, proxy_method: Option<&Template>) -> Vec<u8> {
+pub fn method<'r>(r: &'r Req<'_>, proxy_method: Option<&Template>) -> Cow<'r, [u8]> {
     match proxy_method {
-        Some(t) => r.expand(t),
-        None => r.method().as_str().as_bytes().to_vec(),
+        Some(t) => Cow::Owned(r.expand(t)),
+        None => Cow::Borrowed(r.method().as_str().as_bytes()),
     }
 }

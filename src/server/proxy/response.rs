@@ -85,7 +85,11 @@ fn hop(name: &[u8]) -> bool {
 /// asked.
 pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel) {
     let mut reply = Reply::new(Status(head.status), Body::Empty);
-    reply.status_line = Some(owned_lossy(&head.status_line));
+    // The upstream's status line passes as written; one that is what
+    // nowait would write for the code anyway is not copied.
+    if !Status(head.status).is_standard_line(&head.status_line) {
+        reply.status_line = Some(owned_lossy(&head.status_line));
+    }
     reply.length_override = head.content_length.filter(|_| !head.chunked);
     reply.content = true;
     let mut accel = Accel::default();

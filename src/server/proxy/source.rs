@@ -147,6 +147,28 @@ impl UpstreamBody {
         }
     }
 
+    /// The whole body, when all of it is already in the buffer and framed
+    /// by a length (a small response that came with its head): taken at
+    /// once and the exchange settled, so that the response goes out from
+    /// memory without the streaming machinery. `None`, with nothing
+    /// changed, otherwise.
+    pub fn take_whole(&mut self) -> Option<Vec<u8>> {
+        let rest = self.buf.len() - self.pos;
+        if self.done || rest == 0 || self.decoder.length_left() != Some(rest as u64) {
+            return None;
+        }
+        let step = self.decoder.step(&self.buf[self.pos..]).ok()?;
+        // A length the buffer holds exactly is all payload and ends the
+        // body.
+        debug_assert!(step.consumed == rest && step.data == (0..rest));
+        debug_assert!(self.decoder.is_complete());
+        let mut body = std::mem::take(&mut self.buf);
+        body.drain(..self.pos);
+        self.pos = 0;
+        self.finish(true);
+        Some(body)
+    }
+
     /// Marks the body as unbuffered (`proxy_buffering off`): its pieces
     /// reach the client as they come, even through a body filter.
     pub fn set_flush(&mut self, flush: bool) {
