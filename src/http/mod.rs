@@ -28,6 +28,7 @@ pub mod charset;
 pub mod chunked;
 pub mod conditional;
 pub mod date;
+pub mod decimal;
 pub mod escape;
 pub mod etag;
 pub mod gzip;

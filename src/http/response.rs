@@ -113,7 +113,11 @@ impl<'a> ResponseHead<'a> {
             field(out, "Content-Type", ct);
         }
         if let Some(len) = self.content_length.filter(|_| !bodiless) {
-            trusted(out, b"Content-Length: ", decimal(len, &mut [0u8; 20]));
+            trusted(
+                out,
+                b"Content-Length: ",
+                crate::http::decimal::decimal(len, &mut [0u8; crate::http::decimal::U64_DIGITS]),
+            );
         }
         if let Some(mtime) = self
             .last_modified
@@ -182,19 +186,6 @@ fn trusted(out: &mut Vec<u8>, name_colon: &[u8], value: &[u8]) {
     out.extend_from_slice(name_colon);
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
-}
-
-/// `n` in decimal, written into the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
 }
 
 thread_local! {

@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use super::decimal::{U64_DIGITS, decimal};
+
 /// An HTTP status code, including nginx's private 49x codes (494) that are
 /// answered on the wire as 400 with a special page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -239,19 +241,10 @@ fn push_code(out: &mut Vec<u8>, code: u16) {
 }
 
 /// `code`'s digits, at least three, at `digits[start..]`.
-fn code_digits(code: u16) -> ([u8; 5], usize) {
-    let mut digits = [b'0'; 5];
-    let mut at = digits.len();
-    let mut n = code;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    (digits, at.min(digits.len() - 3))
+fn code_digits(code: u16) -> ([u8; U64_DIGITS], usize) {
+    let mut digits = [b'0'; U64_DIGITS];
+    let written = decimal(u64::from(code), &mut digits).len();
+    (digits, U64_DIGITS - written.max(3))
 }
 
 #[cfg(test)]

@@ -92,18 +92,7 @@ impl std::fmt::Display for LogText {
 }
 
 fn push_decimal(s: &mut Vec<u8>, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    s.extend_from_slice(&digits[at..]);
+    crate::http::decimal::push_decimal(s, u64::from(n));
 }
 
 #[cfg(test)]

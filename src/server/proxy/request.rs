@@ -139,7 +139,7 @@ pub fn head(
         if set(name) {
             continue;
         }
-        let mut digits = [0u8; 20];
+        let mut digits = [0u8; crate::http::decimal::U64_DIGITS];
         let value: &[u8] = match default {
             Default::ProxyHost => r
                 .upstream
@@ -149,7 +149,7 @@ pub fn head(
                 .as_bytes(),
             Default::Close => b"close",
             Default::BodyLength => match body {
-                BodyFraming::Length(n) => decimal(n, &mut digits),
+                BodyFraming::Length(n) => crate::http::decimal::decimal(n, &mut digits),
                 _ => b"",
             },
             Default::Chunked => match body {
@@ -190,19 +190,6 @@ pub fn head(
     }
     out.extend_from_slice(b"\r\n");
     out
-}
-
-/// `n` in decimal, written at the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
 }
 
 /// One header line; nothing for an empty value. CR and LF in a value

@@ -23,14 +23,13 @@ use crc32fast::Hasher;
 use super::ip_hash::walk;
 use super::round_robin;
 use super::{FALLBACK_AFTER_MISSES, PeerGroup, State, Tried};
+use crate::http::decimal::{U64_DIGITS, decimal};
 use crate::upstream::peer::{PeerId, PeerSpec};
 
 /// Ring points per unit of weight.
 pub const POINTS_PER_WEIGHT: u32 = 160;
 /// The prefix that makes a `server` string a unix socket path (any case).
 const UNIX_PREFIX: &[u8] = b"unix:";
-/// Decimal digits of the largest `u64` (the REHASH prefix).
-const U64_DIGITS: usize = 20;
 
 /// `hash KEY`: the peer the key's running hash walks to.
 pub(crate) fn get(
@@ -75,19 +74,6 @@ pub fn round_hash(rehash: u64, key: &[u8]) -> u32 {
     }
     crc.update(key);
     (crc.finalize() >> 16) & 0x7fff
-}
-
-/// `n` in decimal, written at the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; U64_DIGITS]) -> &[u8] {
-    let mut at = U64_DIGITS;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
 }
 
 /// `hash KEY consistent`: the first usable peer on the ring at or after the
