@@ -10,11 +10,24 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 PIN=${PIN:-none}
 PORT=${PORT:-28371}
-NOWAIT_BIN=${NOWAIT_BIN:-target/release/nowait}
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+
+SCRIPT=experiment_c.sh
+# shellcheck source=bench/tools.sh
+source "$HERE/tools.sh"
+need_bench_tools
+
 dir=$(mktemp -d)
 chmod 755 "$dir" # the workers run as nobody when started as root
-trap 'rm -rf "$dir"' EXIT
+server_pid=""
+# A failed step must not leave a server holding the port (or the caller's pipe).
+cleanup() {
+    if [[ -n $server_pid ]]; then kill -QUIT "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+    rm -rf "$dir"
+}
+trap cleanup EXIT
 mkdir -p "$dir/www" "$dir/logs"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$dir/www/1k.txt"
 conf() { # mode
@@ -50,10 +63,14 @@ run() { # server mode path
         $(pin_server) "$NOWAIT_BIN" -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" 2>/dev/null &
     fi
     pid=$!
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT$3" >/dev/null && break; sleep 0.1; done
+    server_pid=$pid
+    local up=""
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT$3" >/dev/null && { up=1; break; }; sleep 0.1; done
+    [[ -n $up ]] || die "$1 did not answer http://127.0.0.1:$PORT$3 within 10 s"
     local out
-    out=$(timeout 60 $(pin_wrk) wrk -t2 -c100 -d"$DURATION" "http://127.0.0.1:$PORT$3")
+    out=$(timeout 60 $(pin_wrk) wrk -t2 -c100 -d"$DURATION" "http://127.0.0.1:$PORT$3") || die "wrk failed against $1"
     kill -QUIT $pid; wait $pid 2>/dev/null || true
+    server_pid=""
     local rps lat
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     lat=$(echo "$out" | awk '/Latency/ {print $2" ± "$3}')

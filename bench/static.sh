@@ -42,36 +42,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 RESULTS_DIR=${RESULTS_DIR-$REPO/bench/results}
 
-log() { printf 'static.sh: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# --- tools -------------------------------------------------------------------
-
-need_tool() { # need_tool COMMAND DEBIAN-PACKAGE
-    command -v "$1" >/dev/null 2>&1 && return 0
-    [[ $(id -u) -eq 0 ]] || die "$1 missing (apt-get install $2, as root)"
-    log "$1 missing: installing $2"
-    apt-get update >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "$2" >/dev/null
-    command -v "$1" >/dev/null 2>&1 || die "$1 still missing after installing $2"
-}
-
-need_tool wrk wrk
-need_tool curl curl
-need_tool taskset util-linux
-if ! command -v "$NGINX_BIN" >/dev/null 2>&1; then
-    [[ -x $REPO/scripts/install-test-deps.sh ]] || die "nginx missing"
-    "$REPO/scripts/install-test-deps.sh" >&2
-fi
-NGINX_BIN=$(command -v "$NGINX_BIN")
-
-if [[ -z ${NOWAIT_BIN:-} ]]; then
-    log "building nowait (cargo build --release)"
-    (cd "$REPO" && cargo build --release --quiet) || die "cargo build failed"
-    target=${CARGO_TARGET_DIR:-$REPO/target}
-    NOWAIT_BIN=$target/release/nowait
-fi
-[[ -x $NOWAIT_BIN ]] || die "no nowait binary at $NOWAIT_BIN"
+SCRIPT=static.sh
+# shellcheck source=bench/tools.sh
+source "$HERE/tools.sh"
+need_bench_tools
 
 case $PIN in
     split)

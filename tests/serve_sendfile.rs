@@ -480,3 +480,88 @@ fn near_its_memory_limit_the_loop_copies_instead_of_sendfile() {
     let d = fetch_whole_port(s.port, &data);
     assert!(d.loop_sendfile > 0, "{d:?}");
 }
+
+/// A gauge or counter of the status page.
+fn status_value(port: u16, name: &str) -> u64 {
+    let text = String::from_utf8_lossy(&get(port, "/status").body).into_owned();
+    let key = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(key.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} on the status page:\n{text}"))
+}
+
+/// While memory is short, a popular file (opened four times lately) is
+/// locked in memory by a pool thread, and from then on the loop sends it
+/// with `sendfile()` again, zero copy: its pages cannot be evicted under
+/// the call. A file opened once is never pinned.
+#[test]
+fn near_its_memory_limit_a_popular_file_is_pinned_and_sendfiled() {
+    const PINNED: usize = 2 << 20;
+    let (dir, _) = root();
+    let data = content(PINNED);
+    write_file(dir.path(), "pin.bin", &data);
+    write_file(dir.path(), "filler.bin", &vec![7u8; 192 << 20]);
+    write_file(dir.path(), "once.bin", &vec![9u8; 1 << 20]);
+    drop_pages(dir.path(), "filler.bin", 0, 192 << 20);
+    drop_pages(dir.path(), "pin.bin", 0, PINNED);
+    let s = InCgroup::start(dir.path(), 128 << 20);
+    // An eighth of the cgroup's limit, within RLIMIT_MEMLOCK (raised to
+    // it while the server is root, where the kernel lets root raise it).
+    assert!(
+        common::wait::until(Duration::from_secs(5), || {
+            let b = status_value(s.port, "nowait_pinned_budget_bytes");
+            b > 0 && b <= 16 << 20
+        }),
+        "budget {} for a 128 MiB cgroup",
+        status_value(s.port, "nowait_pinned_budget_bytes")
+    );
+    let budget = status_value(s.port, "nowait_pinned_budget_bytes");
+    assert!(
+        budget >= 2 * PINNED as u64,
+        "RLIMIT_MEMLOCK too small here ({budget} bytes) to pin a {PINNED}-byte file"
+    );
+    let r = get(s.port, "/filler.bin");
+    assert_eq!((r.status, r.body.len()), (200, 192 << 20));
+    assert!(
+        common::wait::until(Duration::from_secs(5), || s.memory_short()),
+        "the server never saw its cgroup near its limit"
+    );
+    let r = get(s.port, "/once.bin");
+    assert_eq!((r.status, r.body.len()), (200, 1 << 20));
+    let fetch = || {
+        let before = Paths::read_port(s.port);
+        let r = get(s.port, "/pin.bin");
+        assert_eq!((r.status, r.body.len()), (200, PINNED));
+        assert!(r.body == data, "the body differs from the file");
+        Paths::read_port(s.port).since(before)
+    };
+    let mut copied = 0;
+    for _ in 0..12 {
+        copied += fetch().copy;
+        if status_value(s.port, "nowait_pinned_files") == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(copied > 0, "copied before it was pinned");
+    assert!(
+        common::wait::until(Duration::from_secs(5), || {
+            status_value(s.port, "nowait_pinned_files") == 1
+        }),
+        "the popular file was never pinned"
+    );
+    assert_eq!(
+        status_value(s.port, "nowait_pinned_bytes"),
+        PINNED as u64,
+        "pin.bin alone: once.bin was read once"
+    );
+    assert!(s.memory_short(), "memory no longer short");
+    let d = fetch();
+    assert_eq!(
+        (d.loop_sendfile, d.copy, d.pool_sendfile),
+        (PINNED as u64, 0, 0),
+        "{d:?}"
+    );
+    assert_eq!(status_value(s.port, "nowait_pin_failures_total"), 0);
+}

@@ -155,6 +155,17 @@ def hot_table(exp, data, lines):
             lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} "
                          f"| pool tasks in the front lane | {int(st['pool_front'])} "
                          f"| of {int(st['pool_tasks'])} | |")
+        bb = st.get("body_bytes") or {}
+        if sum(bb.values()):
+            mb = lambda k: f"{bb.get(k, 0) / 1e6:.0f} MB"
+            lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} "
+                         f"| body bytes: sendfile on the loop / copied / pool | "
+                         f"{mb('loop_sendfile')} | {mb('copy')} | {mb('pool_sendfile')} |")
+        if st.get("pinned_files") or st.get("pins_dropped"):
+            lines.append(f"| {r['config']} | {'yes' if r['loaded'] else 'no'} "
+                         f"| files pinned at the end (MB) / pins dropped | "
+                         f"{int(st['pinned_files'])} ({st['pinned_bytes'] / 1e6:.1f}) "
+                         f"| {int(st['pins_dropped'])} | |")
     # Ratios.
     pairs = [("aio off", "aio off", True), ("aio threads; aio_fast_path off", "aio threads", True),
              ("aio threads (fast path on)", "aio threads", True),

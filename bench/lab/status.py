@@ -109,8 +109,12 @@ def summarize(text):
     for metric, key in (("nowait_pool_tasks_total", "pool_tasks"),
                         ("nowait_pool_overflows_total", "pool_overflows"),
                         ("nowait_pool_front_lane_total", "pool_front"),
-                        ("nowait_pool_promoted_total", "pool_promoted")):
+                        ("nowait_pool_promoted_total", "pool_promoted"),
+                        ("nowait_pinned_files", "pinned_files"),
+                        ("nowait_pinned_bytes", "pinned_bytes"),
+                        ("nowait_pins_dropped_total", "pins_dropped")):
         out[key] = sum(v for _, v in pick(s, metric))
+    out["body_bytes"] = {l["path"]: v for l, v in pick(s, "nowait_body_bytes_total")}
     qw = [v for _, v in pick(s, "nowait_pool_queue_wait_seconds", quantile="0.99")]
     out["pool_queue_wait_p99"] = max(qw) if qw else None
     out["requests_per_worker"] = requests_per_worker(text)

@@ -37,6 +37,7 @@ pub mod dir;
 pub mod fault;
 pub mod file;
 pub mod open_cache;
+pub mod pins;
 pub mod pool;
 pub mod pools;
 pub mod popularity;

@@ -30,6 +30,7 @@
 use super::completion::{Completion, SubmitError};
 use super::popularity::RANKS;
 use super::read_ahead::POPULAR_RANK;
+use crate::sys::process::lower_thread_priority;
 use crate::sys::signal::block_all_in_thread;
 use cold::ColdLimit;
 use hdrhistogram::Histogram;
@@ -45,6 +46,11 @@ use tokio::sync::oneshot;
 
 /// Linux keeps at most 15 bytes of a thread name (16 with the NUL).
 const THREAD_NAME_MAX: usize = 15;
+
+/// How much lower than the loops a pool thread runs (nice steps): at +10 the
+/// scheduler weighs a loop nine times a pool thread when both want a CPU.
+const POOL_NICE: i32 = 10;
+
 /// Largest queue-wait or run time the histograms record, in microseconds
 /// (one hour); longer values are clamped to it.
 const MAX_RECORDED_MICROS: u64 = 3_600_000_000;
@@ -670,6 +676,11 @@ fn worker(shared: &Shared, timings: &Mutex<Timings>) {
     // Signals belong to the signal thread; a failure here only means the
     // mask stays as inherited (already blocking the control signals).
     let _ = block_all_in_thread();
+    // The loops' CPU comes first: a pool thread that has CPU work (a copy
+    // out of the page cache, a cache file's write) while a loop waits for
+    // a CPU yields it to the loop; it runs at full speed on a CPU nobody
+    // else wants. Failing to lower it only leaves it an equal.
+    let _ = lower_thread_priority(POOL_NICE);
     let mut q = shared.lock();
     loop {
         if let Some((mut job, promoted, cold)) = q.pop() {

@@ -169,6 +169,11 @@ pub fn rank(path: &Path) -> u8 {
     sketch().estimate(k)
 }
 
+/// The rank of a [`key`] already made, without counting an access.
+pub fn rank_of_key(k: u64) -> u8 {
+    sketch().estimate(k)
+}
+
 /// The sketch's counters, as exported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PopularityStats {

@@ -12,7 +12,8 @@
 //! filemap_splice_read < do_sendfile`) for up to 2.5 s. A copy has no such
 //! window: `preadv2(RWF_NOWAIT)` into a buffer takes the bytes or fails, and
 //! the write that follows is to a socket. It costs a copy, which only
-//! matters for large files, and only while memory is short.
+//! matters for large files, and only while memory is short; a popular
+//! file's copy is avoided by pinning it (`io::pins`).
 //!
 //! The figures come from files opened before the process confines itself
 //! ([`open`]) and read again by a thread of their own every [`SAMPLE`]
@@ -109,6 +110,7 @@ pub fn start(init: &super::pool::ThreadInit) -> std::io::Result<()> {
             init();
             loop {
                 sample_now();
+                super::pins::sweep();
                 std::thread::sleep(SAMPLE);
             }
         })
@@ -131,6 +133,37 @@ pub fn sample_now() {
         cgroup.unwrap_or(false) || machine.unwrap_or(false),
         Ordering::Relaxed,
     );
+}
+
+/// The memory the process may fill: its cgroup's limit when it has one
+/// (the smallest of `memory.max` and `memory.high` under v2), else the
+/// machine's (`MemTotal`); `None` when neither can be read. Reads files:
+/// call at startup, never on a loop.
+pub fn memory_limit() -> Option<u64> {
+    let sources = SOURCES.get()?;
+    let s = sources.lock().unwrap_or_else(|e| e.into_inner());
+    let cgroup = match &s.cgroup {
+        Some(Cgroup::V1 { stat, .. }) => read(stat)
+            .and_then(|t| field(&t, "hierarchical_memory_limit"))
+            .filter(|&l| l < NO_LIMIT),
+        Some(Cgroup::V2 { max, high, .. }) => [
+            read(max).as_deref().and_then(number),
+            high.as_ref().and_then(read).as_deref().and_then(number),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .filter(|&l| l < NO_LIMIT),
+        None => None,
+    };
+    cgroup.or_else(|| {
+        let text = read(s.meminfo.as_ref()?)?;
+        let kb = text.lines().find_map(|l| {
+            let rest = l.strip_prefix("MemTotal:")?;
+            rest.split_whitespace().next()?.parse::<u64>().ok()
+        })?;
+        Some(kb * 1024)
+    })
 }
 
 /// The memory cgroup `/proc/self/cgroup` names, under `root`, if its files

@@ -424,13 +424,49 @@ fn render_memory(out: &mut String) {
         out,
         "nowait_memory_short",
         "gauge",
-        "1 while the memory cgroup is near its limit or the machine's available memory is low: the loops copy file data they find in memory instead of sendfile()ing it.",
+        "1 while the memory cgroup is near its limit or the machine's available memory is low: the loops copy file data they find in memory instead of sendfile()ing it, except from pinned files.",
     );
     let _ = writeln!(
         out,
         "nowait_memory_short {}",
         u8::from(crate::io::pressure::reclaiming())
     );
+    let pins = crate::io::pins::stats();
+    for (name, kind, help, value) in [
+        (
+            "nowait_pinned_files",
+            "gauge",
+            "Popular files locked in memory (mmap + mlock by a pool thread) so that the loops sendfile() them while memory is short.",
+            pins.files,
+        ),
+        (
+            "nowait_pinned_bytes",
+            "gauge",
+            "Bytes of pinned files, with those being pinned.",
+            pins.bytes,
+        ),
+        (
+            "nowait_pinned_budget_bytes",
+            "gauge",
+            "Bytes the pins may hold: an eighth of the memory the process may fill, within RLIMIT_MEMLOCK (0: pinning off).",
+            crate::io::pins::budget(),
+        ),
+        (
+            "nowait_pins_dropped_total",
+            "counter",
+            "Pins dropped: idle, replaced by a more popular file, or of a file that changed.",
+            pins.dropped,
+        ),
+        (
+            "nowait_pin_failures_total",
+            "counter",
+            "Files whose mapping or locking failed (the locked-memory limit, a file cut short).",
+            pins.failures,
+        ),
+    ] {
+        header(out, name, kind, help);
+        let _ = writeln!(out, "{name} {value}");
+    }
 }
 
 #[cfg(test)]

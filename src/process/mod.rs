@@ -318,6 +318,9 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
     // The memory figures the loops' choice of copy or `sendfile()` goes by
     // are opened while they still can be (before Landlock).
     crate::io::pressure::open();
+    // The budget of popular files held in memory while memory is short,
+    // and the locked-memory limit it needs, raised while still root.
+    crate::io::pins::init_budget();
     if let Some(id) = identity.as_ref().filter(|i| i.uid != 0) {
         // `worker_rlimit_nofile` may raise the hard limit: only root can,
         // so now (as nginx's workers do before they drop root). A reload

@@ -16,7 +16,7 @@ use tokio::io::Interest;
 use crate::http::range::ByteRange;
 use crate::io::client_stream::ClientStream;
 use crate::io::file::{FileError, FileLayer, OpenFile};
-use crate::io::{Lane, fault};
+use crate::io::{Lane, fault, pins};
 use crate::metrics::body::{self as body_metrics, BodyPath};
 use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
@@ -520,20 +520,35 @@ async fn send_range(
     let mut scratch = Vec::new();
     let mut off = range.start;
     let (mut from_memory, mut from_pool) = (0u64, 0u64);
+    // While memory is short, a popular file held in memory (`io::pins`) is
+    // still sent with sendfile(): its pages cannot be evicted while the
+    // response holds the pin. Any other file asks for a pin here.
+    let mut pin = None;
+    if fast && p.sendfile && crate::io::pressure::reclaiming() {
+        pin = pins::get(&file.meta);
+        if let (None, Some(pool)) = (&pin, p.files.pool) {
+            pins::consider(file, pool);
+        }
+    }
     while off < range.end {
         let mut left = range.end - off;
         if let Some(pace) = p.pace {
             left = wait_pace(stream, pace, left.min(usize::MAX as u64) as usize).await? as u64;
         }
         let mut n = 0;
-        if fast && p.sendfile && !crate::io::pressure::reclaiming() {
+        if fast && p.sendfile && (pin.is_some() || !crate::io::pressure::reclaiming()) {
             // Zero copy from the loop: only the prefix a probe found up to
             // date, so the sendfile() below meets no page it must wait for.
             // Not while memory is short: a page evicted between the probe
             // and the call would make the loop wait for its read; the copy
-            // below has no such window (`io::pressure`).
-            let want = chunk_limit(p, left).min(FAST_SENDFILE_PROBE) as usize;
-            let ready = p.files.resident_now(file, off, want);
+            // below has no such window (`io::pressure`). A pinned file's
+            // pages stay: no probe.
+            let ready = if pin.is_some() {
+                chunk_limit(p, left).min(usize::MAX as u64) as usize
+            } else {
+                let want = chunk_limit(p, left).min(FAST_SENDFILE_PROBE) as usize;
+                p.files.resident_now(file, off, want)
+            };
             if ready > 0 {
                 match sendfile_on_loop(stream, file, off, ready, p).await? {
                     Some(sent) => {

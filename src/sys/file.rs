@@ -889,6 +889,44 @@ mod tests {
         }
     }
 
+    /// `VmLck` of this process, in KiB.
+    fn locked_kib() -> u64 {
+        fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmLck:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_locked_mapping_holds_its_pages_until_dropped() {
+        let _ = raise_memlock_limit(1 << 20);
+        if memlock_limit().unwrap() < 256 * 1024 {
+            eprintln!("RLIMIT_MEMLOCK below 256 KiB: skipped");
+            return;
+        }
+        let f = TempFile::new("locked", &vec![7u8; 256 * 1024]);
+        let fd = open_read(&f.0).unwrap();
+        let before = locked_kib();
+        let m = map_locked(&fd, 256 * 1024).expect("mmap + mlock of 256 KiB");
+        assert_eq!(m.len(), 256 * 1024);
+        // Other tests of this process may lock or unlock meanwhile; ours
+        // alone is 256 KiB.
+        assert!(
+            locked_kib() >= before + 256,
+            "VmLck {} after {before}",
+            locked_kib()
+        );
+        let during = locked_kib();
+        drop(m);
+        assert!(locked_kib() + 256 <= during, "unlocked on drop");
+        assert_eq!(
+            map_locked(&fd, 0).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
     #[test]
     fn open_cached_succeeds_on_a_just_created_file() {
         let f = TempFile::new("cached", b"hello");
@@ -1149,4 +1187,105 @@ mod tests {
         assert!(stat_links(&dir.join("real"), false, refuse).is_ok());
         fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// A file's first `len` bytes mapped read-only and shared, and locked in
+/// memory (`mmap` + `mlock`): while it lives, the file's pages in that range
+/// stay in the page cache and up to date — reclaim cannot take them — so a
+/// `sendfile()` of the range never waits for a read. Nothing reads through
+/// the mapping; dropping it (`munmap`) unlocks the pages.
+#[derive(Debug)]
+pub struct LockedMapping {
+    addr: std::ptr::NonNull<libc::c_void>,
+    len: usize,
+}
+
+// SAFETY: the mapping is never read or written through `addr`; the pointer
+// is only handed back to munmap, from whichever thread drops it.
+unsafe impl Send for LockedMapping {}
+// SAFETY: as above; `&LockedMapping` allows nothing but `len()`.
+unsafe impl Sync for LockedMapping {}
+
+impl LockedMapping {
+    /// The mapped (and locked) length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: [`map_locked`] refuses 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for LockedMapping {
+    fn drop(&mut self) {
+        // SAFETY: addr/len are exactly what mmap returned and nothing else
+        // refers to the mapping; munmap of a valid mapping cannot fail.
+        unsafe { libc::munmap(self.addr.as_ptr(), self.len) };
+    }
+}
+
+/// Maps `fd`'s first `len` bytes and locks them in memory: the pages not in
+/// the page cache are read in first, so this waits on the disk — call it
+/// from a pool thread. `ENOMEM`/`EAGAIN` say the locked-memory limit
+/// (`RLIMIT_MEMLOCK`) or the file's end was reached; `len` 0 is `EINVAL`.
+pub fn map_locked(fd: impl AsFd, len: usize) -> io::Result<LockedMapping> {
+    if len == 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: a new mapping chosen by the kernel (addr NULL), of a
+    // descriptor the caller holds; the result is checked against
+    // MAP_FAILED before use.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd.as_fd().as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let Some(addr) = std::ptr::NonNull::new(addr) else {
+        return Err(io::Error::from_raw_os_error(libc::ENOMEM));
+    };
+    // Owned from here: an error below unmaps it on drop.
+    let mapping = LockedMapping { addr, len };
+    // SAFETY: the range is the mapping just made.
+    cvt(unsafe { libc::mlock(mapping.addr.as_ptr(), len) })?;
+    Ok(mapping)
+}
+
+/// The soft `RLIMIT_MEMLOCK`: how many bytes this process may lock.
+pub fn memlock_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) })?;
+    Ok(lim.rlim_cur)
+}
+
+/// Raises `RLIMIT_MEMLOCK` (soft and hard) to at least `bytes`: root can,
+/// before it gives up root; others get `EPERM` above their hard limit.
+pub fn raise_memlock_limit(bytes: u64) -> io::Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) })?;
+    if lim.rlim_cur >= bytes {
+        return Ok(());
+    }
+    lim.rlim_cur = bytes;
+    lim.rlim_max = lim.rlim_max.max(bytes);
+    // SAFETY: setrlimit reads the struct we own.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) })?;
+    Ok(())
 }

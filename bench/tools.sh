@@ -1,0 +1,35 @@
+# Shared by the benchmark scripts (sourced, not run): logging, and the
+# tools and binaries a benchmark needs, installed or built when missing.
+# The sourcing script sets SCRIPT (its name, for log lines) and REPO, and
+# may set NGINX_BIN and NOWAIT_BIN.
+
+log() { printf '%s: %s\n' "$SCRIPT" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need_tool() { # need_tool COMMAND DEBIAN-PACKAGE
+    command -v "$1" >/dev/null 2>&1 && return 0
+    [[ $(id -u) -eq 0 ]] || die "$1 missing (apt-get install $2, as root)"
+    log "$1 missing: installing $2"
+    apt-get update >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "$2" >/dev/null
+    command -v "$1" >/dev/null 2>&1 || die "$1 still missing after installing $2"
+}
+
+# wrk, curl, taskset and nginx installed; NGINX_BIN resolved; NOWAIT_BIN
+# built (release) unless given.
+need_bench_tools() {
+    need_tool wrk wrk
+    need_tool curl curl
+    need_tool taskset util-linux
+    if ! command -v "$NGINX_BIN" >/dev/null 2>&1; then
+        [[ -x $REPO/scripts/install-test-deps.sh ]] || die "nginx missing"
+        "$REPO/scripts/install-test-deps.sh" >&2
+    fi
+    NGINX_BIN=$(command -v "$NGINX_BIN")
+    if [[ -z ${NOWAIT_BIN:-} ]]; then
+        log "building nowait (cargo build --release)"
+        (cd "$REPO" && cargo build --release --quiet) || die "cargo build failed"
+        NOWAIT_BIN=${CARGO_TARGET_DIR:-$REPO/target}/release/nowait
+    fi
+    [[ -x $NOWAIT_BIN ]] || die "no nowait binary at $NOWAIT_BIN"
+}
