@@ -282,7 +282,7 @@ fn table() -> MutexGuard<'static, Option<Table>> {
 /// once at startup, after [`super::pressure::open`]. Returns the budget.
 pub fn init_budget() -> u64 {
     if let Some(limit) = super::pressure::memory_limit() {
-        let _ = crate::sys::file::raise_memlock_limit(limit / BUDGET_SHARE);
+        let _ = crate::sys::process::raise_memlock_limit(limit / BUDGET_SHARE);
     }
     update_budget()
 }
@@ -294,7 +294,7 @@ pub fn init_budget() -> u64 {
 pub fn update_budget() -> u64 {
     let budget = match super::pressure::memory_limit() {
         Some(limit) => {
-            let allowed = crate::sys::file::memlock_limit().unwrap_or(0);
+            let allowed = crate::sys::process::memlock_limit().unwrap_or(0);
             (limit / BUDGET_SHARE).min(allowed)
         }
         None => 0,
@@ -430,165 +430,96 @@ mod tests {
 
     /// A real locked mapping of `len` bytes (the table only holds it).
     fn mapping(len: usize) -> LockedMapping {
-        let _ = crate::sys::file::raise_memlock_limit(1 << 20);
+        let _ = crate::sys::process::raise_memlock_limit(1 << 20);
         let exe = std::fs::File::open("/proc/self/exe").unwrap();
         crate::sys::file::map_locked(&exe, len).expect("mlock a page of the test binary")
     }
 
+    /// A table with its budget, clock and pins' ranks, as the tests drive it.
+    struct Run {
+        t: Table,
+        budget: u64,
+        now: Instant,
+        gone: Vec<Entry>,
+    }
+
+    impl Run {
+        fn new(budget: u64) -> Run {
+            Run {
+                t: Table::default(),
+                budget,
+                now: Instant::now(),
+                gone: Vec::new(),
+            }
+        }
+
+        /// `admit` of `m` (its key is its inode) at `rank`, the pins
+        /// ranked by `rank_of`.
+        fn ask_ranked(&mut self, m: &FileMeta, rank: u8, rank_of: impl Fn(u64) -> u8) -> Admit {
+            let ask = Ask {
+                meta: m,
+                key: m.ino,
+                rank,
+            };
+            self.t
+                .admit(ask, self.budget, self.now, rank_of, &mut self.gone)
+        }
+
+        fn ask(&mut self, m: &FileMeta, rank: u8) -> Admit {
+            self.ask_ranked(m, rank, |_| 0)
+        }
+
+        /// Admits `m` and settles it as mapped.
+        fn pin(&mut self, m: &FileMeta, rank: u8) {
+            assert_eq!(self.ask(m, rank), Admit::Map);
+            let mapped = mapping(m.size as usize);
+            self.t
+                .settle((m.dev, m.ino), Identity::of(m), Ok(mapped), self.now);
+        }
+    }
+
     #[test]
     fn a_file_below_the_popular_rank_or_too_big_is_not_pinned() {
-        let mut t = Table::default();
-        let now = Instant::now();
-        let mut gone = Vec::new();
-        let r = |_| 0;
+        let mut r = Run::new(1000);
+        assert_eq!(r.ask(&meta(1, 100), POPULAR_RANK - 1), Admit::No);
+        assert_eq!(r.ask(&meta(1, 501), POPULAR_RANK), Admit::No, "over half");
+        assert_eq!(r.ask(&meta(1, 0), POPULAR_RANK), Admit::No, "empty");
+        assert_eq!(r.ask(&meta(1, 500), POPULAR_RANK), Admit::Map);
+        assert_eq!(r.t.used, 500);
         assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(1, 100),
-                    key: 1,
-                    rank: POPULAR_RANK - 1
-                },
-                1000,
-                now,
-                r,
-                &mut gone
-            ),
-            Admit::No
-        );
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(1, 501),
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1000,
-                now,
-                r,
-                &mut gone
-            ),
-            Admit::No
-        );
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(1, 0),
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1000,
-                now,
-                r,
-                &mut gone
-            ),
-            Admit::No
-        );
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(1, 500),
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1000,
-                now,
-                r,
-                &mut gone
-            ),
-            Admit::Map
-        );
-        assert_eq!(t.used, 500);
-        // Pending: asked once only.
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(1, 500),
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1000,
-                now,
-                r,
-                &mut gone
-            ),
-            Admit::No
+            r.ask(&meta(1, 500), POPULAR_RANK),
+            Admit::No,
+            "pending: asked once"
         );
         assert!(
-            t.get(&meta(1, 500), now).is_none(),
+            r.t.get(&meta(1, 500), r.now).is_none(),
             "not pinned until mapped"
         );
     }
 
     #[test]
     fn a_pinned_file_is_found_only_as_the_same_version() {
-        let mut t = Table::default();
-        let now = Instant::now();
-        let mut gone = Vec::new();
+        let mut r = Run::new(1 << 20);
         let m = meta(1, 4096);
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &m,
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1 << 20,
-                now,
-                |_| 0,
-                &mut gone
-            ),
-            Admit::Map
-        );
-        t.settle((1, 1), Identity::of(&m), Ok(mapping(4096)), now);
-        assert!(t.get(&m, now).is_some());
+        r.pin(&m, POPULAR_RANK);
+        assert!(r.t.get(&m, r.now).is_some());
         let mut changed = m;
         changed.mtime_sec += 1;
         assert!(
-            t.get(&changed, now).is_none(),
+            r.t.get(&changed, r.now).is_none(),
             "a changed file is not its pin"
         );
         // The changed version replaces the old pin.
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &changed,
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                1 << 20,
-                now,
-                |_| 0,
-                &mut gone
-            ),
-            Admit::Map
-        );
-        assert_eq!(gone.len(), 1);
-        assert_eq!(t.used, 4096);
+        assert_eq!(r.ask(&changed, POPULAR_RANK), Admit::Map);
+        assert_eq!(r.gone.len(), 1);
+        assert_eq!(r.t.used, 4096);
     }
 
     #[test]
     fn a_more_popular_file_replaces_the_least_popular_pin_and_a_less_popular_waits() {
-        let mut t = Table::default();
-        let now = Instant::now();
-        let mut gone = Vec::new();
-        let budget = 3 * 4096;
+        let mut r = Run::new(3 * 4096);
         for ino in 1..=3 {
-            let m = meta(ino, 4096);
-            assert_eq!(
-                t.admit(
-                    Ask {
-                        meta: &m,
-                        key: ino,
-                        rank: POPULAR_RANK + 2
-                    },
-                    budget,
-                    now,
-                    |_| 0,
-                    &mut gone
-                ),
-                Admit::Map
-            );
-            t.settle((1, ino), Identity::of(&m), Ok(mapping(4096)), now);
+            r.pin(&meta(ino, 4096), POPULAR_RANK + 2);
         }
         // Ranks now: key 2 is the least popular.
         let rank_of = |k: u64| {
@@ -598,145 +529,51 @@ mod tests {
                 POPULAR_RANK + 3
             }
         };
-        // As popular as the least popular pin: no room made.
+        let m4 = meta(4, 4096);
         assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(4, 4096),
-                    key: 4,
-                    rank: POPULAR_RANK
-                },
-                budget,
-                now,
-                rank_of,
-                &mut gone
-            ),
-            Admit::No
+            r.ask_ranked(&m4, POPULAR_RANK, rank_of),
+            Admit::No,
+            "as popular: no room"
         );
-        assert!(gone.is_empty());
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(4, 4096),
-                    key: 4,
-                    rank: POPULAR_RANK + 1
-                },
-                budget,
-                now,
-                rank_of,
-                &mut gone
-            ),
-            Admit::Map
-        );
-        assert_eq!(gone.len(), 1);
-        assert_eq!(gone[0].key, 2, "the least popular pin went");
-        assert_eq!(t.used, budget);
-        assert_eq!(t.dropped, 1);
+        assert!(r.gone.is_empty());
+        assert_eq!(r.ask_ranked(&m4, POPULAR_RANK + 1, rank_of), Admit::Map);
+        assert_eq!(r.gone.len(), 1);
+        assert_eq!(r.gone[0].key, 2, "the least popular pin went");
+        assert_eq!(r.t.used, 3 * 4096);
+        assert_eq!(r.t.dropped, 1);
     }
 
     #[test]
     fn idle_pins_go_first_and_the_sweep_drops_them() {
-        let mut t = Table::default();
-        let start = Instant::now();
-        let mut gone = Vec::new();
-        let m1 = meta(1, 4096);
-        let m2 = meta(2, 4096);
-        for (m, ino) in [(&m1, 1), (&m2, 2)] {
-            assert_eq!(
-                t.admit(
-                    Ask {
-                        meta: m,
-                        key: ino,
-                        rank: POPULAR_RANK + 5
-                    },
-                    8192,
-                    start,
-                    |_| 15,
-                    &mut gone
-                ),
-                Admit::Map
-            );
-            t.settle((1, ino), Identity::of(m), Ok(mapping(4096)), start);
-        }
-        let later = start + IDLE + Duration::from_secs(1);
-        assert!(t.get(&m2, later).is_some(), "m2 used lately");
+        let mut r = Run::new(8192);
+        let (m1, m2) = (meta(1, 4096), meta(2, 4096));
+        r.pin(&m1, POPULAR_RANK + 5);
+        r.pin(&m2, POPULAR_RANK + 5);
+        r.now += IDLE + Duration::from_secs(1);
+        assert!(r.t.get(&m2, r.now).is_some(), "m2 used lately");
         // Full, every pin more popular than the newcomer: the idle one still goes.
         assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &meta(3, 4096),
-                    key: 3,
-                    rank: POPULAR_RANK
-                },
-                8192,
-                later,
-                |_| 15,
-                &mut gone
-            ),
+            r.ask_ranked(&meta(3, 4096), POPULAR_RANK, |_| 15),
             Admit::Map
         );
-        assert_eq!(gone.len(), 1);
-        assert_eq!(gone[0].key, 1);
-        gone.clear();
-        t.sweep(later + IDLE, &mut gone);
-        assert_eq!(gone.len(), 1, "m2 idle since; 3 still pending");
-        assert_eq!(t.used, 4096);
+        assert_eq!(r.gone.len(), 1);
+        assert_eq!(r.gone[0].key, 1);
+        r.gone.clear();
+        r.t.sweep(r.now + IDLE, &mut r.gone);
+        assert_eq!(r.gone.len(), 1, "m2 idle since; 3 still pending");
+        assert_eq!(r.t.used, 4096);
     }
 
     #[test]
     fn a_failed_mapping_gives_its_bytes_back_and_waits_before_a_retry() {
-        let mut t = Table::default();
-        let now = Instant::now();
-        let mut gone = Vec::new();
+        let mut r = Run::new(8192);
         let m = meta(1, 4096);
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &m,
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                8192,
-                now,
-                |_| 0,
-                &mut gone
-            ),
-            Admit::Map
-        );
-        t.settle(
-            (1, 1),
-            Identity::of(&m),
-            Err(std::io::Error::from_raw_os_error(libc::ENOMEM)),
-            now,
-        );
-        assert_eq!((t.used, t.failures), (0, 1));
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &m,
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                8192,
-                now,
-                |_| 0,
-                &mut gone
-            ),
-            Admit::No
-        );
-        assert_eq!(
-            t.admit(
-                Ask {
-                    meta: &m,
-                    key: 1,
-                    rank: POPULAR_RANK
-                },
-                8192,
-                now + RETRY,
-                |_| 0,
-                &mut gone
-            ),
-            Admit::Map
-        );
+        assert_eq!(r.ask(&m, POPULAR_RANK), Admit::Map);
+        let failed = Err(std::io::Error::from_raw_os_error(libc::ENOMEM));
+        r.t.settle((1, 1), Identity::of(&m), failed, r.now);
+        assert_eq!((r.t.used, r.t.failures), (0, 1));
+        assert_eq!(r.ask(&m, POPULAR_RANK), Admit::No);
+        r.now += RETRY;
+        assert_eq!(r.ask(&m, POPULAR_RANK), Admit::Map);
     }
 }

@@ -901,8 +901,8 @@ mod tests {
 
     #[test]
     fn a_locked_mapping_holds_its_pages_until_dropped() {
-        let _ = raise_memlock_limit(1 << 20);
-        if memlock_limit().unwrap() < 256 * 1024 {
+        let _ = crate::sys::process::raise_memlock_limit(1 << 20);
+        if crate::sys::process::memlock_limit().unwrap() < 256 * 1024 {
             eprintln!("RLIMIT_MEMLOCK below 256 KiB: skipped");
             return;
         }
@@ -1258,34 +1258,4 @@ pub fn map_locked(fd: impl AsFd, len: usize) -> io::Result<LockedMapping> {
     // SAFETY: the range is the mapping just made.
     cvt(unsafe { libc::mlock(mapping.addr.as_ptr(), len) })?;
     Ok(mapping)
-}
-
-/// The soft `RLIMIT_MEMLOCK`: how many bytes this process may lock.
-pub fn memlock_limit() -> io::Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) })?;
-    Ok(lim.rlim_cur)
-}
-
-/// Raises `RLIMIT_MEMLOCK` (soft and hard) to at least `bytes`: root can,
-/// before it gives up root; others get `EPERM` above their hard limit.
-pub fn raise_memlock_limit(bytes: u64) -> io::Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) })?;
-    if lim.rlim_cur >= bytes {
-        return Ok(());
-    }
-    lim.rlim_cur = bytes;
-    lim.rlim_max = lim.rlim_max.max(bytes);
-    // SAFETY: setrlimit reads the struct we own.
-    cvt(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) })?;
-    Ok(())
 }

@@ -344,15 +344,31 @@ pub fn drop_thread_privileges(uid: u32, gid: u32, groups: &[u32]) -> Result<(), 
     Ok(())
 }
 
-/// The soft `RLIMIT_NOFILE`: how many descriptors this process may hold.
-pub fn nofile_limit() -> io::Result<u64> {
+/// `getrlimit(resource)`.
+fn get_rlimit(resource: libc::__rlimit_resource_t) -> io::Result<libc::rlimit> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `lim` is writable storage for one `struct rlimit`.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
-    Ok(lim.rlim_cur)
+    cvt(unsafe { libc::getrlimit(resource, &mut lim) })?;
+    Ok(lim)
+}
+
+/// Sets `resource`'s soft limit to `n`, raising the hard limit to `n` if it
+/// is lower (which needs privilege) but never lowering it.
+fn raise_rlimit(resource: libc::__rlimit_resource_t, n: u64) -> io::Result<()> {
+    let mut lim = get_rlimit(resource)?;
+    lim.rlim_cur = n;
+    lim.rlim_max = lim.rlim_max.max(n);
+    // SAFETY: `lim` is a valid `struct rlimit`.
+    cvt(unsafe { libc::setrlimit(resource, &lim) })?;
+    Ok(())
+}
+
+/// The soft `RLIMIT_NOFILE`: how many descriptors this process may hold.
+pub fn nofile_limit() -> io::Result<u64> {
+    Ok(get_rlimit(libc::RLIMIT_NOFILE)?.rlim_cur)
 }
 
 /// Sets the soft `RLIMIT_NOFILE` to `n` (`worker_rlimit_nofile`), raising
@@ -360,17 +376,22 @@ pub fn nofile_limit() -> io::Result<u64> {
 /// lowering it: in one long-lived process a lowered hard limit could not be
 /// raised again by a later reload, as nginx's master can for new workers.
 pub fn set_nofile_limit(n: u64) -> io::Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is writable storage for one `struct rlimit`.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
-    lim.rlim_cur = n;
-    lim.rlim_max = lim.rlim_max.max(n);
-    // SAFETY: `lim` is a valid `struct rlimit`.
-    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
-    Ok(())
+    raise_rlimit(libc::RLIMIT_NOFILE, n)
+}
+
+/// The soft `RLIMIT_MEMLOCK`: how many bytes this process may lock.
+pub fn memlock_limit() -> io::Result<u64> {
+    Ok(get_rlimit(libc::RLIMIT_MEMLOCK)?.rlim_cur)
+}
+
+/// Raises `RLIMIT_MEMLOCK` (soft, and hard if lower) to at least `bytes`:
+/// root can, before it gives up root; others get `EPERM` above their hard
+/// limit. A higher limit is left as it is.
+pub fn raise_memlock_limit(bytes: u64) -> io::Result<()> {
+    if memlock_limit()? >= bytes {
+        return Ok(());
+    }
+    raise_rlimit(libc::RLIMIT_MEMLOCK, bytes)
 }
 
 /// Grows this process's descriptor table to hold at least `n` descriptors
