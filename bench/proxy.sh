@@ -403,6 +403,7 @@ NGINX_NOTE="    # nginx's copy only: client_body_, proxy_, fastcgi_, uwsgi_, scg
 TEMPLATE_SHOWN=${TEMPLATE//NGINX_ONLY/$NGINX_NOTE}
 SMALL_NOTE="s…s ($SMALL_BYTES bytes)"
 ORIGIN_SHOWN=${ORIGIN_TEMPLATE//$SMALL_BODY/$SMALL_NOTE}
+ORIGIN_SHOWN=${ORIGIN_SHOWN//$WORK/WORK} # no path of the machine in the report
 REPORT=$(
     cat <<EOF
 # Reverse proxy: nowait vs nginx
