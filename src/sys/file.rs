@@ -578,15 +578,30 @@ pub fn pread(fd: impl AsFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
 /// cache. `EAGAIN` when the first byte isn't cached; a short count when only
 /// a prefix is (the caller reads the rest on a pool thread).
 pub fn preadv2_nowait(fd: impl AsFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
+    unsafe { preadv2_nowait_raw(fd.as_fd(), buf.as_mut_ptr(), buf.len(), off) }
+}
+
+/// One `preadv2(RWF_NOWAIT)` of `len` bytes at `off` into `ptr`.
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes for the duration of the
+/// call (it may be uninitialized: the kernel writes only what it returns).
+unsafe fn preadv2_nowait_raw(
+    fd: BorrowedFd<'_>,
+    ptr: *mut u8,
+    len: usize,
+    off: u64,
+) -> io::Result<usize> {
     let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
+        iov_base: ptr.cast(),
+        iov_len: len,
     };
-    // SAFETY: `iov` describes `buf`, valid for writes of `buf.len()` bytes for
-    // the duration of the call; we pass exactly one iovec.
+    // SAFETY: `iov` describes memory the caller vouches for; exactly one
+    // iovec is passed.
     let n = unsafe {
         libc::preadv2(
-            fd.as_fd().as_raw_fd(),
+            fd.as_raw_fd(),
             &iov,
             1,
             off as libc::off_t,
@@ -608,23 +623,9 @@ pub fn preadv2_nowait_append(
 ) -> io::Result<usize> {
     buf.reserve(len);
     let spare = &mut buf.spare_capacity_mut()[..len];
-    let iov = libc::iovec {
-        iov_base: spare.as_mut_ptr().cast(),
-        iov_len: spare.len(),
-    };
-    // SAFETY: `iov` describes `spare`, `len` bytes of `buf`'s allocation
-    // past its length, valid for writes for the duration of the call; the
-    // kernel writes only the bytes it returns.
-    let n = unsafe {
-        libc::preadv2(
-            fd.as_fd().as_raw_fd(),
-            &iov,
-            1,
-            off as libc::off_t,
-            libc::RWF_NOWAIT,
-        )
-    };
-    let n = cvt(n)? as usize;
+    // SAFETY: `spare` is `len` bytes of `buf`'s allocation past its length,
+    // valid for writes for the duration of the call.
+    let n = unsafe { preadv2_nowait_raw(fd.as_fd(), spare.as_mut_ptr().cast(), len, off)? };
     // SAFETY: the kernel initialized the first `n <= len` bytes of the
     // spare capacity; the capacity holds them (reserved above).
     unsafe { buf.set_len(buf.len() + n) };
