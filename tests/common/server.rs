@@ -170,7 +170,10 @@ impl Server {
                 prefix: prefix.take().expect("the prefix is kept until a start"),
             };
             match server.wait_ready() {
-                Ok(()) => return server,
+                Ok(()) => {
+                    server.wait_unix_ready(&text);
+                    return server;
+                }
                 // The free port was taken by another process between
                 // `free_port` and the server's bind: try another one.
                 Err(e) if attempt < PORT_ATTEMPTS && e.contains("Address already in use") => {
@@ -273,6 +276,31 @@ impl Server {
         std::fs::read(&self.stderr_path)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_else(|e| format!("(cannot read {}: {e})", self.stderr_path.display()))
+    }
+
+    /// Waits until every `listen unix:PATH` of `conf` accepts connections.
+    /// The loopback port is ready first: a server binds and listens on its
+    /// sockets one after another, so a unix-domain socket can still be
+    /// bound but not listening (`ECONNREFUSED`) when the port answers — on
+    /// a loaded machine, for long enough that a test's first connect met it.
+    fn wait_unix_ready(&self, conf: &str) {
+        let paths = conf.lines().filter_map(|l| {
+            let rest = l.trim().strip_prefix("listen unix:")?;
+            Some(PathBuf::from(rest.split([' ', ';']).next()?))
+        });
+        for path in paths {
+            let deadline = Instant::now() + READY_TIMEOUT;
+            while std::os::unix::net::UnixStream::connect(&path).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "{} did not accept on unix:{} within {READY_TIMEOUT:?}; stderr:\n{}",
+                    self.kind.name(),
+                    path.display(),
+                    self.stderr()
+                );
+                sleep(READY_POLL);
+            }
+        }
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
