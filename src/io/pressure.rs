@@ -138,32 +138,16 @@ pub fn sample_now() {
 /// The memory the process may fill: its cgroup's limit when it has one
 /// (the smallest of `memory.max` and `memory.high` under v2), else the
 /// machine's (`MemTotal`); `None` when neither can be read. Reads files:
-/// call at startup, never on a loop.
+/// call at startup or from the pressure thread, never on a loop.
 pub fn memory_limit() -> Option<u64> {
     let sources = SOURCES.get()?;
     let s = sources.lock().unwrap_or_else(|e| e.into_inner());
-    let cgroup = match &s.cgroup {
-        Some(Cgroup::V1 { stat, .. }) => read(stat)
-            .and_then(|t| field(&t, "hierarchical_memory_limit"))
-            .filter(|&l| l < NO_LIMIT),
-        Some(Cgroup::V2 { max, high, .. }) => [
-            read(max).as_deref().and_then(number),
-            high.as_ref().and_then(read).as_deref().and_then(number),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .filter(|&l| l < NO_LIMIT),
-        None => None,
-    };
-    cgroup.or_else(|| {
-        let text = read(s.meminfo.as_ref()?)?;
-        let kb = text.lines().find_map(|l| {
-            let rest = l.strip_prefix("MemTotal:")?;
-            rest.split_whitespace().next()?.parse::<u64>().ok()
-        })?;
-        Some(kb * 1024)
-    })
+    let cgroup = s
+        .cgroup
+        .as_ref()
+        .and_then(cgroup_limit)
+        .filter(|&l| l < NO_LIMIT);
+    cgroup.or_else(|| Some(meminfo_kb(&read(s.meminfo.as_ref()?)?, "MemTotal")? * 1024))
 }
 
 /// The memory cgroup `/proc/self/cgroup` names, under `root`, if its files
@@ -209,24 +193,28 @@ fn cgroup_paths(text: &str) -> (Option<&str>, Option<&str>) {
 
 /// Whether the cgroup is near its limit; `None` when a figure is missing.
 fn cgroup_full(c: &Cgroup) -> Option<bool> {
-    let (usage, limit) = match c {
-        Cgroup::V1 { usage, stat } => {
-            let usage = number(&read(usage)?)?;
-            let limit = field(&read(stat)?, "hierarchical_memory_limit")?;
-            (usage, limit)
-        }
-        Cgroup::V2 { current, max, high } => {
-            let usage = number(&read(current)?)?;
-            let limit = [Some(max), high.as_ref()]
+    let usage = match c {
+        Cgroup::V1 { usage, .. } => number(&read(usage)?)?,
+        Cgroup::V2 { current, .. } => number(&read(current)?)?,
+    };
+    Some(near_limit(usage, cgroup_limit(c)?))
+}
+
+/// The cgroup's limit: v1's `hierarchical_memory_limit` (the smallest of it
+/// and its ancestors'), v2's smaller of `memory.max` and `memory.high`
+/// (`u64::MAX` for neither); "no limit" is a huge number either way.
+fn cgroup_limit(c: &Cgroup) -> Option<u64> {
+    match c {
+        Cgroup::V1 { stat, .. } => field(&read(stat)?, "hierarchical_memory_limit"),
+        Cgroup::V2 { max, high, .. } => Some(
+            [Some(max), high.as_ref()]
                 .into_iter()
                 .flatten()
                 .filter_map(|f| read(f).and_then(|t| number(&t)))
                 .min()
-                .unwrap_or(u64::MAX);
-            (usage, limit)
-        }
-    };
-    Some(near_limit(usage, limit))
+                .unwrap_or(u64::MAX),
+        ),
+    }
 }
 
 /// `usage` is at least [`CGROUP_FULL_PERMILLE`] of a real `limit`.
@@ -237,15 +225,17 @@ fn near_limit(usage: u64, limit: u64) -> bool {
 /// From `/proc/meminfo`: `MemAvailable` below [`AVAILABLE_LOW_PERMILLE`] of
 /// `MemTotal`.
 fn memory_low(meminfo: &str) -> Option<bool> {
-    let kb = |name: &str| {
-        meminfo.lines().find_map(|l| {
-            let rest = l.strip_prefix(name)?.strip_prefix(':')?;
-            rest.split_whitespace().next()?.parse::<u64>().ok()
-        })
-    };
-    let total = kb("MemTotal")?;
-    let available = kb("MemAvailable")?;
+    let total = meminfo_kb(meminfo, "MemTotal")?;
+    let available = meminfo_kb(meminfo, "MemAvailable")?;
     Some(available.saturating_mul(1000) < total.saturating_mul(AVAILABLE_LOW_PERMILLE))
+}
+
+/// The kB figure of `name` in `/proc/meminfo`'s text.
+fn meminfo_kb(meminfo: &str, name: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse::<u64>().ok()
+    })
 }
 
 /// A file's whole text, read from its start (procfs and cgroupfs files
