@@ -96,6 +96,14 @@ def summarize(text):
             vals = [v for _, v in pick(s, metric, quantile=q)]
             if vals:
                 out[f"{key}_{qk}"] = max(vals)
+    # The exact maxima (to 1%) where the server exports them, instead of
+    # the upper bound of the highest bucket.
+    for metric, key in (("nowait_loop_poll_max_seconds", "poll"),
+                        ("nowait_loop_turn_max_seconds", "turn")):
+        vals = [v for _, v in pick(s, metric)]
+        if vals:
+            out[f"{key}_max"] = max(vals)
+            out["max_exact"] = True
     fast = {}
     for l, v in pick(s, "nowait_fast_path_total"):
         k = (l["op"], l["result"])

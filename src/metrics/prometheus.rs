@@ -151,6 +151,23 @@ pub fn render(
             &h.turn,
         );
     }
+    for (name, help, pick) in [
+        (
+            "nowait_loop_poll_max_seconds",
+            "The longest poll of one task on a worker's loop since start (within 1%).",
+            (|h: &super::worker::Histograms| h.poll.max()) as fn(&super::worker::Histograms) -> u64,
+        ),
+        (
+            "nowait_loop_turn_max_seconds",
+            "The longest turn of a worker's event loop since start (within 1%).",
+            |h| h.turn.max(),
+        ),
+    ] {
+        header(&mut out, name, "gauge", help);
+        for (id, h) in &hists {
+            let _ = writeln!(out, "{name}{{worker=\"{id}\"}} {}", pick(h) as f64 / 1e6);
+        }
+    }
     header(
         &mut out,
         "nowait_ttfb_seconds",
@@ -497,6 +514,15 @@ mod tests {
         assert!(text.contains("nowait_loop_poll_seconds_bucket{worker=\"1\",le=\"0.005\"} 3"));
         assert!(text.contains("nowait_loop_poll_seconds_bucket{worker=\"1\",le=\"0.1\"} 4"));
         assert!(text.contains("# TYPE nowait_loop_turn_seconds histogram"));
+        // The longest poll to 1%, not the upper bound of its bucket (0.25).
+        let max: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("nowait_loop_poll_max_seconds{worker=\"1\"} "))
+            .expect("the poll maximum")
+            .parse()
+            .expect("a number");
+        assert!((0.1..=0.101).contains(&max), "{max}");
+        assert!(text.contains("nowait_loop_turn_max_seconds{worker=\"1\"} 0\n"));
         assert!(text.contains("nowait_fast_path_total{worker=\"1\",op=\"open\",result=\"hit\"} 2"));
         assert!(
             text.contains("nowait_fast_path_total{worker=\"1\",op=\"read\",result=\"miss\"} 1")

@@ -191,7 +191,8 @@ thread_local! {
 /// A worker's main future, whose every poll is one turn of the worker's
 /// event loop: the runtime polls its reactor (`epoll_wait`), then polls this
 /// future, which runs the tasks the reactor woke (a `LocalSet` runs at most
-/// 61 per poll and asks to be polled again if more are ready), then the
+/// 61 per poll and asks to be polled again if more are ready; a task is not
+/// begun after the turn has run [`super::timed::TURN_BUDGET`]), then the
 /// runtime polls the reactor again. Each poll's duration — from the
 /// reactor's return to the next call into it, as Cloudflare's
 /// `event_loop_blocked` measures nginx's — is recorded in the worker's
@@ -216,6 +217,7 @@ impl<F: std::future::Future> std::future::Future for Turns<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
         let start = Instant::now();
+        super::timed::turn_began(start);
         let out = self.inner.as_mut().poll(cx);
         let spent = start.elapsed();
         with(|m| m.turn(spent));
