@@ -48,18 +48,21 @@ pub enum Method {
 }
 
 impl Method {
-    fn from_token(token: &str) -> Method {
+    /// The method a request line's token names. The token's bytes are
+    /// matched as they are: nginx's machine took only `A-Z`, `_` and `-`,
+    /// so the known methods need no conversion to text first.
+    fn from_token(token: &[u8]) -> Method {
         match token {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "POST" => Method::Post,
-            "PUT" => Method::Put,
-            "DELETE" => Method::Delete,
-            "OPTIONS" => Method::Options,
-            "TRACE" => Method::Trace,
-            "PATCH" => Method::Patch,
-            "CONNECT" => Method::Connect,
-            other => Method::Other(other.to_string()),
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            b"PUT" => Method::Put,
+            b"DELETE" => Method::Delete,
+            b"OPTIONS" => Method::Options,
+            b"TRACE" => Method::Trace,
+            b"PATCH" => Method::Patch,
+            b"CONNECT" => Method::Connect,
+            other => Method::Other(String::from_utf8_lossy(other).into_owned()),
         }
     }
 
@@ -308,7 +311,7 @@ fn fast_fields(section: &[u8], rules: HeaderRules) -> Option<(usize, Fields)> {
         Ok(httparse::Status::Complete((len, parsed)))
             if memchr::memchr(b'\t', &section[..len]).is_none() =>
         {
-            Some((len, collect_headers(parsed, rules)))
+            Some((len, collect_headers(parsed, len, rules)))
         }
         _ => None,
     }
@@ -343,14 +346,20 @@ fn scan_fields(section: &[u8], rules: HeaderRules) -> Result<Option<(usize, Fiel
     }
 }
 
-/// Owned header fields, without those nginx ignores under `rules`.
-fn collect_headers(parsed: &[httparse::Header<'_>], rules: HeaderRules) -> Fields {
-    let kept = || parsed.iter().filter(|h| rules.keeps(h.name.as_bytes()));
+/// Owned header fields, without those nginx ignores under `rules`;
+/// `section_len`, the bytes they were parsed from, is room enough for
+/// their names and values (each name is checked once, not once more to
+/// size the buffers).
+fn collect_headers(
+    parsed: &[httparse::Header<'_>],
+    section_len: usize,
+    rules: HeaderRules,
+) -> Fields {
     let mut fields = Fields {
-        bytes: Vec::with_capacity(kept().map(|h| h.name.len() + h.value.len()).sum()),
-        spans: Vec::with_capacity(kept().count()),
+        bytes: Vec::with_capacity(section_len),
+        spans: Vec::with_capacity(parsed.len()),
     };
-    for h in kept() {
+    for h in parsed.iter().filter(|h| rules.keeps(h.name.as_bytes())) {
         fields.push(h.name, trim_spaces(h.value));
     }
     fields
@@ -391,8 +400,7 @@ fn parse_request_line(scanned: &ScannedLine<'_>) -> Result<RequestLine, HeadErro
         Some((1, 0)) => Version::Http10,
         Some(_) => Version::Http11,
     };
-    // Methods are ASCII: the machine took only `A-Z`, `_` and `-`.
-    let method = Method::from_token(&String::from_utf8_lossy(scanned.method));
+    let method = Method::from_token(scanned.method);
     Ok(RequestLine {
         method,
         version,

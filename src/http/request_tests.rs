@@ -126,6 +126,28 @@ fn methods() {
 }
 
 #[test]
+fn every_known_method_and_near_misses() {
+    for (token, method) in [
+        ("GET", Method::Get),
+        ("HEAD", Method::Head),
+        ("POST", Method::Post),
+        ("PUT", Method::Put),
+        ("DELETE", Method::Delete),
+        ("OPTIONS", Method::Options),
+        ("PATCH", Method::Patch),
+    ] {
+        let h = ok(&format!("{token} / HTTP/1.0\r\n\r\n"));
+        assert_eq!(h.method, method);
+        assert_eq!(h.method.as_str(), token);
+    }
+    // A known method's prefix or extension is another method.
+    for token in ["GE", "GETS", "POST_", "HEAD-"] {
+        let h = ok(&format!("{token} / HTTP/1.0\r\n\r\n"));
+        assert_eq!(h.method, Method::Other(token.to_string()));
+    }
+}
+
+#[test]
 fn host_rules() {
     assert_eq!(err("GET / HTTP/1.1\r\n\r\n"), HeadError::MissingHost);
     assert_eq!(
