@@ -110,6 +110,29 @@ impl Headers {
         })
     }
 
+    /// [`Headers::iter`], with each name and value also as text when it is
+    /// valid UTF-8 (nearly always: `None` for one that is not). The list's
+    /// bytes are checked once, not field by field: a field of a list that
+    /// is valid UTF-8 is valid too, unless it starts or ends inside a
+    /// character (a name with a multi-byte character, its value starting
+    /// with the rest), which `str::get` finds.
+    pub fn iter_text(&self) -> impl Iterator<Item = (Field<'_>, Option<(&str, &str)>)> + '_ {
+        let text = self
+            .fields
+            .as_ref()
+            .and_then(|f| std::str::from_utf8(&f.bytes).ok());
+        let spans: &[[u32; 3]] = self.fields.as_ref().map_or(&[], |f| &f.spans);
+        self.iter().zip(spans).map(move |(field, &[a, b, c])| {
+            let text = text.and_then(|t| {
+                Some((
+                    t.get(a as usize..b as usize)?,
+                    t.get(b as usize..c as usize)?,
+                ))
+            });
+            (field, text)
+        })
+    }
+
     /// The value of the first field named `name` (ASCII case-insensitive).
     /// nginx keeps the first of most repeated response headers
     /// (`ngx_http_upstream_process_header_line`).

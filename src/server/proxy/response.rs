@@ -25,26 +25,68 @@ use crate::upstream::head::ResponseHead;
 use super::super::reply::{Body, Reply};
 use super::super::request::Req;
 
-/// Fields nginx never passes on unless `proxy_pass_header` names them
-/// (`ngx_http_proxy_hide_headers`).
-const HIDDEN: [&str; 8] = [
-    "Date",
-    "Server",
-    "X-Pad",
-    "X-Accel-Expires",
-    "X-Accel-Redirect",
-    "X-Accel-Limit-Rate",
-    "X-Accel-Buffering",
-    "X-Accel-Charset",
+/// The field names [`reply`] treats apart, found with one look at a name
+/// ([`Known::of`]) instead of a comparison with each list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// Hidden by default (`ngx_http_proxy_hide_headers`): passed only when
+    /// `proxy_pass_header` names it.
+    Date,
+    /// Hidden by default.
+    Server,
+    /// Hidden by default: `X-Pad` and the `X-Accel-*` fields.
+    Hidden,
+    /// `Content-Length`, `Connection`, `Keep-Alive`, `Transfer-Encoding`:
+    /// they describe the upstream connection and its framing, never passed.
+    Hop,
+    /// `Content-Type`.
+    ContentType,
+    /// `Location`.
+    Location,
+    /// `Refresh`.
+    Refresh,
+}
+
+/// Every name of [`Known`], by length: a name is compared with the few of
+/// its length only.
+const KNOWN: [(&str, Known); 15] = [
+    ("Date", Known::Date),
+    ("X-Pad", Known::Hidden),
+    ("Server", Known::Server),
+    ("Refresh", Known::Refresh),
+    ("Location", Known::Location),
+    ("Connection", Known::Hop),
+    ("Keep-Alive", Known::Hop),
+    ("Content-Type", Known::ContentType),
+    ("Content-Length", Known::Hop),
+    ("X-Accel-Expires", Known::Hidden),
+    ("X-Accel-Charset", Known::Hidden),
+    ("X-Accel-Redirect", Known::Hidden),
+    ("X-Accel-Buffering", Known::Hidden),
+    ("Transfer-Encoding", Known::Hop),
+    ("X-Accel-Limit-Rate", Known::Hidden),
 ];
 
-/// Fields that describe the upstream connection and its framing.
-const HOP: [&str; 4] = [
-    "Content-Length",
-    "Connection",
-    "Keep-Alive",
-    "Transfer-Encoding",
-];
+impl Known {
+    /// What `name` is (ASCII case-insensitive), `None` for any other field.
+    fn of(name: &[u8]) -> Option<Known> {
+        // Lengths of the names of `KNOWN`: 4 to 18; most fields an
+        // upstream sends have another length, or differ at once.
+        if !(4..=18).contains(&name.len()) {
+            return None;
+        }
+        KNOWN
+            .iter()
+            .filter(|(n, _)| n.len() == name.len())
+            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+            .map(|&(_, k)| k)
+    }
+
+    /// Whether nginx hides it by default (`ngx_http_proxy_hide_headers`).
+    fn hidden_by_default(self) -> bool {
+        matches!(self, Known::Date | Known::Server | Known::Hidden)
+    }
+}
 
 /// What the upstream asked of this response through `X-Accel-*`.
 #[derive(Debug, Default)]
@@ -68,17 +110,16 @@ fn listed(list: &[String], name: &[u8]) -> bool {
     list.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
 }
 
-fn hidden(conf: &LocConf, name: &[u8]) -> bool {
-    let by_default = HIDDEN
-        .iter()
-        .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
-        && !listed(&conf.proxy_pass_header, name);
-    by_default || listed(&conf.proxy_hide_header, name)
-}
-
-/// Whether `name` is one of [`HOP`].
-fn hop(name: &[u8]) -> bool {
-    HOP.iter().any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+/// Whether a field named `name` (which is `known`) is not passed on: one
+/// of [`Known::Hop`], or hidden by default and not `proxy_pass_header`, or
+/// `proxy_hide_header`.
+fn withheld(conf: &LocConf, name: &[u8], known: Option<Known>) -> bool {
+    match known {
+        Some(Known::Hop) => return true,
+        Some(k) if k.hidden_by_default() && !listed(&conf.proxy_pass_header, name) => return true,
+        _ => {}
+    }
+    listed(&conf.proxy_hide_header, name)
 }
 
 /// The reply for `head` (its body is the caller's), and what `X-Accel-*`
@@ -92,25 +133,31 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
     }
     reply.length_override = head.content_length.filter(|_| !head.chunked);
     reply.content = true;
+    // Room for every field at once: most are passed on.
+    reply.extra.reserve(head.headers.len());
     let mut accel = Accel::default();
-    for (name, value) in head.headers.iter() {
+    for ((name, value), text) in head.headers.iter_text() {
         // Names are compared as bytes: only a field passed on is made text
         // (most responses carry framing and hidden fields the client never
         // sees).
         if name.len() > ACCEL.len() && name[..ACCEL.len()].eq_ignore_ascii_case(ACCEL) {
             steer(conf, &borrowed_lossy(name), value, &mut accel, &mut reply);
         }
-        if hop(name) || hidden(conf, name) {
+        let known = Known::of(name);
+        if withheld(conf, name, known) {
             continue;
         }
-        let text = owned_lossy(value);
-        if name.eq_ignore_ascii_case(b"Content-Type") {
+        // The list was checked as text once; a field that is not text
+        // (rare) is converted on its own.
+        let owned_name = || text.map_or_else(|| owned_lossy(name), |(n, _)| n.to_owned());
+        let text = text.map_or_else(|| owned_lossy(value), |(_, v)| v.to_owned());
+        if known == Some(Known::ContentType) {
             reply.set_upstream_content_type(text);
-        } else if name.eq_ignore_ascii_case(b"Server") {
+        } else if known == Some(Known::Server) {
             reply.server = Some(text);
-        } else if name.eq_ignore_ascii_case(b"Date") {
+        } else if known == Some(Known::Date) {
             reply.date = Some(text);
-        } else if name.eq_ignore_ascii_case(b"Location") && reply.location.is_none() {
+        } else if known == Some(Known::Location) && reply.location.is_none() {
             // Only a rewritten value becomes the response's own Location,
             // which the header filter makes absolute; one no rule matched
             // passes as the upstream wrote it
@@ -121,18 +168,18 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
                 // One no rule rewrote stays among the upstream's fields, as
                 // it was written (nginx leaves `headers_out.location` unset
                 // for a relative one).
-                None if text.starts_with('/') => reply.extra.push((owned_lossy(name), text)),
+                None if text.starts_with('/') => reply.extra.push((owned_name(), text)),
                 None => reply.location = Some(text),
             }
-        } else if name.eq_ignore_ascii_case(b"Refresh") {
+        } else if known == Some(Known::Refresh) {
             let lower = text.to_ascii_lowercase();
             let value = match lower.find("url=") {
                 Some(i) => rewrite_redirect(r, conf, &text, i + 4).unwrap_or(text),
                 None => text,
             };
-            reply.extra.push((owned_lossy(name), value));
+            reply.extra.push((owned_name(), value));
         } else {
-            reply.extra.push((owned_lossy(name), text));
+            reply.extra.push((owned_name(), text));
         }
     }
     (reply, accel)
@@ -212,4 +259,81 @@ pub fn rewrite_redirect(r: &Req<'_>, conf: &LocConf, value: &str, prefix: usize)
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_in_any_case_and_only_them() {
+        for (name, known) in KNOWN {
+            assert_eq!(Known::of(name.as_bytes()), Some(known), "{name}");
+            let lower = name.to_ascii_lowercase();
+            assert_eq!(Known::of(lower.as_bytes()), Some(known), "{lower}");
+            let upper = name.to_ascii_uppercase();
+            assert_eq!(Known::of(upper.as_bytes()), Some(known), "{upper}");
+            // One byte more or less, or another last byte: another field.
+            assert_eq!(Known::of(&name.as_bytes()[1..]), None);
+            assert_eq!(Known::of(format!("{name}s").as_bytes()), None);
+            let mut other = name.as_bytes().to_vec();
+            *other.last_mut().unwrap() = b'_';
+            assert_eq!(Known::of(&other), None);
+        }
+        for name in [
+            "",
+            "X",
+            "ETag",
+            "X-Accel-Foo",
+            "Last-Modified",
+            "Accept-Ranges",
+        ] {
+            assert_eq!(Known::of(name.as_bytes()), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn nginx_hides_and_drops_the_same_fields() {
+        // `ngx_http_proxy_hide_headers`, and the fields that describe the
+        // upstream connection.
+        let hidden = [
+            "Date",
+            "Server",
+            "X-Pad",
+            "X-Accel-Expires",
+            "X-Accel-Redirect",
+            "X-Accel-Limit-Rate",
+            "X-Accel-Buffering",
+            "X-Accel-Charset",
+        ];
+        let hop = [
+            "Content-Length",
+            "Connection",
+            "Keep-Alive",
+            "Transfer-Encoding",
+        ];
+        let conf = LocConf::default();
+        for name in hidden.iter().chain(&hop) {
+            assert!(
+                withheld(&conf, name.as_bytes(), Known::of(name.as_bytes())),
+                "{name}"
+            );
+        }
+        for name in ["Content-Type", "Location", "Refresh", "ETag", "X-Accel-Foo"] {
+            assert!(
+                !withheld(&conf, name.as_bytes(), Known::of(name.as_bytes())),
+                "{name}"
+            );
+        }
+        let conf = LocConf {
+            proxy_pass_header: vec!["server".into(), "connection".into()],
+            proxy_hide_header: vec!["ETag".into()],
+            ..LocConf::default()
+        };
+        // `proxy_pass_header` passes a hidden field, never a hop-by-hop one.
+        assert!(!withheld(&conf, b"Server", Some(Known::Server)));
+        assert!(withheld(&conf, b"Date", Some(Known::Date)));
+        assert!(withheld(&conf, b"Connection", Some(Known::Hop)));
+        assert!(withheld(&conf, b"etag", None));
+    }
 }

@@ -502,3 +502,34 @@ fn httparse_and_nginx_state_machine_agree_where_httparse_is_used() {
         }
     }
 }
+
+#[test]
+fn fields_as_text_checked_once_for_the_list() {
+    let text = |h: &Headers| -> Vec<Option<(String, String)>> {
+        h.iter_text()
+            .map(|(_, t)| t.map(|(n, v)| (n.to_owned(), v.to_owned())))
+            .collect()
+    };
+    let both = |n: &str, v: &str| Some((n.to_owned(), v.to_owned()));
+    assert!(Headers::default().iter_text().next().is_none());
+    let mut h = Headers::default();
+    h.push(b"X-A", b"1");
+    h.push("X-\u{e9}".as_bytes(), "caf\u{e9}".as_bytes());
+    assert_eq!(text(&h), [both("X-A", "1"), both("X-\u{e9}", "caf\u{e9}")]);
+    // One value that is not UTF-8: the list is not text, every field is
+    // left to be converted on its own.
+    h.push(b"X-B", b"\xff");
+    assert_eq!(text(&h), [None, None, None]);
+    // A list that is valid UTF-8 only because a name ends inside a
+    // character its value completes: that field is not text.
+    let mut h = Headers::default();
+    h.push(b"X-C", b"2");
+    h.push(b"X-\xc3", b"\xa9");
+    assert!(std::str::from_utf8(&h.fields.as_ref().unwrap().bytes).is_ok());
+    assert_eq!(text(&h), [both("X-C", "2"), None]);
+    // The fields themselves are the same either way.
+    assert_eq!(
+        h.iter_text().map(|(f, _)| f).collect::<Vec<_>>(),
+        h.iter().collect::<Vec<_>>()
+    );
+}
