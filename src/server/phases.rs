@@ -722,8 +722,17 @@ fn pool_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Pool>>, Status> {
     let Aio::Threads(name) = &r.conf.aio else {
         return Ok(None);
     };
-    let name = r.expand_lossy(name);
-    match site.pools.get(&name) {
+    // A name without variables (nearly always) is looked up as written,
+    // not copied first.
+    let expanded;
+    let name = match name.parts.as_slice() {
+        [crate::config::template::Part::Literal(s)] => s.as_str(),
+        _ => {
+            expanded = r.expand_lossy(name);
+            expanded.as_str()
+        }
+    };
+    match site.pools.get(name) {
         Some(p) => Ok(Some(p.clone())),
         None => {
             r.error_log().log(
