@@ -112,7 +112,11 @@ $NGINX_TEMP
 }"
 
 # The one configuration both servers get; NGINX_ONLY holds lines that
-# nowait does not need (nginx's other modules' temp paths). The servers
+# nowait does not need (nginx's other modules' temp paths), NOWAIT_ONLY
+# nowait's `loop_turn_budget off`: under valgrind a request takes ~50 times
+# as long, so a 250 µs turn holds one or two where a native one holds ~40,
+# and the budget's deferrals, rare outside valgrind, would be counted in
+# every request. The servers
 # keep the user who runs the script: callgrind creates its profile when
 # the process starts and writes it when the process ends, and nowait's
 # workers are threads of that process, which could not write it as nobody.
@@ -120,7 +124,7 @@ TEMPLATE="user $(id -un) $(id -gn);
 worker_processes 1;
 pid PREFIX/x.pid;
 error_log PREFIX/error.log;
-events { worker_connections 1024; }
+events { worker_connections 1024; NOWAIT_ONLY }
 http {
     access_log off;
     keepalive_requests 1000000;
@@ -142,10 +146,11 @@ NGINX_ONLY
     }
 }"
 
-make_prefix() { # make_prefix NAME TEMPLATE EXTRA: writes PREFIX/nginx.conf, prints PREFIX
+make_prefix() { # make_prefix NAME TEMPLATE NGINX_EXTRA [NOWAIT_EXTRA]: writes PREFIX/nginx.conf, prints PREFIX
     local prefix=$WORK/$1
     mkdir -p "$prefix/cg"
     local conf=${2//NGINX_ONLY/$3}
+    conf=${conf//NOWAIT_ONLY/${4:-}}
     conf=${conf//PREFIX/$prefix}
     printf '%s\n' "$conf" >"$prefix/nginx.conf"
     echo "$prefix"
@@ -206,15 +211,16 @@ seconds() { # 10s / 1m -> seconds
 # measure SERVER PATH: leaves "requests instructions per_request" in FIG.
 FIG=
 measure() {
-    local server=$1 path bin extra='' prefix got n total f t
+    local server=$1 path bin extra='' own='' prefix got n total f t
     path=$(url_path "$2")
     if [[ $server == nginx ]]; then
         bin=$NGINX_BIN
         extra=$NGINX_TEMP
     else
         bin=$NOWAIT_BIN
+        own='loop_turn_budget off;'
     fi
-    prefix=$(make_prefix "$server-$2" "$TEMPLATE" "$extra")
+    prefix=$(make_prefix "$server-$2" "$TEMPLATE" "$extra" "$own")
     start "$prefix" "$PORT" valgrind --tool=callgrind \
         "--callgrind-out-file=$prefix/cg/callgrind.%p.out" "$bin"
     SERVER_PID=$STARTED

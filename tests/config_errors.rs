@@ -993,3 +993,21 @@ fn regression_pool_name_combinations_are_bounded() {
         12,
     );
 }
+
+#[test]
+fn loop_turn_budget_takes_microseconds_milliseconds_or_off() {
+    for (i, v) in ["250us", "1ms", "off", "1s"].iter().enumerate() {
+        ok(
+            &format!("turn-budget-{i}"),
+            &format!("events {{\n    loop_turn_budget {v};\n}}\n"),
+        );
+    }
+    for (i, v) in ["0", "0us", "2s", "fast", "-5us"].iter().enumerate() {
+        emerg(
+            &format!("turn-budget-bad-{i}"),
+            &format!("events {{\n    loop_turn_budget {v};\n}}\n"),
+            &format!("invalid value \"{v}\" in \"loop_turn_budget\" directive"),
+            2,
+        );
+    }
+}

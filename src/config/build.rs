@@ -58,6 +58,8 @@ pub struct EventsSet {
     pub multi_accept: bool,
     /// `use` seen.
     pub use_method: bool,
+    /// `loop_turn_budget` seen.
+    pub turn_budget: bool,
 }
 
 /// The block a directive appears in, with the value being built for it.

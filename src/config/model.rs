@@ -133,6 +133,10 @@ pub struct EventsConf {
     pub accept_mutex: bool,
     /// `multi_accept` (default off).
     pub multi_accept: bool,
+    /// `loop_turn_budget` (nowait's own; default 250 µs, `None` for off):
+    /// how long a turn of a worker's loop runs tasks before the rest wait
+    /// for the next turn (`metrics::timed`).
+    pub turn_budget: Option<std::time::Duration>,
 }
 
 impl Default for EventsConf {
@@ -141,6 +145,7 @@ impl Default for EventsConf {
             worker_connections: 512,
             accept_mutex: false,
             multi_accept: false,
+            turn_budget: Some(crate::metrics::timed::DEFAULT_TURN_BUDGET),
         }
     }
 }

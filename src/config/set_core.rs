@@ -192,6 +192,35 @@ pub fn multi_accept(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
     Ok(())
 }
 
+/// The longest `loop_turn_budget` accepted: a turn that long is no budget.
+const MAX_TURN_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `loop_turn_budget time | off;` (nowait's own): a time in nginx's syntax,
+/// or in microseconds with `us` (`250us`), from 1 µs to 1 s.
+pub fn loop_turn_budget(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let (ev, seen) = events_scope(scope);
+    once(&mut seen.turn_budget, d)?;
+    let s = d.arg(0);
+    ev.turn_budget = match s {
+        "off" => None,
+        _ => {
+            let t = match s.strip_suffix("us") {
+                Some(n) => value::number(n).map(std::time::Duration::from_micros),
+                None => value::time(s, true),
+            };
+            match t {
+                Some(t) if !t.is_zero() && t <= MAX_TURN_BUDGET => Some(t),
+                _ => return Err(invalid(d, s)),
+            }
+        }
+    };
+    Ok(())
+}
+
 /// `use epoll;` — the only event method nowait has on Linux.
 pub fn use_method(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let (_, seen) = events_scope(scope);

@@ -2,7 +2,8 @@
 //! clock reading taken at the start of that poll, which the task may use as
 //! "now" instead of reading the clock again (nginx reads its clock once per
 //! turn of its event loop for the same reason); and the turn's budget: a
-//! task whose turn has already run [`TURN_BUDGET`] waits for the next one.
+//! task whose turn has already run its budget (`loop_turn_budget`, by
+//! default [`DEFAULT_TURN_BUDGET`]) waits for the next one.
 //!
 //! ## Why a turn has a time budget
 //!
@@ -13,8 +14,9 @@
 //! the loop's timers and new events waited that long, and issue 12's
 //! "loop turn p99 < 1 ms" could not hold. nginx's turn has the same shape
 //! (every event epoll returned, up to 512). Here a turn ends once it has
-//! run for [`TURN_BUDGET`]: a task polled after that is woken again and
-//! left for the next turn, in the same order (the batch's queue is a FIFO),
+//! run for its budget: a task polled after that is left for the next
+//! turn, woken as the turn ends in the order it was left, ahead of the
+//! tasks the reactor wakes next (the batch's queue is a FIFO),
 //! so no connection is served less often than before; the reactor and the
 //! timers are polled between, and the worker gives way to other runnable
 //! threads (`server::worker`'s yield after each turn). A turn is thus
@@ -34,17 +36,24 @@ use super::worker;
 const WALL_REFRESH: Duration = Duration::from_millis(500);
 
 /// How long a turn of a worker's loop runs tasks before the tasks still
-/// ready wait for the next turn (see the module's documentation). A
-/// quarter of issue 12's 1 ms target for a turn's p99: a task's poll that
-/// starts just before the budget runs out still ends within it.
-pub const TURN_BUDGET: Duration = Duration::from_micros(250);
+/// ready wait for the next turn (see the module's documentation), unless
+/// `loop_turn_budget` says otherwise. A quarter of issue 12's 1 ms target
+/// for a turn's p99: a task's poll that starts just before the budget runs
+/// out still ends within it.
+pub const DEFAULT_TURN_BUDGET: Duration = Duration::from_micros(250);
 
 thread_local! {
     /// When the poll running on this thread began, if one is running.
     static POLL_START: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// When the current turn of this thread's worker loop began, if the
-    /// thread runs one (`metrics::worker::Turns`).
-    static TURN_START: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// This thread's worker's turn budget (`loop_turn_budget`), if any.
+    static TURN_BUDGET: Cell<Option<Duration>> = const { Cell::new(None) };
+    /// When the current turn of this thread's worker loop has run its
+    /// budget, if the thread runs one (`metrics::worker::Turns`) with a
+    /// budget.
+    static TURN_END: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The tasks the current turn left for the next, in order.
+    static DEFERRED: std::cell::RefCell<Vec<std::task::Waker>> =
+        const { std::cell::RefCell::new(Vec::new()) };
     /// A wall-clock reading and the monotonic time it was taken at.
     static WALL: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
 }
@@ -77,22 +86,37 @@ pub fn wall_now() -> SystemTime {
     })
 }
 
-/// A turn of this thread's worker loop begins now (`metrics::worker::Turns`).
-pub fn turn_began(at: Instant) {
-    TURN_START.with(|t| t.set(Some(at)));
+/// This thread's worker loop gives its turns `budget` (`None`: no budget).
+pub fn set_turn_budget(budget: Option<Duration>) {
+    TURN_BUDGET.with(|b| b.set(budget));
 }
 
-/// Whether the current turn, if any, has run its [`TURN_BUDGET`] by `now`.
+/// A turn of this thread's worker loop begins now (`metrics::worker::Turns`).
+pub fn turn_began(at: Instant) {
+    let end = TURN_BUDGET.with(Cell::get).map(|b| at + b);
+    TURN_END.with(|t| t.set(end));
+}
+
+/// The turn of this thread's worker loop has ended: the tasks it left over
+/// are woken, in the order they were left, ahead of what the reactor wakes
+/// next (the batch's queue is a FIFO), so none waits more than one turn
+/// behind newer work. (tokio's `yield_now` defers to after the reactor's
+/// poll, and wakes its deferred tasks last first.)
+pub fn end_turn() {
+    let left = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    for w in left {
+        w.wake();
+    }
+}
+
+/// Whether the current turn, if any, has run its budget by `now`.
 fn turn_spent(now: Instant) -> bool {
-    TURN_START.with(|t| {
-        t.get()
-            .is_some_and(|s| now.saturating_duration_since(s) >= TURN_BUDGET)
-    })
+    TURN_END.with(|t| t.get().is_some_and(|end| now >= end))
 }
 
 /// A future that records the duration of each of its polls in the current
 /// worker's `poll` histogram, and waits for the next turn of the loop when
-/// the current one has run its [`TURN_BUDGET`].
+/// the current one has run its budget.
 pub struct Timed<F> {
     inner: Pin<Box<F>>,
 }
@@ -110,9 +134,10 @@ impl<F: Future> Future for Timed<F> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let start = Instant::now();
         if turn_spent(start) {
-            // Woken at once: the batch's queue puts it behind the tasks
-            // already ready, and the turn ends within the batch.
-            cx.waker().wake_by_ref();
+            // Woken when the turn ends ([`end_turn`]): a task woken at once
+            // would be polled again in the same turn, up to the batch's 61
+            // polls.
+            DEFERRED.with(|d| d.borrow_mut().push(cx.waker().clone()));
             return Poll::Pending;
         }
         let outer = POLL_START.with(|p| p.replace(Some(start)));
@@ -158,13 +183,14 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
+        set_turn_budget(Some(DEFAULT_TURN_BUDGET));
         let local = tokio::task::LocalSet::new();
         let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         for i in 0..4 {
             let order = order.clone();
             local.spawn_local(Timed::new(async move {
                 // Each poll outlasts the budget by itself.
-                std::thread::sleep(TURN_BUDGET + Duration::from_micros(50));
+                std::thread::sleep(DEFAULT_TURN_BUDGET + Duration::from_micros(50));
                 order.borrow_mut().push(i);
             }));
         }
@@ -183,7 +209,8 @@ mod tests {
         assert!(turns >= 4, "turns: {turns}");
         let polls = m.histograms().poll.len();
         assert_eq!(polls, 4, "a task left for the next turn is not polled");
-        TURN_START.with(|t| t.set(None));
+        set_turn_budget(None);
+        TURN_END.with(|t| t.set(None));
     }
 
     /// Polls a future that never waits to completion.

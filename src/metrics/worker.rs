@@ -192,7 +192,7 @@ thread_local! {
 /// event loop: the runtime polls its reactor (`epoll_wait`), then polls this
 /// future, which runs the tasks the reactor woke (a `LocalSet` runs at most
 /// 61 per poll and asks to be polled again if more are ready; a task is not
-/// begun after the turn has run [`super::timed::TURN_BUDGET`]), then the
+/// begun after the turn has run its budget, `loop_turn_budget`), then the
 /// runtime polls the reactor again. Each poll's duration — from the
 /// reactor's return to the next call into it, as Cloudflare's
 /// `event_loop_blocked` measures nginx's — is recorded in the worker's
@@ -220,6 +220,7 @@ impl<F: std::future::Future> std::future::Future for Turns<F> {
         super::timed::turn_began(start);
         let out = self.inner.as_mut().poll(cx);
         let spent = start.elapsed();
+        super::timed::end_turn();
         with(|m| m.turn(spent));
         out
     }

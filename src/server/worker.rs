@@ -146,6 +146,7 @@ pub fn spawn(
             init();
             let _ = crate::sys::signal::block_all_in_thread();
             worker_metrics::install(site.shared.worker_metrics(id));
+            crate::metrics::timed::set_turn_budget(site.config.events.turn_budget);
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
