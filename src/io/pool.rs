@@ -30,7 +30,7 @@
 use super::completion::{Completion, SubmitError};
 use super::popularity::RANKS;
 use super::read_ahead::POPULAR_RANK;
-use crate::sys::process::lower_thread_priority;
+use crate::sys::sched::lower_thread_priority;
 use crate::sys::signal::block_all_in_thread;
 use cold::ColdLimit;
 use hdrhistogram::Histogram;

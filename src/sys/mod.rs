@@ -26,6 +26,7 @@
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
 //! - [`crypt`]: `crypt_r()` of libcrypt, for `auth_basic`.
 //! - [`random`]: `getrandom` and `gethostname`.
+//! - [`sched`]: a thread's nice value and the CPUs it may run on.
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
 //! - [`time`]: `localtime_r` and the three timestamp formats nginx logs use.
 //! - [`waker`]: wakers that carry a number (a parked connection's slot).
@@ -47,6 +48,7 @@ pub mod landlock;
 pub mod privsep;
 pub mod process;
 pub mod random;
+pub mod sched;
 pub mod signal;
 pub mod socket;
 pub mod time;

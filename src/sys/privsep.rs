@@ -50,6 +50,9 @@ pub const OP_RELOAD: u8 = b'R';
 /// is gone when the process is (as nginx's master removes it before it
 /// exits).
 pub const OP_REMOVE_PID: u8 = b'P';
+/// Opcode: set a thread's nice value (argument: `TID NICE` as text), one
+/// the serving process may not set itself (a negative `worker_priority`).
+pub const OP_SET_PRIORITY: u8 = b'N';
 
 /// The mode of a unix-domain listening socket's file: every user may
 /// connect (nginx's `chmod()` after `bind()`, 0666).
@@ -349,6 +352,17 @@ pub fn reload() -> Option<Result<Vec<(PathBuf, String)>, String>> {
 /// when there is no helper.
 pub fn remove_pid_file() -> Option<io::Result<()>> {
     let r = ask(OP_REMOVE_PID, b"", None)?;
+    Some(r.and_then(|(errno, _, _)| match errno {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }))
+}
+
+/// Sets the nice value of the serving process's thread `tid` through the
+/// helper (`None` when there is none): a priority above the process's
+/// needs the privilege it gave up. The helper's refusal is `EACCES`.
+pub fn set_priority(tid: u32, nice: i32) -> Option<io::Result<()>> {
+    let r = ask(OP_SET_PRIORITY, format!("{tid} {nice}").as_bytes(), None)?;
     Some(r.and_then(|(errno, _, _)| match errno {
         0 => Ok(()),
         e => Err(io::Error::from_raw_os_error(e)),

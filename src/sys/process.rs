@@ -151,30 +151,6 @@ pub fn drop_privileges(user: &str, group: &str) -> Result<(), SysError> {
     Ok(())
 }
 
-/// Raises the calling thread's nice value by `step` (capped at 19, the
-/// lowest priority): `getpriority`/`setpriority(PRIO_PROCESS, gettid())`, which
-/// on Linux name one thread, not the process. Lowering a priority needs no
-/// privilege; it cannot be undone without `CAP_SYS_NICE`, and is not meant to
-/// be. Returns the new nice value.
-pub fn lower_thread_priority(step: i32) -> io::Result<i32> {
-    let tid = gettid();
-    // getpriority returns the nice value itself, which may be -1: errno
-    // tells an error apart.
-    // SAFETY: errno is this thread's; plain integer arguments.
-    let current = unsafe {
-        *libc::__errno_location() = 0;
-        libc::getpriority(libc::PRIO_PROCESS, tid)
-    };
-    let err = io::Error::last_os_error();
-    if current == -1 && err.raw_os_error().unwrap_or(0) != 0 {
-        return Err(err);
-    }
-    let wanted = current.saturating_add(step).min(19);
-    // SAFETY: plain integer arguments naming the calling thread.
-    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, wanted) })?;
-    Ok(wanted)
-}
-
 /// `kill(pid, sig)`: `-s reload` and friends send the signal to the pid in
 /// the pid file. `ESRCH` means no such process (a stale pid file).
 pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
@@ -443,29 +419,6 @@ mod tests {
     }
 
     use super::*;
-
-    #[test]
-    fn lowering_a_thread_priority_leaves_other_threads_alone() {
-        let nice_of = |tid: u32| -> i32 {
-            // Field 19 of /proc/self/task/TID/stat, after the command's ')'.
-            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-            let rest = &stat[stat.rfind(')').unwrap() + 2..];
-            rest.split(' ').nth(16).unwrap().parse().unwrap()
-        };
-        let main = gettid();
-        let before = nice_of(main);
-        let (tid, got) = std::thread::spawn(|| {
-            let got = lower_thread_priority(3).unwrap();
-            let again = lower_thread_priority(100).unwrap();
-            assert_eq!(again, 19, "capped at the lowest priority");
-            (gettid(), got)
-        })
-        .join()
-        .unwrap();
-        assert_eq!(got, (before + 3).min(19));
-        assert_ne!(tid, main);
-        assert_eq!(nice_of(main), before, "the calling thread only");
-    }
 
     #[test]
     fn root_user_and_group_resolve() {
