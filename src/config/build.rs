@@ -39,6 +39,10 @@ pub struct MainSet {
     pub worker_shutdown_timeout: Option<std::time::Duration>,
     /// `worker_rlimit_nofile`.
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_priority`.
+    pub worker_priority: Option<i32>,
+    /// `worker_cpu_affinity`.
+    pub worker_cpu_affinity: Option<super::set_sched::CpuAffinity>,
     /// `events`.
     pub events: Option<EventsConf>,
     /// The events block's own duplicates tracker.
@@ -369,5 +373,8 @@ pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> Main
         thread_pools: set.thread_pools,
         worker_shutdown_timeout: set.worker_shutdown_timeout,
         worker_rlimit_nofile: set.worker_rlimit_nofile,
+        // 0 is nginx's unset value: no `setpriority()` call.
+        worker_priority: set.worker_priority.filter(|&p| p != 0),
+        worker_cpu_affinity: set.worker_cpu_affinity,
     }
 }

@@ -47,6 +47,7 @@ pub mod set_output;
 pub mod set_proxy;
 pub mod set_realip;
 pub mod set_rewrite;
+pub mod set_sched;
 pub mod set_server;
 pub mod set_split_clients;
 pub mod set_ssi;
@@ -184,6 +185,13 @@ fn load_with(
     finish::finish(&mut b, &mut main, http.as_mut());
     if let Some(w) = descriptor_warning(&main, &events) {
         b.diags.push(ConfError::warn(w, None));
+    }
+    let workers = main.worker_processes.count();
+    if let Some(a) = &main.worker_cpu_affinity {
+        if a.masks_against(workers).is_some() {
+            b.diags
+                .push(ConfError::warn(set_sched::MASK_COUNT_WARNING, None));
+        }
     }
 
     if b.diags.has_errors() {

@@ -19,6 +19,7 @@ pub use super::map::Map;
 pub use super::script::{
     Condition, FileTest, If, Return, Rewrite, RewriteFlag, RewriteOp, SetTarget, SetVar,
 };
+pub use super::set_sched::{CpuAffinity, CpuMask};
 
 pub use super::proxy_model::{
     BodyInFile, DEFAULT_FAIL_TIMEOUT, DEFAULT_MAX_FAILS, DEFAULT_UPSTREAM_KEEPALIVE_REQUESTS,
@@ -60,6 +61,16 @@ pub enum WorkerProcesses {
     Count(usize),
 }
 
+impl WorkerProcesses {
+    /// How many workers run: `auto` is one per CPU this process may use.
+    pub fn count(self) -> usize {
+        match self {
+            WorkerProcesses::Count(n) => n,
+            WorkerProcesses::Auto => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
 /// The main context's settings.
 #[derive(Clone, Debug)]
 pub struct MainConf {
@@ -85,6 +96,12 @@ pub struct MainConf {
     /// `worker_rlimit_nofile`: the descriptor limit (`RLIMIT_NOFILE`, soft
     /// and hard) set at start and at each reload.
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_priority`: the nice value of each worker's thread (default
+    /// 0); `None` for 0, which, as in nginx, leaves the process's.
+    pub worker_priority: Option<i32>,
+    /// `worker_cpu_affinity`: the CPUs each worker's thread is bound to
+    /// (default: not bound).
+    pub worker_cpu_affinity: Option<CpuAffinity>,
 }
 
 /// Where an error log goes.

@@ -12,7 +12,8 @@ pub const MAX_WORKERS: usize = 1024;
 /// The most threads one `thread_pool` may have.
 pub const MAX_POOL_THREADS: usize = 4096;
 
-fn main_set<'a>(scope: &'a mut Scope<'_>) -> &'a mut super::build::MainSet {
+/// The main context's values (a directive the table allows there only).
+pub(super) fn main_set<'a>(scope: &'a mut Scope<'_>) -> &'a mut super::build::MainSet {
     match scope {
         Scope::Main(m) => m,
         _ => unreachable!("the table allows this directive in main only"),

@@ -10,7 +10,7 @@ use super::syntax::Directive;
 use super::{
     set_access, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_core_http,
     set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers, set_output,
-    set_proxy, set_realip, set_rewrite, set_server, set_split_clients, set_ssi, set_sub,
+    set_proxy, set_realip, set_rewrite, set_sched, set_server, set_split_clients, set_ssi, set_sub,
     set_upstream,
 };
 
@@ -146,6 +146,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("events", MAIN, Exactly(0), true, Ready, set_core::events, "events { ... }", "—"),
     spec!("http", MAIN, Exactly(0), true, Ready, set_http::http, "http { ... }", "—"),
     spec!("worker_rlimit_nofile", MAIN, Exactly(1), false, Ready, set_core_http::worker_rlimit_nofile, "worker_rlimit_nofile number;", "—"),
+    spec!("worker_priority", MAIN, Exactly(1), false, Ready, set_sched::worker_priority, "worker_priority number;", "0"),
+    spec!("worker_cpu_affinity", MAIN, AtLeast(1), false, Ready, set_sched::worker_cpu_affinity, "worker_cpu_affinity cpumask ... | auto [cpumask];", "—"),
     spec!("worker_shutdown_timeout", MAIN, Exactly(1), false, Ready, set_core_http::worker_shutdown_timeout, "worker_shutdown_timeout time;", "—"),
     // events
     spec!("worker_connections", EVENTS, Exactly(1), false, Ready, set_core::worker_connections, "worker_connections number;", "512"),

@@ -30,7 +30,7 @@
 use super::completion::{Completion, SubmitError};
 use super::popularity::RANKS;
 use super::read_ahead::POPULAR_RANK;
-use crate::sys::sched::lower_thread_priority;
+use crate::sys::sched::{NICE_MAX, NICE_MIN, lower_thread_priority, set_thread_priority};
 use crate::sys::signal::block_all_in_thread;
 use cold::ColdLimit;
 use hdrhistogram::Histogram;
@@ -49,7 +49,11 @@ const THREAD_NAME_MAX: usize = 15;
 
 /// How much lower than the loops a pool thread runs (nice steps): at +10 the
 /// scheduler weighs a loop nine times a pool thread when both want a CPU.
-const POOL_NICE: i32 = 10;
+/// Counted from the loops' `worker_priority` when one is set (pools stay
+/// below the loops whatever their priority), else from the nice value the
+/// thread inherits, which the loops keep too; capped at 19, so loops at 10
+/// or more share the lowest priority with their pools.
+pub const POOL_NICE: i32 = 10;
 
 /// Largest queue-wait or run time the histograms record, in microseconds
 /// (one hour); longer values are clamped to it.
@@ -299,6 +303,9 @@ struct Shared {
     started: AtomicUsize,
     /// Run first on every thread (the process drops privileges there).
     init: Option<ThreadInit>,
+    /// The loops' nice value (`worker_priority`), which the threads run
+    /// [`POOL_NICE`] below; `None` when the loops keep the inherited one.
+    loop_nice: Option<i32>,
 }
 
 impl Shared {
@@ -334,16 +341,19 @@ impl Pool {
     /// `threads` must be at least 1 (`EINVAL` otherwise, as nginx refuses
     /// `threads=0`); a thread that cannot be spawned is returned as its error.
     pub fn new(name: &str, threads: usize, max_queue: usize) -> io::Result<Arc<Pool>> {
-        Pool::with_thread_init(name, threads, max_queue, None)
+        Pool::with_thread_init(name, threads, max_queue, None, None)
     }
 
     /// As [`Pool::new`], with `init` run first on every pool thread (the
-    /// process layer drops the thread's privileges there).
+    /// process layer drops the thread's privileges there), and the threads
+    /// [`POOL_NICE`] below `loop_nice`, the loops' `worker_priority`, when
+    /// it is set.
     pub fn with_thread_init(
         name: &str,
         threads: usize,
         max_queue: usize,
         init: Option<ThreadInit>,
+        loop_nice: Option<i32>,
     ) -> io::Result<Arc<Pool>> {
         if threads == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -379,6 +389,7 @@ impl Pool {
             timings: Mutex::new(Vec::with_capacity(threads)),
             started: AtomicUsize::new(0),
             init,
+            loop_nice,
         });
         let pool = Arc::new(Pool {
             shared,
@@ -669,6 +680,21 @@ impl Drop for Pool {
     }
 }
 
+/// Puts the calling pool thread [`POOL_NICE`] below the loops: below
+/// `loop_nice` when the loops set one, else below the inherited value. A
+/// target under the inherited value needs privilege (`RLIMIT_NICE` or
+/// `CAP_SYS_NICE`); without it the loops could not take theirs either, and
+/// kept the inherited value, so the thread goes below that instead.
+fn set_pool_priority(loop_nice: Option<i32>) {
+    let set = loop_nice.is_some_and(|n| {
+        let target = n.clamp(NICE_MIN, NICE_MAX).saturating_add(POOL_NICE);
+        set_thread_priority(target.min(NICE_MAX)).is_ok()
+    });
+    if !set {
+        let _ = lower_thread_priority(POOL_NICE);
+    }
+}
+
 /// A pool thread: take the next task (see [`Queue::pop`]), run it, record timings, repeat;
 /// exit once the pool is closing and the queue is empty, or when a resize
 /// left more threads than wanted and this one is idle.
@@ -680,7 +706,7 @@ fn worker(shared: &Shared, timings: &Mutex<Timings>) {
     // out of the page cache, a cache file's write) while a loop waits for
     // a CPU yields it to the loop; it runs at full speed on a CPU nobody
     // else wants. Failing to lower it only leaves it an equal.
-    let _ = lower_thread_priority(POOL_NICE);
+    set_pool_priority(shared.loop_nice);
     let mut q = shared.lock();
     loop {
         if let Some((mut job, promoted, cold)) = q.pop() {

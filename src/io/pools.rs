@@ -49,7 +49,7 @@ impl Pools {
                 format!("duplicate thread pool \"{name}\""),
             ));
         }
-        let pool = Pool::with_thread_init(name, threads, max_queue, init)?;
+        let pool = Pool::with_thread_init(name, threads, max_queue, init, None)?;
         self.pools.insert(name.to_owned(), Arc::clone(&pool));
         Ok(pool)
     }

@@ -4,17 +4,18 @@
 //! Start-up: refuse what is not implemented; bind every listening socket;
 //! check the log files can be opened; fork to the background (`daemon on`)
 //! before any thread exists; write the pid file; block the control signals;
-//! open the logs and start the pools; start the workers (which drop to
-//! `user`). Then the main thread waits for signals: SIGHUP reloads (a new
-//! generation starts on the same sockets, the old one finishes its requests),
-//! SIGQUIT stops gracefully, SIGTERM/SIGINT stop at once, SIGUSR1 reopens the
-//! logs.
+//! open the logs and start the pools; start the workers (which set their
+//! priority and CPUs and drop to `user`: [`sched`]). Then the main thread
+//! waits for signals: SIGHUP reloads (a new generation starts on the same
+//! sockets, the old one finishes its requests), SIGQUIT stops gracefully,
+//! SIGTERM/SIGINT stop at once, SIGUSR1 reopens the logs.
 
 pub mod confine;
 pub mod identity;
 pub mod paths;
 pub mod pidfile;
 pub mod privsep;
+pub mod sched;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::cli::{Invocation, say};
-use crate::config::model::{Config, WorkerProcesses};
+use crate::config::model::Config;
 use crate::log::{Level, LogFiles};
 use crate::server::listen::{self, Listeners, Note};
 use crate::server::shared::Shared;
@@ -79,10 +80,7 @@ impl Generation {
 
 /// The number of workers `worker_processes` asks for.
 pub fn worker_count(c: &Config) -> usize {
-    match c.main.worker_processes {
-        WorkerProcesses::Count(n) => n,
-        WorkerProcesses::Auto => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    }
+    c.main.worker_processes.count()
 }
 
 fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
@@ -234,7 +232,7 @@ fn start_generation(
                 balance: balance.clone(),
             },
             rx.clone(),
-            init.clone(),
+            sched::worker_init(&site.config.main, i, &site.error_log, init),
         )
         .map_err(|e| {
             format!(

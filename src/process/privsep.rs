@@ -16,6 +16,10 @@
 //!   write): only an address a `listen` of the current or previous
 //!   configuration names; a unix-domain socket's file is then made mode
 //!   0666, as nginx's master does;
+//! - set the nice value of one of the serving process's threads: no lower
+//!   than the `worker_priority` of the current or previous configuration
+//!   (a worker's thread raising its priority, as nginx's workers do as
+//!   root before `setuid()`);
 //! - remove a unix-domain listening socket's file (a reload dropped the
 //!   `listen`, or the server exits, as nginx's master removes it): only a
 //!   path a `listen unix:` of the current or previous configuration
@@ -43,8 +47,8 @@ use std::path::{Path, PathBuf};
 use crate::config::LoadOptions;
 use crate::config::model::{AccessLogs, AccessTarget, Config, ListenAddr, LogTarget};
 use crate::sys::privsep::{
-    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, OP_REMOVE_PID, OP_REMOVE_SOCKET, Side,
-    drop_process_privileges, send_reply,
+    self as wire, OP_BIND, OP_OPEN_LOG, OP_RELOAD, OP_REMOVE_PID, OP_REMOVE_SOCKET,
+    OP_SET_PRIORITY, Side, drop_process_privileges, send_reply,
 };
 
 use super::identity::{self, Identity};
@@ -59,6 +63,10 @@ pub struct Allowed {
     pub logs: BTreeSet<PathBuf>,
     /// Addresses named by `listen` (unix-domain paths included).
     pub listens: BTreeSet<ListenAddr>,
+    /// The highest priority (lowest nice value) a serving thread may be
+    /// given: a negative `worker_priority`, else 0 (none above the
+    /// process's).
+    pub priority: i32,
 }
 
 impl Allowed {
@@ -72,6 +80,7 @@ impl Allowed {
                 .flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter()))
                 .map(|l| l.addr.clone())
                 .collect(),
+            priority: c.main.worker_priority.unwrap_or(0).min(0),
         }
     }
 
@@ -82,6 +91,7 @@ impl Allowed {
         Allowed {
             logs: self.logs.union(&other.logs).cloned().collect(),
             listens: self.listens.union(&other.listens).cloned().collect(),
+            priority: self.priority.min(other.priority),
         }
     }
 }
@@ -185,6 +195,10 @@ fn serve(sock: OwnedFd, config: &Config, load: &LoadOptions, id: &Identity) -> i
                 }
                 Err(e) => send_reply(&sock, libc::EINVAL, None, e.as_bytes()),
             },
+            OP_SET_PRIORITY => match set_priority(&allowed, arg) {
+                Ok(()) => send_reply(&sock, 0, None, b""),
+                Err(e) => send_reply(&sock, errno(&e), None, b""),
+            },
             OP_REMOVE_PID => {
                 let r = match pid_file.take().map(std::fs::remove_file) {
                     Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => errno(&e),
@@ -260,6 +274,26 @@ fn remove_socket(allowed: &Allowed, path: &Path) -> std::io::Result<()> {
     std::fs::remove_file(path)
 }
 
+/// Sets the nice value of a thread of the serving process (`TID NICE`), no
+/// lower than the configuration's `worker_priority`: what nginx's workers
+/// do as root before `setuid()`. A thread of any other process is refused,
+/// whatever its number.
+fn set_priority(allowed: &Allowed, arg: &[u8]) -> std::io::Result<()> {
+    let invalid = || std::io::Error::from_raw_os_error(libc::EINVAL);
+    let text = std::str::from_utf8(arg).map_err(|_| invalid())?;
+    let (tid, nice) = text.split_once(' ').ok_or_else(invalid)?;
+    let tid: u32 = tid.parse().map_err(|_| invalid())?;
+    let nice: i32 = nice.parse().map_err(|_| invalid())?;
+    if nice < allowed.priority {
+        return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    let task = format!("/proc/{}/task/{tid}", std::os::unix::process::parent_id());
+    if !Path::new(&task).exists() {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    crate::sys::sched::set_task_priority(tid, nice)
+}
+
 /// What the helper keeps of a configuration it loaded: what it allows,
 /// its files (path, text), its pid file.
 type Reloaded = (Allowed, Vec<(PathBuf, String)>, Option<PathBuf>);
@@ -296,6 +330,7 @@ mod tests {
                 ListenAddr::parse_text("unix:/tmp/nowait-privsep-test/s.sock").unwrap(),
             ]
             .into(),
+            priority: -5,
         }
     }
 
@@ -333,6 +368,7 @@ mod tests {
         let named = Allowed {
             logs: BTreeSet::new(),
             listens: [ListenAddr::Unix(file.as_path().into())].into(),
+            ..Allowed::default()
         };
         let e = remove_socket(&named, &file).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOTSOCK));
@@ -350,9 +386,34 @@ mod tests {
         let next = Allowed {
             logs: [PathBuf::from("/b.log")].into(),
             listens: BTreeSet::new(),
+            priority: 0,
         };
         let both = allowed().union(&next);
         assert_eq!(both.logs.len(), 2);
         assert_eq!(both.listens, allowed().listens);
+        assert_eq!(both.priority, -5, "the higher of the two");
+    }
+
+    #[test]
+    fn priorities_only_as_configured_and_only_for_the_server() {
+        let e = set_priority(&allowed(), b"1 -6").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES));
+        for bad in [&b""[..], b"1", b"x -5", b"1 x", b"\xff 1"] {
+            let e = set_priority(&allowed(), bad).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        }
+        // This thread is not one of the parent's (the test runner's
+        // parent, here): refused before any call.
+        let me = crate::sys::process::gettid();
+        let e = set_priority(&allowed(), format!("{me} 0").as_bytes()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ESRCH));
+        let conf = crate::config::load_text("worker_priority -3;\nevents {}\n")
+            .unwrap()
+            .config;
+        assert_eq!(Allowed::of(&conf).priority, -3);
+        let conf = crate::config::load_text("worker_priority 4;\nevents {}\n")
+            .unwrap()
+            .config;
+        assert_eq!(Allowed::of(&conf).priority, 0);
     }
 }

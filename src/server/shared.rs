@@ -29,6 +29,9 @@ pub type Identity = Option<(u32, u32)>;
 struct PoolEntry {
     pool: Arc<Pool>,
     identity: Identity,
+    /// The loops' `worker_priority` its threads run below: they take it
+    /// when they start, so a reload that changes it gets new pools too.
+    loop_nice: Option<i32>,
 }
 
 /// The process's state.
@@ -71,12 +74,14 @@ impl Shared {
     }
 
     /// The pools a configuration names, made to match it: an existing pool
-    /// of the name (and identity) is resized, a new name starts a pool, and
-    /// pools no longer named are retired. The error names the pool.
+    /// of the name (identity and loops' priority) is resized, a new name
+    /// starts a pool, and pools no longer named are retired. The error
+    /// names the pool.
     pub fn pools_for(
         &self,
         wanted: &[ThreadPoolConf],
         identity: Identity,
+        loop_nice: Option<i32>,
         init: ThreadInit,
     ) -> Result<Pools, (String, std::io::Error)> {
         let mut all = lock(&self.pools);
@@ -84,7 +89,7 @@ impl Shared {
         for w in wanted {
             let reuse = all
                 .get(&w.name)
-                .filter(|e| e.identity == identity)
+                .filter(|e| e.identity == identity && e.loop_nice == loop_nice)
                 .map(|e| e.pool.clone());
             let pool = match reuse {
                 Some(p) => {
@@ -93,14 +98,20 @@ impl Shared {
                     p
                 }
                 None => {
-                    let p =
-                        Pool::with_thread_init(&w.name, w.threads, w.max_queue, Some(init.clone()))
-                            .map_err(|e| (w.name.clone(), e))?;
+                    let p = Pool::with_thread_init(
+                        &w.name,
+                        w.threads,
+                        w.max_queue,
+                        Some(init.clone()),
+                        loop_nice,
+                    )
+                    .map_err(|e| (w.name.clone(), e))?;
                     if let Some(old) = all.insert(
                         w.name.clone(),
                         PoolEntry {
                             pool: p.clone(),
                             identity,
+                            loop_nice,
                         },
                     ) {
                         lock(&self.retired).push(old.pool);
@@ -309,17 +320,24 @@ mod tests {
         let shared = Shared::new();
         let init: ThreadInit = Arc::new(|| {});
         let first = shared
-            .pools_for(&[conf("disk", 2)], None, init.clone())
+            .pools_for(&[conf("disk", 2)], None, None, init.clone())
             .unwrap();
         let second = shared
-            .pools_for(&[conf("disk", 3), conf("other", 1)], None, init.clone())
+            .pools_for(
+                &[conf("disk", 3), conf("other", 1)],
+                None,
+                None,
+                init.clone(),
+            )
             .unwrap();
         let (a, b) = (first.get("disk").unwrap(), second.get("disk").unwrap());
         assert!(Arc::ptr_eq(a, b), "the same pool, not a second one");
         assert_eq!(b.alive(), 3);
         // A pool the next configuration drops is retired, and shut down
         // once no generation holds it.
-        let third = shared.pools_for(&[conf("disk", 1)], None, init).unwrap();
+        let third = shared
+            .pools_for(&[conf("disk", 1)], None, None, init)
+            .unwrap();
         drop(second);
         shared.reap_pools();
         assert_eq!(third.iter().count(), 1);

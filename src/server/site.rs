@@ -148,7 +148,12 @@ impl Site {
             None => HashMap::new(),
         };
         let pools: Pools = shared
-            .pools_for(&config.main.thread_pools, identity, thread_init.clone())
+            .pools_for(
+                &config.main.thread_pools,
+                identity,
+                config.main.worker_priority,
+                thread_init.clone(),
+            )
             .map_err(|(name, e)| {
                 SysError::with_arg("pthread_create", format!("thread pool \"{name}\""), e)
             })?;

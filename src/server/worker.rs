@@ -129,7 +129,8 @@ pub struct Worker {
     pub handed: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// Starts worker `id`. `init` runs first on the new thread (privilege drop).
+/// Starts worker `id`. `init` runs first on the new thread (its priority,
+/// privilege drop and CPUs: `process::sched`).
 pub fn spawn(
     id: usize,
     generation: u64,
