@@ -108,9 +108,19 @@ pub type Bad = (&'static str, String, &'static str, Option<u32>);
 
 /// Runs every case with both programs; fails listing every mismatch.
 pub fn check_bad(cases: Vec<Bad>) {
+    check_bad_files(
+        cases
+            .into_iter()
+            .map(|(name, body, message, line)| (name, http(&body), message, line))
+            .collect(),
+    );
+}
+
+/// [`check_bad`] for whole files: the text is the configuration file.
+pub fn check_bad_files(cases: Vec<Bad>) {
     let mut failures = Vec::new();
-    for (name, body, message, line) in cases {
-        let conf = Conf::new(name, &http(&body));
+    for (name, text, message, line) in cases {
+        let conf = Conf::new(name, &text);
         let message = message
             .replace("PREFIX", &conf.dir.to_string_lossy())
             .replace("FILE", &conf.file());
@@ -139,9 +149,19 @@ pub fn check_bad(cases: Vec<Bad>) {
 /// Runs every configuration with both programs: both accept it, with the
 /// same warnings.
 pub fn check_good(cases: Vec<(&'static str, String)>) {
+    check_good_files(
+        cases
+            .into_iter()
+            .map(|(name, body)| (name, http(&body)))
+            .collect(),
+    );
+}
+
+/// [`check_good`] for whole files: the text is the configuration file.
+pub fn check_good_files(cases: Vec<(&'static str, String)>) {
     let mut failures = Vec::new();
-    for (name, body) in cases {
-        let conf = Conf::new(name, &http(&body));
+    for (name, text) in cases {
+        let conf = Conf::new(name, &text);
         let (ncode, nerr) = conf.nginx();
         let (wcode, werr) = conf.nowait();
         if ncode != Some(0) {
