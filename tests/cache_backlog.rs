@@ -104,8 +104,12 @@ fn a_full_backlog_serves_new_responses_uncached() {
     let tmp = TempDir::new("cache-backlog-full");
     let cache = tmp.path().join("c");
     // Every operation on the cache path stalls for longer than the test:
-    // nothing a fill queues reaches the disk while it runs.
-    let http = one_cache(&up, "aio threads=disk;");
+    // nothing a fill queues reaches the disk while it runs. So does the
+    // pool's one thread, and with it any write of a response that spills
+    // to a temp file: a client slow to read (a loaded machine) then waited
+    // for that write, and the test with it. Nothing spills here: the
+    // upstream is read as fast as the client takes the body.
+    let http = one_cache(&up, "aio threads=disk; proxy_max_temp_file_size 0;");
     let s = Cached::start_main(
         tmp.path(),
         "thread_pool disk threads=1;",
