@@ -10,6 +10,11 @@
 //! descriptor is trusted for `valid`, a full table closes its least recently
 //! used file, and each line closes up to two files unused for `inactive`.
 //!
+//! Each queued line has a number; [`Progress::written`] resolves once the
+//! thread has handled it, so a connection that closes can wait (briefly)
+//! for its line as it does for a fixed log's: a client that sees the close
+//! finds the line in the file, as with nginx, which writes before closing.
+//!
 //! This is what `open_log_file_cache` means for nowait: the opens it saves
 //! are this thread's, never a loop's. A loop never waits here: the queue is
 //! bounded and a full queue drops the line and counts it, as a full
@@ -20,7 +25,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -72,11 +77,55 @@ pub struct Job {
     pub context: String,
 }
 
+/// How far the thread has got through the lines queued.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// The number of the last line handled (written, or failed and told).
+    done: AtomicU64,
+    /// The thread has ended.
+    gone: AtomicBool,
+    /// Woken after each line, for tasks awaiting [`Progress::written`].
+    handled: tokio::sync::Notify,
+}
+
+impl Progress {
+    /// Resolves once line `seq` (from [`DynamicLogs::send`]) has been
+    /// handled, or the thread is gone; never a blocking wait.
+    pub async fn written(&self, seq: u64) {
+        loop {
+            let notified = self.handled.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.done.load(Ordering::Acquire) >= seq || self.gone.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn handled(&self, seq: u64) {
+        self.done.store(seq, Ordering::Release);
+        self.handled.notify_waiters();
+    }
+
+    fn end(&self) {
+        self.gone.store(true, Ordering::Release);
+        self.handled.notify_waiters();
+    }
+}
+
+/// The sending side: the queue and the last line number given.
+struct Sender {
+    tx: Option<SyncSender<(u64, Job)>>,
+    last: u64,
+}
+
 /// The thread and its queue. Dropping it lets the thread drain and exit.
 pub struct DynamicLogs {
-    tx: Mutex<Option<SyncSender<Job>>>,
+    tx: Mutex<Sender>,
     thread: Mutex<Option<JoinHandle<()>>>,
     dropped: AtomicU64,
+    progress: Arc<Progress>,
 }
 
 impl std::fmt::Debug for DynamicLogs {
@@ -91,31 +140,47 @@ impl DynamicLogs {
     /// Starts the thread `log#dyn`.
     pub fn start() -> std::io::Result<DynamicLogs> {
         let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+        let progress = Arc::new(Progress::default());
+        let theirs = progress.clone();
         let thread = std::thread::Builder::new()
             .name("log#dyn".into())
-            .spawn(move || run(rx))?;
+            .spawn(move || run(rx, &theirs))?;
         Ok(DynamicLogs {
-            tx: Mutex::new(Some(tx)),
+            tx: Mutex::new(Sender {
+                tx: Some(tx),
+                last: 0,
+            }),
             thread: Mutex::new(Some(thread)),
             dropped: AtomicU64::new(0),
+            progress,
         })
     }
 
-    /// Queues a line; never waits. `false` (and a count) when the queue is
+    /// Queues a line; never waits. Its number, for [`Progress::written`]
+    /// on [`DynamicLogs::progress`]; `None` (and a count) when the queue is
     /// full or the thread is gone.
-    pub fn send(&self, job: Job) -> bool {
-        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        let sent = match guard.as_ref() {
-            Some(tx) => match tx.try_send(job) {
+    pub fn send(&self, job: Job) -> Option<u64> {
+        let mut guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = guard.last + 1;
+        let sent = match guard.tx.as_ref() {
+            Some(tx) => match tx.try_send((seq, job)) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
             },
             None => false,
         };
         if !sent {
+            drop(guard);
             self.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
-        sent
+        guard.last = seq;
+        Some(seq)
+    }
+
+    /// How far the thread has got, to await a line sent.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
     }
 
     /// Lines dropped so far.
@@ -126,7 +191,7 @@ impl DynamicLogs {
     /// Writes what is queued and stops the thread. For the exit path: it
     /// waits on the disk.
     pub fn close(&self) {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).tx.take();
         let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(h) = handle {
             let _ = h.join();
@@ -179,12 +244,14 @@ impl Table {
     }
 }
 
-fn run(rx: Receiver<Job>) {
+fn run(rx: Receiver<(u64, Job)>, progress: &Progress) {
     let _ = crate::sys::signal::block_all_in_thread();
     let mut tables: HashMap<u64, Table> = HashMap::new();
-    while let Ok(job) = rx.recv() {
+    while let Ok((seq, job)) = rx.recv() {
         write_job(&mut tables, job);
+        progress.handled(seq);
     }
+    progress.end();
 }
 
 /// Opens a log file for appending, creating it 0644, under `links`.
@@ -322,17 +389,46 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("nowait-dyn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let logs = DynamicLogs::start().unwrap();
-        assert!(logs.send(job(&dir.join("a.log"), None, "one")));
-        assert!(logs.send(job(&dir.join("b.log"), None, "two")));
-        assert!(logs.send(job(&dir.join("a.log"), None, "three")));
+        assert_eq!(logs.send(job(&dir.join("a.log"), None, "one")), Some(1));
+        assert_eq!(logs.send(job(&dir.join("b.log"), None, "two")), Some(2));
+        assert_eq!(logs.send(job(&dir.join("a.log"), None, "three")), Some(3));
         logs.close();
         assert_eq!(
             std::fs::read_to_string(dir.join("a.log")).unwrap(),
             "one\nthree\n"
         );
         assert_eq!(std::fs::read_to_string(dir.join("b.log")).unwrap(), "two\n");
-        assert!(!logs.send(job(&dir.join("a.log"), None, "late")));
+        assert_eq!(logs.send(job(&dir.join("a.log"), None, "late")), None);
         assert_eq!(logs.dropped(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A connection that closes awaits its line: once `written` resolves,
+    /// the line is in its file (nginx writes before it closes; access_log.t
+    /// renames the directory as soon as it has the response).
+    #[test]
+    fn a_line_awaited_is_in_its_file() {
+        let dir = std::env::temp_dir().join(format!("nowait-dynwait-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let logs = DynamicLogs::start().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for i in 0..50 {
+            let seq = logs
+                .send(job(&dir.join(format!("{i}.log")), None, "line"))
+                .expect("queued");
+            rt.block_on(logs.progress().written(seq));
+            assert_eq!(
+                std::fs::read_to_string(dir.join(format!("{i}.log"))).unwrap(),
+                "line\n",
+                "line {i}"
+            );
+        }
+        logs.close();
+        // The thread is gone: a wait for a line never sent ends at once.
+        rt.block_on(logs.progress().written(1_000));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

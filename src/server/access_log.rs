@@ -60,7 +60,7 @@ fn write<'a>(site: &Site, conf: &LocConf, var: impl Fn(&Var) -> Option<Cow<'a, [
 /// `if=` holds, to its file, or — for a name with variables — to the
 /// dynamic log writer with the file's name.
 pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> Written {
-    let mut tickets = Vec::new();
+    let mut tickets = Written::default();
     let AccessLogs::Logs(logs) = &conf.access_log else {
         return tickets;
     };
@@ -79,7 +79,7 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
             AccessTarget::Fixed(t) => {
                 if let Some(w) = site.access_writer(t) {
                     if let Some(seq) = w.write_line_seq(&line(format, &var)) {
-                        tickets.push((w.clone(), seq));
+                        tickets.fixed.push((w.clone(), seq));
                     }
                 }
             }
@@ -95,7 +95,7 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
                 let root = std::path::PathBuf::from(r.document_root());
                 let root_links = super::file_rules::links(r, conf, r.document_root().as_bytes());
                 let links = super::file_rules::links(r, conf, path.as_os_str().as_encoded_bytes());
-                dynamic.send(Job {
+                let seq = dynamic.send(Job {
                     path,
                     root: Some((root, root_links)),
                     links,
@@ -111,6 +111,11 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
                     conn: r.conn_no,
                     context: r.log_context().to_string(),
                 });
+                if let Some(seq) = seq {
+                    // Lines are handled in order: the last one's number
+                    // covers the others.
+                    tickets.dynamic = Some((dynamic.progress().clone(), seq));
+                }
             }
         }
     }
@@ -118,8 +123,15 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
 }
 
 /// The lines a request's log lines are, in their writers: awaited before
-/// the connection closes (see [`crate::log::LogWriter::written`]).
-pub type Written = Vec<(std::sync::Arc<crate::log::LogWriter>, u64)>;
+/// the connection closes (see [`crate::log::LogWriter::written`] and
+/// [`crate::log::dynamic::Progress::written`]).
+#[derive(Default)]
+pub struct Written {
+    /// Lines of fixed files (and error-log lines), by writer.
+    pub fixed: Vec<(std::sync::Arc<crate::log::LogWriter>, u64)>,
+    /// The last line handed to the thread of logs with variables.
+    pub dynamic: Option<(std::sync::Arc<crate::log::dynamic::Progress>, u64)>,
+}
 
 /// The longest a closing connection waits for its log lines to be written:
 /// a stalled disk delays the close no more than this.
@@ -127,12 +139,15 @@ pub const CLOSE_WAIT_FOR_LOG: std::time::Duration = std::time::Duration::from_mi
 
 /// Waits (at most [`CLOSE_WAIT_FOR_LOG`]) until `lines` are written.
 pub async fn written(lines: Written) {
-    if lines.is_empty() {
+    if lines.fixed.is_empty() && lines.dynamic.is_none() {
         return;
     }
     let all = async {
-        for (w, seq) in &lines {
+        for (w, seq) in &lines.fixed {
             w.written(*seq).await;
+        }
+        if let Some((p, seq)) = &lines.dynamic {
+            p.written(*seq).await;
         }
     };
     let _ = tokio::time::timeout(CLOSE_WAIT_FOR_LOG, all).await;

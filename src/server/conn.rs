@@ -800,7 +800,7 @@ fn log_request(
     // The request's error lines too, awaited before a close: nginx writes
     // them before it answers.
     if !keep {
-        lines.extend(r.error_log().pending());
+        lines.fixed.extend(r.error_log().pending());
     }
     // Logged: its `limit_conn` counts go back now, not after the wait for
     // the log writer that may follow.
