@@ -19,10 +19,34 @@ pub const HEAD_CAPACITY: usize = 512;
 /// The interim answer to `Expect: 100-continue`, exactly as nginx sends it.
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// A field of [`ResponseHead::extra`]: a name and a value.
+pub trait ExtraField {
+    /// The field's name.
+    fn name(&self) -> &str;
+    /// The field's value.
+    fn value(&self) -> &str;
+    /// Whether the field is known to hold no CR or LF (one an upstream
+    /// sent: its parser ends names and values there), so that it is
+    /// copied without the scan for them. `false` unless known.
+    fn clean(&self) -> bool {
+        false
+    }
+}
+
+impl ExtraField for (&str, &str) {
+    fn name(&self) -> &str {
+        self.0
+    }
+
+    fn value(&self) -> &str {
+        self.1
+    }
+}
+
 /// Everything a response head can carry. Build with [`ResponseHead::new`]
-/// and set the fields that apply.
+/// (or [`ResponseHead::with_extra`]) and set the fields that apply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResponseHead<'a> {
+pub struct ResponseHead<'a, F: ExtraField = (&'a str, &'a str)> {
     /// The status; nginx's 494 is written as 400.
     pub status: Status,
     /// The `Server` value: `nowait/VERSION`, or `nowait` (`server_tokens off`).
@@ -52,8 +76,8 @@ pub struct ResponseHead<'a> {
     pub vary_accept_encoding: bool,
     /// `ETag`, with quotes.
     pub etag: Option<&'a str>,
-    /// `add_header` fields, in configuration order.
-    pub extra: &'a [(&'a str, &'a str)],
+    /// The other fields, in order: an upstream's, `add_header`'s.
+    pub extra: &'a [F],
     /// `Accept-Ranges: bytes` (full 200 responses of files).
     pub accept_ranges: bool,
     /// `Content-Range` (206 single part, 416).
@@ -67,6 +91,14 @@ impl<'a> ResponseHead<'a> {
     /// A head with only the status line, `Server`, `Date` and
     /// `Connection: close`.
     pub fn new(status: Status, server: &'a str, date: &'a str) -> Self {
+        ResponseHead::with_extra(status, server, date, &[])
+    }
+}
+
+impl<'a, F: ExtraField> ResponseHead<'a, F> {
+    /// [`ResponseHead::new`] with `extra` fields of any [`ExtraField`]
+    /// type (a reply's own, without making a list of `&str` pairs first).
+    pub fn with_extra(status: Status, server: &'a str, date: &'a str, extra: &'a [F]) -> Self {
         ResponseHead {
             status,
             server,
@@ -81,7 +113,7 @@ impl<'a> ResponseHead<'a> {
             keep_alive_header: None,
             vary_accept_encoding: false,
             etag: None,
-            extra: &[],
+            extra,
             accept_ranges: false,
             content_range: None,
             status_line: None,
@@ -160,8 +192,15 @@ impl<'a> ResponseHead<'a> {
         if let Some(etag) = self.etag {
             trusted(out, b"ETag: ", etag.as_bytes());
         }
-        for (name, value) in self.extra {
-            field(out, name, value);
+        for f in self.extra {
+            if f.clean() {
+                out.extend_from_slice(f.name().as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(f.value().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            } else {
+                field(out, f.name(), f.value());
+            }
         }
         if self.accept_ranges && !bodiless {
             trusted(out, b"Accept-Ranges: ", b"bytes");
@@ -256,7 +295,7 @@ mod tests {
     const DATE: &str = "Sun, 22 Nov 2026 01:51:45 GMT";
     const LM: i64 = 1_795_312_304; // Sun, 22 Nov 2026 01:51:44 GMT
 
-    fn text(head: &ResponseHead<'_>) -> String {
+    fn text<F: ExtraField>(head: &ResponseHead<'_, F>) -> String {
         String::from_utf8(head.to_bytes()).unwrap()
     }
 
@@ -270,6 +309,34 @@ mod tests {
             out,
             b"X-A: plain\r\nX-B: oneInjected: yes\r\nX-C: tail\r\n".to_vec()
         );
+    }
+
+    #[test]
+    fn extra_fields_known_clean_are_copied_as_they_are() {
+        /// A field that says it holds no CR or LF.
+        struct Clean(&'static str, &'static str);
+        impl ExtraField for Clean {
+            fn name(&self) -> &str {
+                self.0
+            }
+            fn value(&self) -> &str {
+                self.1
+            }
+            fn clean(&self) -> bool {
+                true
+            }
+        }
+        let extra = [Clean("X-A", "1"), Clean("X-B", "2")];
+        let h = ResponseHead::with_extra(Status::OK, "nowait", DATE, &extra);
+        assert!(
+            text(&h).ends_with("X-A: 1\r\nX-B: 2\r\n\r\n"),
+            "{}",
+            text(&h)
+        );
+        // Fields not known to be clean are scanned.
+        let extra = [("X-A", "1\r\n")];
+        let h = ResponseHead::with_extra(Status::OK, "nowait", DATE, &extra);
+        assert!(text(&h).ends_with("X-A: 1\r\n\r\n"), "{}", text(&h));
     }
 
     #[test]

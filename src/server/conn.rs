@@ -912,12 +912,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         let mut d = d.borrow_mut();
         let now = d.get(crate::metrics::timed::wall_now());
         let date = reply.date.as_deref().unwrap_or(now);
-        let extra: Vec<(&str, &str)> = reply
-            .extra
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
-        let mut h = ResponseHead::new(reply.status, server, date);
+        let mut h = ResponseHead::with_extra(reply.status, server, date, &reply.extra);
         h.content_type = reply.content_type.as_deref();
         h.content_length = if reply.chunked {
             None
@@ -938,7 +933,6 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         h.chunked = reply.chunked;
         h.upgrade = reply.status.0 == 101;
         h.etag = reply.etag.as_deref();
-        h.extra = &extra;
         h.accept_ranges = reply.accept_ranges;
         h.vary_accept_encoding = reply.gzip_vary;
         h.content_range = reply.content_range.as_deref();

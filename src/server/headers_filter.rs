@@ -78,7 +78,7 @@ fn set_header(reply: &mut Reply, name: &str, value: String) {
             replace_field(reply, "ETag", value);
         }
     } else if !value.is_empty() {
-        reply.extra.push((name.to_string(), value));
+        reply.extra.push((name.to_string().into(), value.into()));
     }
 }
 
@@ -93,9 +93,9 @@ fn replace_field(reply: &mut Reply, name: &str, value: String) {
         (Some(i), true) => {
             reply.extra.remove(i);
         }
-        (Some(i), false) => reply.extra[i].1 = value,
+        (Some(i), false) => reply.extra[i].1 = value.into(),
         (None, true) => {}
-        (None, false) => reply.extra.push((name.to_string(), value)),
+        (None, false) => reply.extra.push((name.to_string().into(), value.into())),
     }
 }
 
@@ -166,8 +166,8 @@ fn set_expires(reply: &mut Reply, r: &Req<'_>) {
         .iter_mut()
         .find(|(n, _)| n.eq_ignore_ascii_case("Expires"))
     {
-        Some(f) => f.1 = expires,
-        None => reply.extra.push(("Expires".into(), expires)),
+        Some(f) => f.1 = expires.into(),
+        None => reply.extra.push(("Expires".into(), expires.into())),
     }
     let mut seen = false;
     reply.extra.retain_mut(|(n, v)| {
@@ -178,11 +178,13 @@ fn set_expires(reply: &mut Reply, r: &Req<'_>) {
             return false;
         }
         seen = true;
-        *v = cache_control.clone();
+        *v = cache_control.clone().into();
         true
     });
     if !seen {
-        reply.extra.push(("Cache-Control".into(), cache_control));
+        reply
+            .extra
+            .push(("Cache-Control".into(), cache_control.into()));
     }
 }
 
@@ -248,8 +250,8 @@ mod tests {
         assert_eq!(
             reply.extra,
             vec![(
-                "Last-Modified".to_string(),
-                "Mon, 28 Sep 1970 06:00:00 GMT".to_string()
+                "Last-Modified".into(),
+                "Mon, 28 Sep 1970 06:00:00 GMT".into()
             )]
         );
     }

@@ -34,6 +34,7 @@ use crate::http::status::Status;
 use crate::io::Pool;
 use crate::io::file::FileLayer;
 use crate::log::Level;
+use crate::upstream::head::FieldText;
 
 use super::access;
 use super::client::Client;
@@ -146,7 +147,7 @@ pub struct Walk<'a> {
     error_location: Option<String>,
     /// The header fields the replaced reply had set (`WWW-Authenticate`
     /// of a 401): nginx keeps them for the page too.
-    error_fields: Vec<(String, String)>,
+    error_fields: Vec<(FieldText, FieldText)>,
     /// The access checks wait on a timer or a password file: `content`
     /// finishes them.
     access_wait: Option<access::Wait>,
@@ -788,9 +789,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
             .any(|(n, _)| n.eq_ignore_ascii_case("Allow"))
     {
         // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
-        reply
-            .extra
-            .push(("Allow".to_string(), STATIC_METHODS.to_string()));
+        reply.extra.push(("Allow".into(), STATIC_METHODS.into()));
     }
     crate::server::proxy::keep_accel_headers(reply, r);
     super::headers_filter::apply(reply, r);

@@ -7,6 +7,7 @@ use crate::body::Source;
 use crate::http::range::{ByteRange, Multipart};
 use crate::http::status::Status;
 use crate::io::file::OpenFile;
+use crate::upstream::head::FieldText;
 
 /// The body of a reply.
 pub enum Body {
@@ -69,8 +70,10 @@ pub struct Reply {
     pub content_range: Option<String>,
     /// `Accept-Ranges: bytes`.
     pub accept_ranges: bool,
-    /// `add_header` fields (already filtered by status).
-    pub extra: Vec<(String, String)>,
+    /// The other fields, in the order sent: an upstream's (lent by its
+    /// head, not copied), `add_header`'s (already filtered by status), those
+    /// the filters add.
+    pub extra: Vec<(FieldText, FieldText)>,
     /// The body.
     pub body: Body,
     /// Close the connection after this reply whatever the client asked.

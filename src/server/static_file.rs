@@ -130,9 +130,7 @@ pub async fn serve(
                 reply.allow_ranges = false;
                 reply.gzip_vary = v;
                 if reply.status.0 == 200 {
-                    reply
-                        .extra
-                        .push(("Content-Encoding".to_string(), "gzip".to_string()));
+                    reply.extra.push(("Content-Encoding".into(), "gzip".into()));
                 }
                 return Served::Reply(Box::new(reply));
             }

@@ -27,10 +27,13 @@
 
 use std::fmt;
 
+pub use text::FieldText;
+
 mod fields;
 mod status_line;
 #[cfg(test)]
 mod tests;
+mod text;
 
 /// A header field's name and value, as slices of a [`Headers`] list.
 pub type Field<'a> = (&'a [u8], &'a [u8]);
@@ -60,10 +63,57 @@ impl Eq for Headers {}
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Fields {
     /// Names and values, one after the other.
-    bytes: Vec<u8>,
+    bytes: Bytes,
     /// Per field: where its name starts, where its value starts (the name's
     /// end), where its value ends.
     spans: Vec<[u32; 3]>,
+}
+
+/// The names and values of [`Fields`]: text once the list is complete and
+/// found to be valid UTF-8 (nearly always; checked once, by
+/// [`Headers::seal`]), so that its fields can be lent out as text
+/// ([`FieldText`]) without a check or a copy each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Bytes {
+    /// Being appended to, or not valid UTF-8.
+    Raw(Vec<u8>),
+    /// Sealed and valid UTF-8.
+    Text(String),
+}
+
+impl Default for Bytes {
+    fn default() -> Bytes {
+        Bytes::Raw(Vec::new())
+    }
+}
+
+impl Bytes {
+    /// The bytes, whatever they are.
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Raw(b) => b,
+            Bytes::Text(t) => t.as_bytes(),
+        }
+    }
+
+    /// The bytes as text, when they were sealed as text.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Bytes::Raw(_) => None,
+            Bytes::Text(t) => Some(t),
+        }
+    }
+
+    /// The bytes to append to (text turns raw again until the next seal).
+    fn raw_mut(&mut self) -> &mut Vec<u8> {
+        if let Bytes::Text(t) = self {
+            *self = Bytes::Raw(std::mem::take(t).into_bytes());
+        }
+        match self {
+            Bytes::Raw(b) => b,
+            Bytes::Text(_) => unreachable!("made raw above"),
+        }
+    }
 }
 
 impl Headers {
@@ -72,34 +122,53 @@ impl Headers {
         std::sync::Arc::make_mut(self.fields.get_or_insert_with(Default::default))
     }
 
-    /// Appends a field.
+    /// Appends a field (call [`Headers::seal`] once the list is complete).
     fn push(&mut self, name: &[u8], value: &[u8]) {
         let f = self.fields_mut();
-        let start = f.bytes.len() as u32;
-        f.bytes.extend_from_slice(name);
-        let mid = f.bytes.len() as u32;
-        f.bytes.extend_from_slice(value);
-        f.spans.push([start, mid, f.bytes.len() as u32]);
+        let bytes = f.bytes.raw_mut();
+        let start = bytes.len() as u32;
+        bytes.extend_from_slice(name);
+        let mid = bytes.len() as u32;
+        bytes.extend_from_slice(value);
+        f.spans.push([start, mid, bytes.len() as u32]);
     }
 
-    /// Appends `fields`, which hold `bytes` of names and values in all.
+    /// Appends `fields`, which hold `bytes` of names and values in all
+    /// (call [`Headers::seal`] once the list is complete).
     fn extend<'a>(&mut self, bytes: usize, fields: impl ExactSizeIterator<Item = Field<'a>>) {
         let f = self.fields_mut();
-        f.bytes.reserve(bytes);
+        let buf = f.bytes.raw_mut();
+        buf.reserve(bytes);
         f.spans.reserve(fields.len());
         for (name, value) in fields {
-            let start = f.bytes.len() as u32;
-            f.bytes.extend_from_slice(name);
-            let mid = f.bytes.len() as u32;
-            f.bytes.extend_from_slice(value);
-            f.spans.push([start, mid, f.bytes.len() as u32]);
+            let start = buf.len() as u32;
+            buf.extend_from_slice(name);
+            let mid = buf.len() as u32;
+            buf.extend_from_slice(value);
+            f.spans.push([start, mid, buf.len() as u32]);
         }
+    }
+
+    /// Checks once whether the complete list is valid UTF-8, for
+    /// [`Headers::iter_text`] and [`Headers::shared_text`].
+    fn seal(&mut self) {
+        let Some(f) = self.fields.as_mut().and_then(std::sync::Arc::get_mut) else {
+            return;
+        };
+        f.bytes = match std::mem::take(&mut f.bytes) {
+            Bytes::Raw(raw) => match String::from_utf8(raw) {
+                Ok(text) => Bytes::Text(text),
+                // Not text: `from_utf8` gives the bytes back.
+                Err(e) => Bytes::Raw(e.into_bytes()),
+            },
+            text => text,
+        };
     }
 
     /// Each field's name and value, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Field<'_>> + '_ {
         let (bytes, spans): (&[u8], &[[u32; 3]]) = match &self.fields {
-            Some(f) => (&f.bytes, &f.spans),
+            Some(f) => (f.bytes.as_slice(), &f.spans),
             None => (&[], &[]),
         };
         spans.iter().map(move |&[a, b, c]| {
@@ -117,10 +186,7 @@ impl Headers {
     /// character (a name with a multi-byte character, its value starting
     /// with the rest), which `str::get` finds.
     pub fn iter_text(&self) -> impl Iterator<Item = (Field<'_>, Option<(&str, &str)>)> + '_ {
-        let text = self
-            .fields
-            .as_ref()
-            .and_then(|f| std::str::from_utf8(&f.bytes).ok());
+        let text = self.fields.as_ref().and_then(|f| f.bytes.text());
         let spans: &[[u32; 3]] = self.fields.as_ref().map_or(&[], |f| &f.spans);
         self.iter().zip(spans).map(move |(field, &[a, b, c])| {
             let text = text.and_then(|t| {
@@ -131,6 +197,22 @@ impl Headers {
             });
             (field, text)
         })
+    }
+
+    /// The name and value of field `i` as text that shares this list's
+    /// storage (no copy), when the list is text and the field is too (see
+    /// [`Headers::iter_text`]).
+    pub fn shared_text(&self, i: usize) -> Option<(FieldText, FieldText)> {
+        let f = self.fields.as_ref()?;
+        let text = f.bytes.text()?;
+        let &[a, b, c] = f.spans.get(i)?;
+        // Both ends of each part on character boundaries.
+        text.get(a as usize..b as usize)?;
+        text.get(b as usize..c as usize)?;
+        Some((
+            FieldText::shared(f.clone(), a, b),
+            FieldText::shared(f.clone(), b, c),
+        ))
     }
 
     /// The value of the first field named `name` (ASCII case-insensitive).
@@ -312,6 +394,7 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, HeadError> {
             len,
         });
     }
+    headers.seal();
     let (content_length, chunked, close_header) = framing_fields(&headers);
     let head = ResponseHead {
         // nginx: `http_version < NGX_HTTP_VERSION_11` → close.

@@ -152,8 +152,8 @@ impl Scan {
 pub fn challenge(realm: &[u8]) -> Reply {
     let mut reply = Reply::special(Status::UNAUTHORIZED);
     reply.extra.push((
-        "WWW-Authenticate".to_string(),
-        format!("Basic realm=\"{}\"", String::from_utf8_lossy(realm)),
+        "WWW-Authenticate".into(),
+        format!("Basic realm=\"{}\"", String::from_utf8_lossy(realm)).into(),
     ));
     reply
 }

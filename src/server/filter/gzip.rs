@@ -42,9 +42,7 @@ pub fn header(
     if !gzip_ok(r, conf, Some(reply)) {
         return None;
     }
-    reply
-        .extra
-        .push(("Content-Encoding".to_string(), "gzip".to_string()));
+    reply.extra.push(("Content-Encoding".into(), "gzip".into()));
     body_changes(reply, p);
     Some(GzipOptions {
         level: conf.gzip_comp_level,

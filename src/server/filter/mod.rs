@@ -263,9 +263,9 @@ pub fn weaken_etags(reply: &mut Reply) {
         if !n.eq_ignore_ascii_case("ETag") {
             return true;
         }
-        match weak_etag(std::mem::take(v)) {
+        match weak_etag(std::mem::take(v).into_string()) {
             Some(w) => {
-                *v = w;
+                *v = w.into();
                 true
             }
             None => false,
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(reply.length_override, None);
         assert!(!reply.allow_ranges && !reply.accept_ranges);
         assert_eq!(reply.etag.as_deref(), Some("W/\"1-2\""));
-        assert_eq!(reply.extra, vec![("X".to_string(), "y".to_string())]);
+        assert_eq!(reply.extra, vec![("X".into(), "y".into())]);
     }
 
     #[test]

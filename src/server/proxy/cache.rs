@@ -648,7 +648,7 @@ fn header_of(reply: &Reply, name: &str) -> Option<String> {
         .extra
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.clone())
+        .map(|(_, v)| v.to_string())
 }
 
 /// The settings `policy` reads, from the location.

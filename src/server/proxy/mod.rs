@@ -1486,7 +1486,7 @@ pub fn keep_accel_headers(reply: &mut Reply, r: &Req<'_>) {
         reply
             .extra
             .retain(|(e, _)| !e.eq_ignore_ascii_case(n) || n.eq_ignore_ascii_case("Set-Cookie"));
-        reply.extra.push((n.clone(), v.clone()));
+        reply.extra.push((n.clone().into(), v.clone().into()));
     }
 }
 

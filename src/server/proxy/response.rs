@@ -20,7 +20,7 @@
 use crate::config::inherit::LocConf;
 use crate::config::model::{ProxyRedirect, RedirectFrom};
 use crate::http::status::Status;
-use crate::upstream::head::ResponseHead;
+use crate::upstream::head::{FieldText, ResponseHead};
 
 use super::super::reply::{Body, Reply};
 use super::super::request::Req;
@@ -136,7 +136,7 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
     // Room for every field at once: most are passed on.
     reply.extra.reserve(head.headers.len());
     let mut accel = Accel::default();
-    for ((name, value), text) in head.headers.iter_text() {
+    for (i, ((name, value), text)) in head.headers.iter_text().enumerate() {
         // Names are compared as bytes: only a field passed on is made text
         // (most responses carry framing and hidden fields the client never
         // sees).
@@ -147,9 +147,25 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
         if withheld(conf, name, known) {
             continue;
         }
-        // The list was checked as text once; a field that is not text
-        // (rare) is converted on its own.
-        let owned_name = || text.map_or_else(|| owned_lossy(name), |(n, _)| n.to_owned());
+        if known.is_none() {
+            // Passed on as it came: the head's own text, shared, not
+            // copied. The list was checked as text once; a field that is
+            // not text (rare) is converted on its own.
+            let field = match text {
+                Some(_) => head.headers.shared_text(i),
+                None => None,
+            };
+            reply.extra.push(
+                field.unwrap_or_else(|| (owned_lossy(name).into(), owned_lossy(value).into())),
+            );
+            continue;
+        }
+        let owned_name = || -> FieldText {
+            match head.headers.shared_text(i) {
+                Some((n, _)) => n,
+                None => owned_lossy(name).into(),
+            }
+        };
         let text = text.map_or_else(|| owned_lossy(value), |(_, v)| v.to_owned());
         if known == Some(Known::ContentType) {
             reply.set_upstream_content_type(text);
@@ -168,7 +184,7 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
                 // One no rule rewrote stays among the upstream's fields, as
                 // it was written (nginx leaves `headers_out.location` unset
                 // for a relative one).
-                None if text.starts_with('/') => reply.extra.push((owned_name(), text)),
+                None if text.starts_with('/') => reply.extra.push((owned_name(), text.into())),
                 None => reply.location = Some(text),
             }
         } else if known == Some(Known::Refresh) {
@@ -177,9 +193,9 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
                 Some(i) => rewrite_redirect(r, conf, &text, i + 4).unwrap_or(text),
                 None => text,
             };
-            reply.extra.push((owned_name(), value));
+            reply.extra.push((owned_name(), value.into()));
         } else {
-            reply.extra.push((owned_name(), text));
+            reply.extra.push((owned_name(), text.into()));
         }
     }
     (reply, accel)

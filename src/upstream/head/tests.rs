@@ -515,17 +515,22 @@ fn fields_as_text_checked_once_for_the_list() {
     let mut h = Headers::default();
     h.push(b"X-A", b"1");
     h.push("X-\u{e9}".as_bytes(), "caf\u{e9}".as_bytes());
+    // Not text until sealed (the list was being appended to).
+    assert_eq!(text(&h), [None, None]);
+    h.seal();
     assert_eq!(text(&h), [both("X-A", "1"), both("X-\u{e9}", "caf\u{e9}")]);
     // One value that is not UTF-8: the list is not text, every field is
     // left to be converted on its own.
     h.push(b"X-B", b"\xff");
+    h.seal();
     assert_eq!(text(&h), [None, None, None]);
     // A list that is valid UTF-8 only because a name ends inside a
     // character its value completes: that field is not text.
     let mut h = Headers::default();
     h.push(b"X-C", b"2");
     h.push(b"X-\xc3", b"\xa9");
-    assert!(std::str::from_utf8(&h.fields.as_ref().unwrap().bytes).is_ok());
+    h.seal();
+    assert!(h.fields.as_ref().unwrap().bytes.text().is_some());
     assert_eq!(text(&h), [both("X-C", "2"), None]);
     // The fields themselves are the same either way.
     assert_eq!(
