@@ -12,6 +12,7 @@
 //! - [`range`]: `Range`/`If-Range` and `multipart/byteranges` framing.
 //! - [`conditional`]: nginx's not-modified filter (304 / 412).
 //! - [`etag`]: nginx-style ETags.
+//! - [`field_name`]: header field names compared without case, a word at a time.
 //! - [`date`]: HTTP-date formatting and parsing, the cached `Date` value.
 //! - [`status`]: reason phrases, built-in error pages, closing statuses.
 //! - [`response`]: response heads in nginx's header order.
@@ -31,6 +32,7 @@ pub mod date;
 pub mod decimal;
 pub mod escape;
 pub mod etag;
+pub mod field_name;
 pub mod gzip;
 pub mod head_error;
 pub mod head_scan;

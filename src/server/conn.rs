@@ -16,6 +16,7 @@ use crate::body::chunked;
 use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
 use crate::config::model::ListenAddr;
 use crate::http::date::DateCache;
+use crate::http::field_name::eq_ignore_case;
 use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
 use crate::io::client_stream::ClientStream;
@@ -926,7 +927,7 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
             !reply
                 .extra
                 .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case("Last-Modified"))
+                .any(|(n, _)| eq_ignore_case(n.as_bytes(), b"Last-Modified"))
         });
         h.location = reply.location.as_deref();
         h.keep_alive = keep_alive;

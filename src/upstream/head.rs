@@ -27,6 +27,8 @@
 
 use std::fmt;
 
+use crate::http::field_name::eq_ignore_case;
+
 pub use text::FieldText;
 
 mod fields;
@@ -416,15 +418,15 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, HeadError> {
 fn framing_fields(headers: &Headers) -> (Option<u64>, bool, bool) {
     let (mut content_length, mut chunked, mut close) = (None, false, false);
     for (name, value) in headers.iter() {
-        if name.eq_ignore_ascii_case(b"Content-Length") {
+        if eq_ignore_case(name, b"Content-Length") {
             // `ngx_http_upstream_process_content_length`: every occurrence
             // overwrites the last; no duplicate check in 1.22.1.
             content_length = atoof(value);
-        } else if name.eq_ignore_ascii_case(b"Transfer-Encoding") {
+        } else if eq_ignore_case(name, b"Transfer-Encoding") {
             // `ngx_http_upstream_process_transfer_encoding`: a substring
             // search, so `gzip, chunked` (and `chunked, gzip`) is chunked.
             chunked |= contains_ignore_case(value, b"chunked");
-        } else if name.eq_ignore_ascii_case(b"Connection") {
+        } else if eq_ignore_case(name, b"Connection") {
             // `ngx_http_upstream_process_connection`: a substring search.
             close |= contains_ignore_case(value, b"close");
         }

@@ -19,6 +19,7 @@
 
 use crate::config::inherit::LocConf;
 use crate::config::model::{ProxyRedirect, RedirectFrom};
+use crate::http::field_name::eq_ignore_case;
 use crate::http::status::Status;
 use crate::upstream::head::{FieldText, ResponseHead};
 
@@ -78,7 +79,7 @@ impl Known {
         KNOWN
             .iter()
             .filter(|(n, _)| n.len() == name.len())
-            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+            .find(|(n, _)| eq_ignore_case(n.as_bytes(), name))
             .map(|&(_, k)| k)
     }
 
@@ -140,7 +141,7 @@ pub fn reply(r: &Req<'_>, conf: &LocConf, head: &ResponseHead) -> (Reply, Accel)
         // Names are compared as bytes: only a field passed on is made text
         // (most responses carry framing and hidden fields the client never
         // sees).
-        if name.len() > ACCEL.len() && name[..ACCEL.len()].eq_ignore_ascii_case(ACCEL) {
+        if name.len() > ACCEL.len() && eq_ignore_case(&name[..ACCEL.len()], ACCEL) {
             steer(conf, &borrowed_lossy(name), value, &mut accel, &mut reply);
         }
         let known = Known::of(name);
