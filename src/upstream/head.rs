@@ -138,7 +138,15 @@ impl Headers {
     /// Appends `fields`, which hold `bytes` of names and values in all
     /// (call [`Headers::seal`] once the list is complete).
     fn extend<'a>(&mut self, bytes: usize, fields: impl ExactSizeIterator<Item = Field<'a>>) {
-        let f = self.fields_mut();
+        // A new list (the usual case) is made at its size at once, not
+        // grown from empty.
+        let f = self.fields.get_or_insert_with(|| {
+            std::sync::Arc::new(Fields {
+                bytes: Bytes::Raw(Vec::with_capacity(bytes)),
+                spans: Vec::with_capacity(fields.len()),
+            })
+        });
+        let f = std::sync::Arc::make_mut(f);
         let buf = f.bytes.raw_mut();
         buf.reserve(bytes);
         f.spans.reserve(fields.len());
