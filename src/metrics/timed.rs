@@ -51,6 +51,8 @@ thread_local! {
     /// budget, if the thread runs one (`metrics::worker::Turns`) with a
     /// budget.
     static TURN_END: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Whether the last turn left tasks for the next ([`end_turn`]).
+    static TURN_CUT: Cell<bool> = const { Cell::new(false) };
     /// The tasks the current turn left for the next, in order.
     static DEFERRED: std::cell::RefCell<Vec<std::task::Waker>> =
         const { std::cell::RefCell::new(Vec::new()) };
@@ -103,10 +105,19 @@ pub fn turn_began(at: Instant) {
 /// behind newer work. (tokio's `yield_now` defers to after the reactor's
 /// poll, and wakes its deferred tasks last first.)
 pub fn end_turn() {
-    let left = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-    for w in left {
+    let mut left = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    TURN_CUT.with(|c| c.set(!left.is_empty()));
+    for w in left.drain(..) {
         w.wake();
     }
+    // The list keeps its capacity for the next turn.
+    DEFERRED.with(|d| *d.borrow_mut() = left);
+}
+
+/// Whether the last turn of this thread's loop was cut short by its
+/// budget (it left tasks for the next).
+pub fn last_turn_cut() -> bool {
+    TURN_CUT.with(Cell::get)
 }
 
 /// Whether the current turn, if any, has run its budget by `now`.
