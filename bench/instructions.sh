@@ -61,19 +61,6 @@ need_bench_tools
 WORK=$(mktemp -d -t nowait-bench-instr.XXXXXX)
 SERVER_PID=
 ORIGIN_PID=
-stop_pid() { # stop_pid PID SIGNAL: signal, wait, SIGKILL if it lingers
-    local pid=$1 i
-    kill "-$2" "$pid" 2>/dev/null || true
-    for ((i = 0; i < STOP_TIMEOUT_S * 20; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "process $pid ignored SIG$2 for ${STOP_TIMEOUT_S}s: SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     [[ -n $SERVER_PID ]] && stop_pid "$SERVER_PID" TERM
     [[ -n $ORIGIN_PID ]] && stop_pid "$ORIGIN_PID" TERM

@@ -70,19 +70,6 @@ esac
 WORK=$(mktemp -d -t nowait-bench-proxy.XXXXXX)
 PROXY_PID=
 ORIGIN_PID=
-stop_pid() { # stop_pid PID: SIGTERM, wait, SIGKILL if it lingers
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < STOP_TIMEOUT_S * 20; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "process $pid ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     [[ -n $PROXY_PID ]] && stop_pid "$PROXY_PID"
     [[ -n $ORIGIN_PID ]] && stop_pid "$ORIGIN_PID"

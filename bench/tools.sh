@@ -6,6 +6,20 @@
 log() { printf '%s: %s\n' "$SCRIPT" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+stop_pid() { # stop_pid PID [SIGNAL]: signal (TERM), wait up to STOP_TIMEOUT_S, SIGKILL if it lingers
+    local pid=$1 sig=${2:-TERM} i
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for ((i = 0; i < ${STOP_TIMEOUT_S:-10} * 20; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "process $pid ignored SIG$sig for ${STOP_TIMEOUT_S:-10}s: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
 need_tool() { # need_tool COMMAND DEBIAN-PACKAGE
     command -v "$1" >/dev/null 2>&1 && return 0
     [[ $(id -u) -eq 0 ]] || die "$1 missing (apt-get install $2, as root)"
