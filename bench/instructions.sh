@@ -153,24 +153,17 @@ url_path() {
 }
 url_size() { if [[ $1 == ok ]]; then echo 2; else echo $FILE_BYTES; fi; }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # start PREFIX PORT COMMAND...: starts a server, leaves its pid in STARTED
 # once it listens.
 STARTED=
 start() {
-    local prefix=$1 port=$2 i
+    local prefix=$1 port=$2
     shift 2
     port_open "$port" && die "port $port is already in use"
     (exec "$@" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;') >"$prefix/stdout.log" 2>&1 &
     STARTED=$!
-    for ((i = 0; i < START_TIMEOUT_S * 20; i++)); do
-        port_open "$port" && return 0
-        kill -0 "$STARTED" 2>/dev/null || break
-        sleep 0.05
-    done
-    cat "$prefix/stdout.log" "$prefix/error.log" >&2 2>/dev/null || true
-    die "$1 did not open 127.0.0.1:$port"
+    await_start "$STARTED" "$port" "$prefix" "$prefix"
 }
 
 # The pid and its descendants (nginx's worker is a child of its master).

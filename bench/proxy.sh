@@ -153,7 +153,6 @@ make_prefix() {
 
 # --- servers -----------------------------------------------------------------
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 pinned() { # pinned CPUS COMMAND...: exec COMMAND on CPUS (as is with PIN=none)
     local cpus=$1
@@ -167,14 +166,7 @@ start() {
     port_open "$3" && die "port $3 is already in use"
     (pinned "$4" "$1" -p "$2" -c "$2/nginx.conf" -g 'daemon off;') >"$2/stdout.log" 2>&1 &
     STARTED=$!
-    local i
-    for ((i = 0; i < START_TIMEOUT_S * 20; i++)); do
-        port_open "$3" && return 0
-        kill -0 "$STARTED" 2>/dev/null || break
-        sleep 0.05
-    done
-    cat "$2/stdout.log" "$2/error.log" >&2 2>/dev/null || true
-    die "$1 did not open 127.0.0.1:$3"
+    await_start "$STARTED" "$3" "$2" "$1"
 }
 
 stop_proxy() {

@@ -132,7 +132,6 @@ make_prefix() {
 
 # --- servers -----------------------------------------------------------------
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
 pinned() { # pinned CPUS COMMAND...: exec COMMAND on CPUS (as is with PIN=none)
     local cpus=$1
@@ -143,37 +142,21 @@ pinned() { # pinned CPUS COMMAND...: exec COMMAND on CPUS (as is with PIN=none)
 start_server() { # start_server SERVER PREFIX
     local bin=$NOWAIT_BIN
     [[ $1 == nginx ]] && bin=$NGINX_BIN
-    port_open && die "port $PORT is already in use"
+    port_open "$PORT" && die "port $PORT is already in use"
     # A subshell that execs, so that $! is the server's (master's) pid.
     (pinned "${SERVER_CPUS:-}" "$bin" -p "$2" -c "$2/nginx.conf" -g 'daemon off;') \
         >"$2/stdout.log" 2>&1 &
     SERVER_PID=$!
-    local i
-    for ((i = 0; i < START_TIMEOUT_S * 20; i++)); do
-        port_open && return 0
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    cat "$2/stdout.log" "$2/error.log" >&2 2>/dev/null || true
-    die "$1 did not open 127.0.0.1:$PORT"
+    await_start "$SERVER_PID" "$PORT" "$2" "$1"
 }
 
 stop_server() {
     [[ -n $SERVER_PID ]] || return 0
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    stop_pid "$SERVER_PID"
+    SERVER_PID=
     local i
     for ((i = 0; i < STOP_TIMEOUT_S * 20; i++)); do
-        kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.05
-    done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        log "server $SERVER_PID ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-    for ((i = 0; i < STOP_TIMEOUT_S * 20; i++)); do
-        port_open || return 0
+        port_open "$PORT" || return 0
         sleep 0.05
     done
     die "port $PORT still open after the server exited"

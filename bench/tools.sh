@@ -6,6 +6,21 @@
 log() { printf '%s: %s\n' "$SCRIPT" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# await_start PID PORT PREFIX NAME: waits (START_TIMEOUT_S) until PORT
+# accepts; if PID ends first or time runs out, shows PREFIX's logs and dies.
+await_start() {
+    local i
+    for ((i = 0; i < ${START_TIMEOUT_S:-30} * 20; i++)); do
+        port_open "$2" && return 0
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$3/stdout.log" "$3/error.log" >&2 2>/dev/null || true
+    die "$4 did not open 127.0.0.1:$2"
+}
+
 stop_pid() { # stop_pid PID [SIGNAL]: signal (TERM), wait up to STOP_TIMEOUT_S, SIGKILL if it lingers
     local pid=$1 sig=${2:-TERM} i
     kill "-$sig" "$pid" 2>/dev/null || true
