@@ -303,6 +303,32 @@ impl Server {
         }
     }
 
+    /// Whether a listening socket on the port is one of this server's
+    /// process's descriptors (`/proc/net/tcp`'s inode among
+    /// `/proc/PID/fd`'s sockets). Without the child's pid, true.
+    fn owns_listener(&self) -> bool {
+        let Some(child) = self.child.as_ref() else {
+            return true;
+        };
+        let inodes = listening_inodes(self.port);
+        if inodes.is_empty() {
+            // A listener this table does not show (IPv6 wildcard): trust
+            // the connect, as before.
+            return true;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", child.id())) else {
+            return false;
+        };
+        fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|target| {
+                let t = target.to_string_lossy();
+                t.strip_prefix("socket:[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .is_some_and(|ino| inodes.iter().any(|i| i == ino))
+            })
+        })
+    }
+
     fn wait_ready(&mut self) -> Result<(), String> {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let deadline = Instant::now() + READY_TIMEOUT;
@@ -318,7 +344,11 @@ impl Server {
                     ));
                 }
             }
-            if TcpStream::connect_timeout(&addr, READY_POLL).is_ok() {
+            // Ready once the port accepts and the listener is this
+            // server's: another test's server may hold a port `free_port`
+            // gave out twice, and this one, failing to bind, would have
+            // its requests answered by the other's configuration.
+            if TcpStream::connect_timeout(&addr, READY_POLL).is_ok() && self.owns_listener() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -382,6 +412,25 @@ pub fn listening_sockets(port: u16) -> usize {
             cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A")
         })
         .count()
+}
+
+/// The inodes of the listening sockets that take 127.0.0.1:`port`
+/// (`/proc/net/tcp`, state LISTEN, on 127.0.0.1 or the wildcard).
+fn listening_inodes(port: u16) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let local = format!("0100007F:{port:04X}");
+    let any = format!("00000000:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let addr = cols.get(1).copied().unwrap_or("");
+            ((addr == local || addr == any) && cols.get(3) == Some(&"0A"))
+                .then(|| cols.get(9).map(|s| s.to_string()))
+                .flatten()
+        })
+        .collect()
 }
 
 /// `conf` as `kind` reads it: for nowait, without the lines ending in
