@@ -310,7 +310,7 @@ impl Server {
         let Some(child) = self.child.as_ref() else {
             return true;
         };
-        let inodes = listening_inodes(self.port);
+        let inodes = listen_inodes(self.port, true);
         if inodes.is_empty() {
             // A listener this table does not show (IPv6 wildcard): trust
             // the connect, as before.
@@ -402,22 +402,13 @@ pub fn free_port() -> u16 {
 /// The listening sockets on 127.0.0.1:`port`, as rows of `/proc/net/tcp`
 /// in state LISTEN (`0A`).
 pub fn listening_sockets(port: u16) -> usize {
-    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
-    let local = format!("0100007F:{port:04X}");
-    table
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.get(1) == Some(&local.as_str()) && cols.get(3) == Some(&"0A")
-        })
-        .count()
+    listen_inodes(port, false).len()
 }
 
-/// The inodes of the listening sockets that take 127.0.0.1:`port`
-/// (`/proc/net/tcp`, state LISTEN, on 127.0.0.1 or the wildcard).
-fn listening_inodes(port: u16) -> Vec<String> {
-    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+/// The inodes of the listening sockets on 127.0.0.1:`port`, and on the
+/// wildcard address too if `wildcard` (`/proc/net/tcp`, state LISTEN).
+fn listen_inodes(port: u16, wildcard: bool) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
     let local = format!("0100007F:{port:04X}");
     let any = format!("00000000:{port:04X}");
     table
@@ -426,7 +417,7 @@ fn listening_inodes(port: u16) -> Vec<String> {
         .filter_map(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();
             let addr = cols.get(1).copied().unwrap_or("");
-            ((addr == local || addr == any) && cols.get(3) == Some(&"0A"))
+            ((addr == local || (wildcard && addr == any)) && cols.get(3) == Some(&"0A"))
                 .then(|| cols.get(9).map(|s| s.to_string()))
                 .flatten()
         })
