@@ -121,7 +121,8 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
                                      os.path.join(prefix, "oha-closed.json"))
         if "rate" in phases:
             res["rate"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
-                                   os.path.join(prefix, "oha-rate.json"), rate=rate)
+                                   os.path.join(prefix, "oha-rate.json"), rate=rate,
+                                   db=ctx.a.timeline)
         res["loop_states"] = samp.stop()
         if wrk:
             res["random"] = wrk.wait(extra=a.seconds * 2 + 60)
@@ -141,23 +142,44 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
     return res
 
 
+def _wanted(ctx, server, label, loaded):
+    """Whether --runs (if given) selects this run of A or B."""
+    if not ctx.a.runs:
+        return True
+    picks = [x.strip() for x in ctx.a.runs.split(",") if x.strip()]
+    if not loaded and not any("unloaded" in p for p in picks):
+        return False
+    for p in picks:
+        srv, _, cfg = p.replace("unloaded", "").strip(" /").partition("/")
+        if srv == server and cfg.strip() in label:
+            return True
+    return False
+
+
 def _hot_matrix(ctx, exp):
     out = {"runs": []}
-    # 1. Calibrate: each server's closed-loop ceiling, to choose the rate.
-    ceilings = {}
-    for server, (label, opts) in CEILING.items():
-        r = hot_run(ctx, exp, server, label, opts, loaded=False, rate=None, phases=("closed",))
-        ceilings[server] = r["closed"]["req_per_s"]
-    low = min(ceilings.values())
-    rate = max(1, int(low * ctx.a.rate_fraction))
-    out["calibration"] = ceilings
+    # 1. Calibrate: each server's closed-loop ceiling, to choose the rate
+    # (unless --rate gives it).
+    if ctx.a.rate:
+        rate = ctx.a.rate
+        out["calibration"] = {}
+    else:
+        ceilings = {}
+        for server, (label, opts) in CEILING.items():
+            r = hot_run(ctx, exp, server, label, opts, loaded=False, rate=None, phases=("closed",))
+            ceilings[server] = r["closed"]["req_per_s"]
+        low = min(ceilings.values())
+        rate = max(1, int(low * ctx.a.rate_fraction))
+        out["calibration"] = ceilings
+        ctx.log(f"{exp}: ceilings {ceilings}; constant rate {rate} req/s")
     out["rate"] = rate
-    ctx.log(f"{exp}: ceilings {ceilings}; constant rate {rate} req/s")
     # 2. Unloaded, both phases, then the loaded matrix.
     for server, (label, opts) in CEILING.items():
-        out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=False, rate=rate))
+        if _wanted(ctx, server, label, False):
+            out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=False, rate=rate))
     for server, label, opts in MATRIX:
-        out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=True, rate=rate))
+        if _wanted(ctx, server, label, True):
+            out["runs"].append(hot_run(ctx, exp, server, label, opts, loaded=True, rate=rate))
     return out
 
 

@@ -102,6 +102,14 @@ def args():
     p.add_argument("--seconds", type=int, help="length of each hot-load phase")
     p.add_argument("--warmup", type=int, help="random load before the hot load starts")
     p.add_argument("--c-seconds", type=int, help="length of each experiment-C run")
+    p.add_argument("--rate", type=int,
+                   help="A and B: the constant rate (req/s) instead of calibrating one from the ceilings")
+    p.add_argument("--runs", metavar="SERVER/CONFIG,...",
+                   help="A and B: only the runs whose 'server/configuration' contains one of these "
+                        "(e.g. 'nowait/fast path on'); the loaded runs unless 'unloaded' is named")
+    p.add_argument("--timeline", action="store_true",
+                   help="A and B: keep oha's database of the constant-rate phase "
+                        "(oha-rate.json.db in the run's folder: every request's start and end)")
     p.add_argument("--rate-fraction", type=float, default=0.5,
                    help="constant-rate hot load = this x the lower unloaded ceiling")
     d = p.add_argument_group("experiment D (the three-disk cache)")

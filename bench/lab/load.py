@@ -88,13 +88,14 @@ def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate, db=None):
     return cmd
 
 
-def oha(tools, port, urls, conns, seconds, out_path, rate=None, timeline=False):
+def oha(tools, port, urls, conns, seconds, out_path, rate=None, timeline=False, db=False):
     """One oha run (blocking). urls: one path, or a file of paths to pick
     from at random. rate: None for closed loop, or requests per second with
     latency correction. timeline: also the successful responses completed in
     each second of the run (`per_second`, from oha's request database).
-    Returns the figures as a dict."""
-    db = out_path + ".db" if timeline else None
+    db: keep that database (OUT_PATH.db: every request's start and end) to
+    look for stalls. Returns the figures as a dict."""
+    db = out_path + ".db" if timeline or db else None
     if db and os.path.exists(db):
         os.remove(db)
     cmd = _oha_cmd(tools, port, urls, conns, seconds, out_path, rate, db)
@@ -102,7 +103,7 @@ def oha(tools, port, urls, conns, seconds, out_path, rate=None, timeline=False):
         r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
                            timeout=seconds + 90)
     figures = _oha_figures(out_path, seconds, rate, r.returncode, r.stderr)
-    if db:
+    if timeline:
         figures["per_second"] = per_second(db, seconds)
     return figures
 

@@ -88,10 +88,13 @@ def loop_turn_table(runs, lines):
 def hot_table(exp, data, lines):
     runs = data["runs"]
     rate = data["rate"]
+    if data["calibration"]:
+        how = ("ceilings measured first: "
+               + ", ".join(f"{k} {v:.0f} req/s" for k, v in data["calibration"].items()))
+    else:
+        how = "given with --rate"
     lines += [
-        f"Constant rate for the latency columns: **{rate} req/s** "
-        f"(ceilings measured first: "
-        + ", ".join(f"{k} {v:.0f} req/s" for k, v in data["calibration"].items()) + ").",
+        f"Constant rate for the latency columns: **{rate} req/s** ({how}).",
         "",
         "| server | configuration | random load | hot req/s (closed loop) | hot req/s at the rate "
         "| hot p50 ms | hot p99 ms | hot p99.9 ms | random MB/s | random req/s | random timeouts "
