@@ -565,3 +565,48 @@ fn near_its_memory_limit_a_popular_file_is_pinned_and_sendfiled() {
     );
     assert_eq!(status_value(s.port, "nowait_pin_failures_total"), 0);
 }
+
+/// A popular small file — read into the response head rather than sent
+/// with `sendfile()` — is pinned too while memory is short: before, only
+/// files sent in slices asked for a pin, and under the slow-disk lab's
+/// random load the hot set's small files were the ones that lost pages,
+/// each miss waiting behind the cold reads for a pool thread and a disk
+/// slot while every hot connection came to ask for the same file.
+#[test]
+fn near_its_memory_limit_a_popular_small_file_is_pinned_too() {
+    const SMALL: usize = 8 * 1024;
+    let (dir, _) = root();
+    let data = content(SMALL);
+    write_file(dir.path(), "small.bin", &data);
+    write_file(dir.path(), "filler.bin", &vec![7u8; 192 << 20]);
+    drop_pages(dir.path(), "filler.bin", 0, 192 << 20);
+    let s = InCgroup::start(dir.path(), 128 << 20);
+    assert!(
+        common::wait::until(Duration::from_secs(5), || {
+            status_value(s.port, "nowait_pinned_budget_bytes") > 0
+        }),
+        "no pin budget in a 128 MiB cgroup"
+    );
+    let r = get(s.port, "/filler.bin");
+    assert_eq!((r.status, r.body.len()), (200, 192 << 20));
+    assert!(
+        common::wait::until(Duration::from_secs(5), || s.memory_short()),
+        "the server never saw its cgroup near its limit"
+    );
+    for _ in 0..20 {
+        let r = get(s.port, "/small.bin");
+        assert_eq!(r.status, 200);
+        assert!(r.body == data, "the body differs from the file");
+        if status_value(s.port, "nowait_pinned_files") == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        status_value(s.port, "nowait_pinned_files"),
+        1,
+        "the popular small file was never pinned"
+    );
+    assert_eq!(status_value(s.port, "nowait_pinned_bytes"), SMALL as u64);
+    assert_eq!(status_value(s.port, "nowait_pin_failures_total"), 0);
+}

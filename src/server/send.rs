@@ -341,6 +341,10 @@ pub async fn send(
         }
         _ if head_only => return send_from_memory(stream, head, body, head_only, p, w).await,
         Body::File { file, range } if range.len() <= INLINE_FILE_MAX && p.pace.is_none() => {
+            // A small popular file is held in memory too while memory is
+            // short: its read then never waits behind the cold reads the
+            // pool and the disk are busy with.
+            let _pin = pin_while_short(file, p);
             let head_len = head.len();
             let len = range.len() as usize;
             let out = p
@@ -493,6 +497,29 @@ pub fn lane_for(from_memory: u64, from_pool: u64) -> Lane {
     }
 }
 
+/// While memory is short ([`crate::io::pressure`]) and the loop tries
+/// memory first (`aio threads` with the fast path), `file`'s pin if it has
+/// one ([`pins`]), to hold while the response reads or sends it; a file
+/// without one asks for one (granted to popular files, by a pool task).
+///
+/// Every file body asks, the small ones read into the response head too:
+/// under the slow-disk lab's random load, the hot set's small files were
+/// the ones never pinned, and when one of them lost a page, every request
+/// for it waited for a pool thread and then for a disk slot behind the
+/// cold reads (about 150 ms), long enough for all 50 hot connections to be
+/// caught asking for it.
+fn pin_while_short(file: &OpenFile, p: &SendParams<'_>) -> Option<Arc<pins::Pin>> {
+    let pool = p.files.pool.filter(|_| p.files.fast)?;
+    if !crate::io::pressure::reclaiming() {
+        return None;
+    }
+    let pin = pins::get(&file.meta);
+    if pin.is_none() {
+        pins::consider(file, pool);
+    }
+    pin
+}
+
 /// Sends one range of a file; returns the bytes sent.
 ///
 /// Under `aio threads` with the fast path, each step first sends what is
@@ -522,14 +549,8 @@ async fn send_range(
     let (mut from_memory, mut from_pool) = (0u64, 0u64);
     // While memory is short, a popular file held in memory (`io::pins`) is
     // still sent with sendfile(): its pages cannot be evicted while the
-    // response holds the pin. Any other file asks for a pin here.
-    let mut pin = None;
-    if fast && p.sendfile && crate::io::pressure::reclaiming() {
-        pin = pins::get(&file.meta);
-        if let (None, Some(pool)) = (&pin, p.files.pool) {
-            pins::consider(file, pool);
-        }
-    }
+    // response holds the pin.
+    let pin = pin_while_short(file, p);
     while off < range.end {
         let mut left = range.end - off;
         if let Some(pace) = p.pace {
