@@ -525,7 +525,7 @@ fn resume(w: Box<Waiting>) {
 
 /// Whether the worker is quitting (a response then closes its connection).
 pub fn quitting() -> bool {
-    LOT.with(|l| l.borrow().as_ref().is_some_and(|l| l.quitting))
+    LOT.with(|l| l.borrow().as_ref().is_some_and(|l| l.quitting)) || super::worker::told_to_quit()
 }
 
 /// The worker quits: parked keep-alive connections are closed; those that

@@ -48,6 +48,26 @@ pub enum Control {
     Stop,
 }
 
+thread_local! {
+    /// The worker's view of what the main thread last said, for
+    /// [`told_to_quit`].
+    static TOLD: std::cell::RefCell<Option<watch::Receiver<Control>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the main thread has told this worker's generation to quit or
+/// stop, even if the worker's own loop has not run since: a response made
+/// in the same loop turn as the order must already close its connection.
+/// Costs one atomic load while nothing changed.
+pub fn told_to_quit() -> bool {
+    TOLD.with(|t| {
+        t.borrow().as_ref().is_some_and(|rx| {
+            rx.has_changed().unwrap_or(true)
+                && matches!(*rx.borrow(), Control::Quit | Control::Stop)
+        })
+    })
+}
+
 /// nginx's `accept_mutex_delay`: how long a worker that did not get the
 /// accept mutex waits before trying again.
 pub const ACCEPT_MUTEX_DELAY: Duration = Duration::from_millis(500);
@@ -249,6 +269,7 @@ async fn run(
 ) {
     let active = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
+    TOLD.with(|t| *t.borrow_mut() = Some(control.clone()));
     let max = site.config.events.worker_connections;
     let mut acceptors = vec![tokio::task::spawn_local(lag_probe())];
     let opener = {
