@@ -322,6 +322,13 @@ best() { # best OLD NEW: whichever has the higher req/s
 median() { # median NUMBERS...: the middle one (the mean of the two middle ones)
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+# paired_median A-LIST B-LIST: the median of the ratios A[i]/B[i] of runs
+# made back to back (space-separated lists of the same length).
+paired_median() {
+    # shellcheck disable=SC2046 # the ratios are space-separated numbers
+    median $(awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) if (y[i] > 0) print x[i] / y[i] }')
+}
+reverse_pair() { [[ $1 == "nowait nginx" ]] && echo "nginx nowait" || echo "nowait nginx"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 fmt_int() { awk -v a="$1" 'BEGIN { printf "%.0f", a }'; }
 
@@ -354,7 +361,11 @@ for line in $LINES; do
     line_path "$line" >/dev/null
     declare -A fig=() runs=() cpus=()
     for ((rep = 1; rep <= REPEAT; rep++)); do
-        for proxy in $order; do
+        # Each pair of runs in the other order than the last (ABBA): a
+        # machine whose speed drifts favours neither proxy within a pair.
+        pair=$order
+        ((rep % 2 == 0)) && pair=$(reverse_pair "$order")
+        for proxy in $pair; do
             log "$line: $proxy #$rep (wrk $(wrk_args "$line" "$DURATION"))"
             measure "$proxy" "$line"
             log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1% proxy-cpu-us/req: $FIG"
@@ -364,7 +375,7 @@ for line in $LINES; do
         done
     done
     # Alternate which proxy goes first from one line to the next.
-    [[ $order == "nowait nginx" ]] && order="nginx nowait" || order="nowait nginx"
+    order=$(reverse_pair "$order")
     read -r n_rps n_mb n_p50 n_p99 n_err n_c0 n_c1 _ <<<"${fig[nowait]}"
     read -r g_rps g_mb g_p50 g_p99 g_err g_c0 g_c1 _ <<<"${fig[nginx]}"
     # shellcheck disable=SC2086 # the runs are space-separated numbers
@@ -373,7 +384,8 @@ for line in $LINES; do
     ((n_err + g_err > 0)) && errs=" (errors: nowait $n_err, nginx $g_err)"
     # shellcheck disable=SC2086 # the runs are space-separated numbers
     n_med=$(median ${runs[nowait]}) g_med=$(median ${runs[nginx]})
-    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_cpu / $g_cpu | **$(ratio "$g_cpu" "$n_cpu")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
+    paired=$(awk -v r="$(paired_median "${runs[nowait]}" "${runs[nginx]}")" 'BEGIN { printf "%.2f", r }')
+    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | **$paired** | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_cpu / $g_cpu | **$(ratio "$g_cpu" "$n_cpu")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
     RUNS+=("- $(line_title "$line"): nowait ${runs[nowait]% }; nginx ${runs[nginx]% } req/s; proxy CPU µs per request: nowait ${cpus[nowait]% }; nginx ${cpus[nginx]% }")
     unset fig runs cpus
 done
@@ -389,13 +401,13 @@ REPORT=$(
 
 Run at $STAMP by \`bench/proxy.sh\`.
 
-| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | proxy CPU µs/request nowait / nginx (median) | requests per CPU-second nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | paired req/s nowait/nginx (median) | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | proxy CPU µs/request nowait / nginx (median) | requests per CPU-second nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 $(printf '%s\n' "${ROWS[@]}")
 
 A req/s ratio above 1, a p99 ratio below 1 and a requests-per-CPU-second ratio above 1 favour nowait.
 The proxy's CPU per request is its own user and system time (its whole process tree, from /proc/PID/stat) over the measured run, divided by the requests wrk completed: how much work each proxy does per request whichever side of the machine saturates first. With PIN=split the origin and wrk share one CPU, and when that CPU is full (CPU1 near 100%) req/s is theirs, not the proxy's.
-$(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved; the median column compares the middle runs. Every run's req/s, in order:"; printf '%s\n' "${RUNS[@]}"; fi)
+$(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved in pairs, each pair in the other order than the last; the median column compares the middle runs, the paired column is the median of each pair's ratio (on a machine whose speed drifts from minute to minute, the steadiest of the three). Every run's req/s, in order of the pairs:"; printf '%s\n' "${RUNS[@]}"; fi)
 CPU busy % is the whole CPU during the measured run, from /proc/stat: $(if [[ $PIN == split ]]; then echo "CPU0 is the proxy's, CPU1 is shared by the origin and wrk"; else echo "with PIN=none everything shares both CPUs"; fi). It includes anything else running on the machine.
 
 ## Machine
