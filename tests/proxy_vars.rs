@@ -98,3 +98,24 @@ fn several_tries_are_joined_and_a_failed_connect_has_no_times() {
     let sent = up.requests()[0].head.len();
     assert_eq!(split(7), ["0".to_string(), sent.to_string()], "{f:?}");
 }
+
+/// An internal redirect to another proxied location starts a new group:
+/// nginx joins the groups with ` : ` and the tries within one with `, `.
+#[test]
+fn an_internal_redirect_starts_a_group_after_a_colon() {
+    let up = Upstream::fixed(ANSWER);
+    let dead = format!("127.0.0.1:{}", free_port());
+    let server = start(
+        &up,
+        FORMAT,
+        &format!(
+            "access_log {{prefix}}/up.log up;\n\
+             location / {{ proxy_pass http://{dead}; error_page 502 = @next; }}\n\
+             location @next {{ proxy_pass http://UP; }}"
+        ),
+    );
+    assert_eq!(common::body(&get(&server, "/v")), "hello");
+    let f = logged(&server);
+    assert_eq!(f[0], format!("{dead} : {}", up.addr()), "{f:?}");
+    assert_eq!(f[1], "502 : 200", "{f:?}");
+}

@@ -188,7 +188,8 @@ pub struct UpstreamVars {
     /// Every try, in order; a new group after an internal redirect is
     /// separated by `" : "` as nginx does (see `group_starts`).
     pub tries: Vec<UpstreamTry>,
-    /// Indexes in `tries` where a new upstream group began.
+    /// Indexes in `tries` where a new upstream group began (the first
+    /// group, at 0, is not marked).
     pub group_starts: Vec<usize>,
     /// The last response's header fields, as received (one buffer: a
     /// response's fields cost two allocations, not two each).

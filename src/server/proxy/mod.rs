@@ -564,7 +564,11 @@ async fn exchange<'a>(
     let mut tried = Tried::new(&group.peers);
     let started = timed::now();
     let mut attempts = 0u32;
-    r.upstream.group_starts.push(r.upstream.tries.len());
+    // The first group needs no mark (nothing goes before it): a request
+    // proxied once allocates no list for it.
+    if !r.upstream.tries.is_empty() {
+        r.upstream.group_starts.push(r.upstream.tries.len());
+    }
     let hash_key = group.hash_key.as_ref().map(|k| r.expand(k));
     let mut first = true;
     loop {
