@@ -302,9 +302,18 @@ fn bytes_after_the_body_are_dropped_with_a_warning() {
     c.send(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(body(&c.response().expect("a second response")), "ok");
     assert!(c.quiet_for(Duration::from_millis(200)), "{:?}", c.pending());
-    assert!(until(WAIT, || server.stderr().contains(
-        "upstream sent more data than specified in \"Content-Length\" header while reading upstream"
-    )));
+    // With the context nginx appends (a body read past its head has one).
+    let want = format!(
+        "upstream sent more data than specified in \"Content-Length\" header while reading \
+         upstream, client: 127.0.0.1, server: localhost, request: \"GET / HTTP/1.1\", \
+         upstream: \"http://{}/\", host: \"localhost\"",
+        up.addr()
+    );
+    assert!(
+        until(WAIT, || server.stderr().contains(&want)),
+        "{}",
+        server.stderr()
+    );
 }
 
 #[test]

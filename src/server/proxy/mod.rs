@@ -609,7 +609,8 @@ async fn exchange<'a>(
         };
         attempts += 1;
         let spec = group.peers.spec(peer);
-        let ctx_text = context(r, &spec.name, uri);
+        // The error log's context is made where a line may be written, not
+        // for every try: a try that succeeds seldom needs it.
         let mut attempt = UpstreamTry {
             addr: spec.name.clone(),
             ..UpstreamTry::default()
@@ -649,6 +650,7 @@ async fn exchange<'a>(
                     attempt.status = Some(got.head.status);
                     r.upstream.tries.push(attempt);
                     group.record(peer, outcome == Outcome::Ok, timed::since(t0));
+                    let ctx_text = context(r, &spec.name, uri);
                     release(site, r, group, &mut tried, peer, outcome, &ctx_text);
                     continue;
                 }
@@ -672,7 +674,7 @@ async fn exchange<'a>(
                     tried,
                     got,
                     attempt,
-                    ctx_text,
+                    (&spec.name, uri),
                     head_request,
                     t0,
                     cache,
@@ -687,6 +689,7 @@ async fn exchange<'a>(
                 return reply(Reply::aborted(Status(499)));
             }
             Err(f) => {
+                let ctx_text = context(r, &spec.name, uri);
                 r.error_log().log(
                     f.level,
                     Some(r.conn_no),
@@ -1550,7 +1553,7 @@ fn respond(
     tried: Tried,
     got: Box<GotHead>,
     mut attempt: UpstreamTry,
-    ctx: LogText,
+    (peer_name, uri): (&str, &[u8]),
     head_request: bool,
     started: Instant,
     cache: Option<&mut cache::Ctx>,
@@ -1565,8 +1568,9 @@ fn respond(
             Level::Error,
             Some(r.conn_no),
             format_args!(
-                "{} while reading response header from upstream{ctx}",
-                uhead::NO_VALID_HEADER
+                "{} while reading response header from upstream{}",
+                uhead::NO_VALID_HEADER,
+                context(r, peer_name, uri)
             ),
         );
         let mut rep = Reply::new(Status::OK, Body::Empty);
@@ -1613,10 +1617,20 @@ fn respond(
         live,
         shared: site.shared.clone(),
     };
+    // A body whose every byte came with the head (its length exactly what
+    // the buffer holds) reads nothing more from the upstream: no read can
+    // fail, time out or bring extra data, so no line about it can be
+    // written and its context is not made (a small response's usual case).
+    let rest = (got.buf.len() - got.head_len) as u64;
+    let whole = rest > 0 && decoder.length_left() == Some(rest);
     let log = LogCtx {
         log: r.error_log().clone(),
         conn_no: r.conn_no,
-        context: ctx,
+        context: if whole {
+            LogText::default()
+        } else {
+            context(r, peer_name, uri)
+        },
     };
     let length = if got.http09 {
         None
