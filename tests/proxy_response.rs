@@ -303,9 +303,18 @@ fn bytes_after_the_body_are_dropped_with_a_warning() {
     assert_eq!(body(&c.response().expect("a second response")), "ok");
     assert!(c.quiet_for(Duration::from_millis(200)), "{:?}", c.pending());
     // With the context nginx appends (a body read past its head has one).
+    assert_logged(
+        &server,
+        &up,
+        "upstream sent more data than specified in \"Content-Length\" header while reading upstream",
+    );
+}
+
+/// Waits for `message` in the error log, with the context nginx appends to
+/// a line about a `GET /` proxied to `up`.
+fn assert_logged(server: &common::Server, up: &Upstream, message: &str) {
     let want = format!(
-        "upstream sent more data than specified in \"Content-Length\" header while reading \
-         upstream, client: 127.0.0.1, server: localhost, request: \"GET / HTTP/1.1\", \
+        "{message}, client: 127.0.0.1, server: localhost, request: \"GET / HTTP/1.1\", \
          upstream: \"http://{}/\", host: \"localhost\"",
         up.addr()
     );
@@ -330,16 +339,10 @@ fn a_head_bigger_than_proxy_buffer_size_is_a_502() {
          location /big { proxy_pass http://UP; proxy_buffer_size 4k; }",
     );
     assert_eq!(get(&server, "/").status, 502);
-    let want = format!(
-        "upstream sent too big header while reading response header from upstream, \
-         client: 127.0.0.1, server: localhost, request: \"GET / HTTP/1.1\", \
-         upstream: \"http://{}/\", host: \"localhost\"",
-        up.addr()
-    );
-    assert!(
-        until(WAIT, || server.stderr().contains(&want)),
-        "{}",
-        server.stderr()
+    assert_logged(
+        &server,
+        &up,
+        "upstream sent too big header while reading response header from upstream",
     );
     assert_eq!(body(&get(&server, "/big")), "ok");
 }
