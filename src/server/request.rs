@@ -29,6 +29,41 @@ use super::site::Site;
 /// lowercase name.
 pub type UserVars = Vec<(Arc<str>, Vec<u8>)>;
 
+/// A value a request shares with its subrequests, made on first use: most
+/// requests never set a variable or read `$request_id`, and then allocate
+/// nothing for them.
+#[derive(Debug)]
+pub struct Shared<T>(OnceCell<Rc<T>>);
+
+impl<T: Default> Shared<T> {
+    /// Not made yet.
+    pub fn new() -> Self {
+        Shared(OnceCell::new())
+    }
+
+    /// The value, made now if it was not.
+    pub fn get(&self) -> &T {
+        self.0.get_or_init(Rc::default)
+    }
+
+    /// The value if it was made.
+    pub fn peek(&self) -> Option<&T> {
+        self.0.get().map(|v| &**v)
+    }
+
+    /// The same value for a subrequest (made now if it was not, so that
+    /// what either sets later the other sees).
+    pub fn share(&self) -> Self {
+        Shared(OnceCell::from(self.0.get_or_init(Rc::default).clone()))
+    }
+}
+
+impl<T: Default> Default for Shared<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// One request in flight.
 pub struct Req<'a> {
     /// The parsed head.
@@ -78,7 +113,7 @@ pub struct Req<'a> {
     /// Values of configuration-defined variables computed or set so far;
     /// a subrequest shares its parent's (nginx's `sr->variables =
     /// r->variables`).
-    pub user_vars: Rc<RefCell<UserVars>>,
+    pub user_vars: Shared<RefCell<UserVars>>,
     /// How deep variable evaluation is nested (a `map` whose value reads
     /// another `map` …), against cycles.
     pub var_depth: Cell<u32>,
@@ -90,7 +125,7 @@ pub struct Req<'a> {
     pub limit_rate: Option<u64>,
     /// `$request_id`, made on first use; shared with subrequests, as
     /// nginx's cached variable value is.
-    pub request_id: Rc<OnceCell<String>>,
+    pub request_id: Shared<OnceCell<String>>,
     /// `$realpath_root`, resolved (through the file layer) when a location
     /// is entered and the configuration uses it.
     pub realpath_root: Option<String>,
@@ -264,11 +299,11 @@ impl<'a> Req<'a> {
             internal: false,
             site,
             captures: RefCell::new(None),
-            user_vars: Rc::new(RefCell::new(Vec::new())),
+            user_vars: Shared::new(),
             var_depth: Cell::new(0),
             valid_location: true,
             limit_rate: None,
-            request_id: Rc::new(OnceCell::new()),
+            request_id: Shared::new(),
             realpath_root: None,
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
@@ -310,11 +345,11 @@ impl<'a> Req<'a> {
             internal: true,
             site: self.site,
             captures: RefCell::new(None),
-            user_vars: self.user_vars.clone(),
+            user_vars: self.user_vars.share(),
             var_depth: Cell::new(0),
             valid_location: true,
             limit_rate: None,
-            request_id: self.request_id.clone(),
+            request_id: self.request_id.share(),
             realpath_root: None,
             body: self.body.clone(),
             upstream: UpstreamVars::default(),
@@ -481,7 +516,7 @@ impl<'a> Req<'a> {
             .collect();
         let mut named = re.capture_names().flatten().peekable();
         if named.peek().is_some() {
-            let mut vars = self.user_vars.borrow_mut();
+            let mut vars = self.user_vars.get().borrow_mut();
             for name in named {
                 let value = caps.name(name).map_or(&b""[..], |m| m.as_str().as_bytes());
                 set_user_var(&mut vars, &name.to_ascii_lowercase(), value.to_vec());
@@ -503,7 +538,7 @@ impl<'a> Req<'a> {
 
     /// The value `set`, a capture or a computed `map` gave `name` so far.
     pub fn user_var(&self, name: &str) -> Option<Vec<u8>> {
-        let vars = self.user_vars.borrow();
+        let vars = self.user_vars.peek()?.borrow();
         vars.iter()
             .find(|(n, _)| &**n == name)
             .map(|(_, v)| v.clone())
@@ -511,7 +546,7 @@ impl<'a> Req<'a> {
 
     /// Sets a configuration-defined variable for the rest of the request.
     pub fn set_user_var(&self, name: &str, value: Vec<u8>) {
-        set_user_var(&mut self.user_vars.borrow_mut(), name, value);
+        set_user_var(&mut self.user_vars.get().borrow_mut(), name, value);
     }
 
     /// Whether the request's path was written with `%` escapes (nginx's

@@ -66,7 +66,11 @@ impl<'a> Req<'a> {
     /// a family (nginx lets `set` store into `$http_x`, `$arg_x`,
     /// `$proxy_host` …, and reads the stored value once there is one).
     fn shadowed(&self, name: impl FnOnce() -> String) -> Option<Cow<'static, [u8]>> {
-        if !self.site.http().is_some_and(|h| h.sets_builtins) || self.user_vars.borrow().is_empty()
+        if !self.site.http().is_some_and(|h| h.sets_builtins)
+            || self
+                .user_vars
+                .peek()
+                .is_none_or(|vars| vars.borrow().is_empty())
         {
             return None;
         }
@@ -156,7 +160,7 @@ impl<'a> Req<'a> {
                     .into_os_string()
                     .into_encoded_bytes(),
             )),
-            Builtin::RequestId => borrowed(self.request_id.get_or_init(request_id)),
+            Builtin::RequestId => borrowed(self.request_id.get().get_or_init(request_id)),
             Builtin::RequestBody => self
                 .body
                 .in_memory
