@@ -390,13 +390,24 @@ impl Drop for Server {
 /// A loopback port that was free a moment ago: bind port 0, read, release.
 /// Another process may take it before the server binds it; that rare race
 /// shows up as a server failing to start, with its stderr saying so.
+///
+/// Never the same port twice in one test process: the kernel may hand out
+/// a port it just released again, and a test that asks for two (a server
+/// with two `listen`s) then got one port twice (`a duplicate listen`).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap_or_else(|e| panic!("bind 127.0.0.1:0: {e}"));
-    listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("getsockname: {e}"))
-        .port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:0: {e}"));
+        let port = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("getsockname: {e}"))
+            .port();
+        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 /// The listening sockets on 127.0.0.1:`port`, as rows of `/proc/net/tcp`
