@@ -75,9 +75,10 @@ enum Next {
 /// A connection holds a task only while it has bytes of a request: when it
 /// has none (just accepted, or kept alive after a response) its task ends
 /// and it is parked ([`super::park`]): the socket and the few numbers of
-/// [`Waiting`], no buffer, no timer, no task. Serving a request is a boxed
-/// future of its own ([`serve_request`]), made when a head is read and
-/// freed when the reply is sent.
+/// [`Waiting`], no buffer, no timer, no task. The task holds the request's
+/// future ([`serve_request`]) inline, not boxed per request: a box made
+/// when a head is read and freed when the reply is sent cost an allocation
+/// and a copy of ~3.8 KB per request, where a task serves many.
 pub async fn serve(stream: ClientStream, info: ConnInfo, site: Arc<Site>, open: Open) {
     // This connection in nginx's counters (`stub_status`), until it ends.
     let stats = crate::metrics::connections::Tracked::accepted();
@@ -188,7 +189,7 @@ async fn run(mut w: Box<Waiting>) {
             closing: w.last,
             stats: &mut w.stats,
         };
-        match Box::pin(serve_request(request)).await {
+        match serve_request(request).await {
             Served::KeepAlive {
                 keepalive_timeout,
                 tcp_nodelay,
