@@ -442,7 +442,13 @@ EOF
 printf '%s\n' "$REPORT"
 if [[ -n $RESULTS_DIR ]]; then
     mkdir -p "$RESULTS_DIR"
+    # A report of the same day is never overwritten: -2, -3, ... follow.
     out=$RESULTS_DIR/proxy-$DAY-$HOST.md
+    n=2
+    while [[ -e $out ]]; do
+        out=$RESULTS_DIR/proxy-$DAY-$HOST-$n.md
+        n=$((n + 1))
+    done
     printf '%s\n' "$REPORT" >"$out"
     log "wrote ${out#"$REPO"/}"
 fi

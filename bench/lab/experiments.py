@@ -342,35 +342,48 @@ def run_C(ctx):
             f.write(path + "\n")
         lists[target] = p
     ok_loc = '        location = /ok { return 200 "OK"; }'
-    out = {"runs": [], "conns": C_CONNS}
-    for server in ("nginx", "nowait"):
-        for mode, opts in C_MODES:
-            ctx.log(f"C: {server} {mode}")
-            run, prefix = start(ctx, server, f"C-{mode}", dict(
-                aio="off", access_log="$pid", extra_locations=ok_loc, **opts), root)
-            try:
-                fetch("/" + C_SMALL)
-                fetch("/ok")
-                for target, lst in lists.items():
-                    before_log = _log_size(prefix)
-                    before = (status.requests_per_worker(run.status())
-                              if server == "nowait" else None)
-                    w = load.wrk_run(servers.PORT, lst, C_CONNS, 2, ctx.a.c_seconds,
-                                     os.path.join(prefix, f"wrk-{target.replace(' ', '_')}.txt"))
-                    if server == "nowait":
-                        after = status.requests_per_worker(run.status())
-                        per = {k: after[k] - before.get(k, 0) for k in after}
-                    else:
-                        time.sleep(0.5)  # let the workers flush their log lines
-                        per = _worker_counts_nginx(prefix, before_log)
-                    total = sum(per.values()) or 1
-                    w["per_worker"] = per
-                    w["busiest_share"] = max(per.values()) / total if per else None
-                    out["runs"].append({"server": server, "mode": mode, "target": target,
-                                        "wrk": w})
-            finally:
-                stop(ctx, run)
+    out = {"runs": [], "conns": C_CONNS, "pairs": ctx.a.c_pairs}
+    # The servers take turns, mode by mode: pair i runs nginx then nowait,
+    # pair i+1 nowait then nginx (ABBA), so that a machine whose speed
+    # drifts from minute to minute favours neither; the report compares the
+    # runs of each pair.
+    for mode, opts in C_MODES:
+        for pair in range(ctx.a.c_pairs):
+            order = ("nginx", "nowait") if pair % 2 == 0 else ("nowait", "nginx")
+            for server in order:
+                ctx.log(f"C: {server} {mode} (pair {pair + 1}/{ctx.a.c_pairs})")
+                out["runs"] += _c_runs(ctx, server, mode, opts, root, lists, ok_loc, pair)
     return out
+
+
+def _c_runs(ctx, server, mode, opts, root, lists, ok_loc, pair):
+    """One server in one accept mode: a wrk run per target."""
+    runs = []
+    run, prefix = start(ctx, server, f"C-{mode}-{pair}", dict(
+        aio="off", access_log="$pid", extra_locations=ok_loc, **opts), root)
+    try:
+        fetch("/" + C_SMALL)
+        fetch("/ok")
+        for target, lst in lists.items():
+            before_log = _log_size(prefix)
+            before = (status.requests_per_worker(run.status())
+                      if server == "nowait" else None)
+            w = load.wrk_run(servers.PORT, lst, C_CONNS, 2, ctx.a.c_seconds,
+                             os.path.join(prefix, f"wrk-{target.replace(' ', '_')}.txt"))
+            if server == "nowait":
+                after = status.requests_per_worker(run.status())
+                per = {k: after[k] - before.get(k, 0) for k in after}
+            else:
+                time.sleep(0.5)  # let the workers flush their log lines
+                per = _worker_counts_nginx(prefix, before_log)
+            total = sum(per.values()) or 1
+            w["per_worker"] = per
+            w["busiest_share"] = max(per.values()) / total if per else None
+            runs.append({"server": server, "mode": mode, "target": target, "pair": pair,
+                         "wrk": w})
+    finally:
+        stop(ctx, run)
+    return runs
 
 
 def run_D(ctx):

@@ -38,9 +38,9 @@ CGROUP_PREFIX = "nowait-lab"
 # Each mode's defaults; every one can be overridden by a flag.
 MODES = {
     "quick": dict(a_files=150, a_file_mb=4, b_files=6000, mem="128M",
-                  seconds=10, warmup=3, c_seconds=5, d_seconds=8),
+                  seconds=10, warmup=3, c_seconds=5, c_pairs=1, d_seconds=8),
     "full": dict(a_files=1000, a_file_mb=4, b_files=40000, mem="256M",
-                 seconds=30, warmup=5, c_seconds=15, d_seconds=20),
+                 seconds=30, warmup=5, c_seconds=10, c_pairs=3, d_seconds=20),
 }
 
 
@@ -102,6 +102,8 @@ def args():
     p.add_argument("--seconds", type=int, help="length of each hot-load phase")
     p.add_argument("--warmup", type=int, help="random load before the hot load starts")
     p.add_argument("--c-seconds", type=int, help="length of each experiment-C run")
+    p.add_argument("--c-pairs", type=int,
+                   help="experiment C: runs of each server per mode, taken in turns (ABBA)")
     p.add_argument("--rate", type=int,
                    help="A and B: the constant rate (req/s) instead of calibrating one from the ceilings")
     p.add_argument("--runs", metavar="SERVER/CONFIG,...",
@@ -202,7 +204,7 @@ def machine_facts(a, d, cg):
         "load average at start": open("/proc/loadavg").read().split(" ")[0],
         "mode": a.mode,
         "durations": f"hot phases {a.seconds} s each, random-load warm-up {a.warmup} s, "
-                     f"C runs {a.c_seconds} s, D phases {a.d_seconds} s",
+                     f"C runs {a.c_seconds} s ({a.c_pairs} pair(s) per mode), D phases {a.d_seconds} s",
     }
     if d is not None:
         mani = d.manifest()
@@ -292,6 +294,10 @@ def main():
     stem = datetime.date.today().isoformat() + "-" + socket.gethostname()
     if a.mode != "full":
         stem += "-" + a.mode
+    # A report of the same day is never overwritten: -2, -3, ... follow.
+    base, n = stem, 2
+    while os.path.exists(os.path.join(a.out, stem + ".json")):
+        stem, n = f"{base}-{n}", n + 1
     path = report.write(results, a.out, stem, a.workdir)
     log(f"report: {os.path.relpath(path)}")
     return 0

@@ -233,49 +233,77 @@ def targets(res):
                         f"{closed(nw):.0f} / {closed(nw0):.0f} = {v * 100:.0f}%", v >= 0.5))
         out += turn_target("B", nw)
     if "C" in res:
-        runs = res["C"]["runs"]
-        for r in runs:
-            if r["server"] != "nowait":
-                continue
-            ng = next(x for x in runs if x["server"] == "nginx" and x["mode"] == r["mode"]
-                      and x["target"] == r["target"])
-            a, b = r["wrk"]["req_per_s"], ng["wrk"]["req_per_s"]
-            out.append(("C", f"req/s ≥ nginx: {r['mode']}, {r['target']}",
-                        f"{a:.0f} vs {b:.0f} = {a / b:.2f}×", a >= b))
-            if r["mode"] == "reuseport":
-                a, b = r["wrk"]["latency_us"]["stdev"], ng["wrk"]["latency_us"]["stdev"]
-                out.append(("C", f"reuseport latency stdev ≤ nginx's: {r['target']}",
-                            f"{a / 1e3:.2f} vs {b / 1e3:.2f} ms", a <= b))
+        for c in c_summary(res["C"]["runs"]):
+            pairs = ", ".join(f"{x:.2f}" for x in c["ratios"])
+            out.append(("C", f"req/s ≥ nginx: {c['mode']}, {c['target']}",
+                        f"{c['nowait_rps']:.0f} vs {c['nginx_rps']:.0f} (medians); "
+                        f"pairs {pairs}: median {c['paired']:.2f}×", c["paired"] >= 1))
+            if c["mode"] == "reuseport":
+                a, b = c["nowait_stdev"], c["nginx_stdev"]
+                out.append(("C", f"reuseport latency stdev ≤ nginx's: {c['target']}",
+                            f"{a / 1e3:.2f} vs {b / 1e3:.2f} ms (medians)", a <= b))
     out += report_hot.targets(res)
     if "D" in res:
         out += report_d.targets(res)
     return out
 
 
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2) if n else 0
+
+
+def c_summary(runs):
+    """Per (mode, target), in the order run: each server's median req/s and
+    latency stdev, and the ratio nowait / nginx of each pair of runs (a
+    report of one run per server, from before the pairs, is one pair)."""
+    out = []
+    keys = list(dict.fromkeys((r["mode"], r["target"]) for r in runs))
+    for mode, target in keys:
+        by = {"nginx": {}, "nowait": {}}
+        for r in runs:
+            if r["mode"] == mode and r["target"] == target:
+                by[r["server"]][r.get("pair", 0)] = r["wrk"]
+        pairs = sorted(set(by["nginx"]) & set(by["nowait"]))
+        if not pairs:
+            continue
+        ratios = [by["nowait"][p]["req_per_s"] / by["nginx"][p]["req_per_s"]
+                  if by["nginx"][p]["req_per_s"] else 0 for p in pairs]
+        out.append({
+            "mode": mode, "target": target, "ratios": ratios, "paired": _median(ratios),
+            **{f"{srv}_rps": _median([w["req_per_s"] for w in by[srv].values()])
+               for srv in by},
+            **{f"{srv}_stdev": _median([w["latency_us"]["stdev"] for w in by[srv].values()])
+               for srv in by},
+        })
+    return out
+
+
 def c_table(data, lines):
-    lines += [f"wrk, {data['conns']} connections, 2 threads, closed loop.", "",
-              "| server | mode | target | req/s | latency mean ms | stdev ms | p99 ms "
+    pairs = data.get("pairs", 1)
+    lines += [f"wrk, {data['conns']} connections, 2 threads, closed loop; {pairs} pair(s) of "
+              "runs per mode, the servers taking turns (ABBA), each run a fresh start.", "",
+              "| server | mode | target | pair | req/s | latency mean ms | stdev ms | p99 ms "
               "| requests per worker | busiest worker's share | errors |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in data["runs"]:
         w = r["wrk"]
         per = " / ".join(str(int(v)) for _, v in sorted(w["per_worker"].items()))
         err = sum(w["errors"].values())
-        lines.append(f"| {r['server']} | {r['mode']} | {r['target']} | {w['req_per_s']:.0f} "
+        lines.append(f"| {r['server']} | {r['mode']} | {r['target']} | {r.get('pair', 0) + 1} "
+                     f"| {w['req_per_s']:.0f} "
                      f"| {w['latency_us']['mean'] / 1e3:.2f} | {w['latency_us']['stdev'] / 1e3:.2f} "
                      f"| {w['latency_us']['99'] / 1e3:.2f} | {per} "
                      f"| {num(w['busiest_share'] * 100 if w['busiest_share'] else None, '{:.0f}%')} "
                      f"| {err} |")
-    lines += ["", "Ratios nowait / nginx:", "", "| mode | target | req/s | latency stdev |",
-              "|---|---|---|---|"]
-    for r in data["runs"]:
-        if r["server"] != "nowait":
-            continue
-        ng = next(x for x in data["runs"] if x["server"] == "nginx" and x["mode"] == r["mode"]
-                  and x["target"] == r["target"])
-        lines.append(f"| {r['mode']} | {r['target']} "
-                     f"| {ratio(r['wrk']['req_per_s'], ng['wrk']['req_per_s'])} "
-                     f"| {ratio(r['wrk']['latency_us']['stdev'], ng['wrk']['latency_us']['stdev'])} |")
+    lines += ["", "Ratios nowait / nginx: req/s, the median of the pairs' ratios (each pair's "
+              "in brackets); latency stdev, of the servers' medians:", "",
+              "| mode | target | req/s | latency stdev |", "|---|---|---|---|"]
+    for c in c_summary(data["runs"]):
+        each = ", ".join(f"{x:.2f}" for x in c["ratios"])
+        lines.append(f"| {c['mode']} | {c['target']} | {c['paired']:.2f} ({each}) "
+                     f"| {ratio(c['nowait_stdev'], c['nginx_stdev'])} |")
     lines.append("")
 
 
@@ -355,12 +383,12 @@ def plots(res, outdir, stem, workdir):
         for ax, target in zip(axes, ("small file", "return 200")):
             modes = [m for m in dict.fromkeys(r["mode"] for r in runs)]
             for i, server in enumerate(("nginx", "nowait")):
-                vals = [next(r["wrk"]["req_per_s"] for r in runs if r["server"] == server
-                             and r["mode"] == m and r["target"] == target) for m in modes]
+                vals = [_median([r["wrk"]["req_per_s"] for r in runs if r["server"] == server
+                                 and r["mode"] == m and r["target"] == target]) for m in modes]
                 ax.bar([x + i * 0.4 for x in range(len(modes))], vals, width=0.4, label=server)
             ax.set_xticks([x + 0.2 for x in range(len(modes))], modes)
             ax.set_title(f"C: {target}")
-            ax.set_ylabel("req/s (wrk)")
+            ax.set_ylabel("req/s (wrk; median of the runs)")
             ax.legend()
         fig.tight_layout()
         f = f"{stem}-C-throughput.png"
