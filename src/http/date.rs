@@ -10,7 +10,7 @@
 //! `httpdate`, whose formatter panics on years past 9999 — a file's mtime is
 //! disk input and must not be able to crash a worker.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Seconds in a day.
 const SECS_PER_DAY: i64 = 86_400;
@@ -123,6 +123,9 @@ pub struct DateCache {
     secs: Option<i64>,
     /// The formatted date for `secs`.
     text: String,
+    /// The monotonic span during which `text` is current, from the reading
+    /// that made it to the end of its second ([`DateCache::get_at`]).
+    current: Option<(Instant, Instant)>,
 }
 
 impl DateCache {
@@ -139,6 +142,26 @@ impl DateCache {
             self.text = format_unix(secs);
         }
         &self.text
+    }
+
+    /// The HTTP-date at the monotonic time `mono`: while `mono` falls in
+    /// the second the text was made for, the text as it is (one
+    /// comparison, no wall-clock arithmetic, as a request needs it);
+    /// otherwise `wall()` — the wall-clock time matching `mono` — is asked.
+    /// A change of the wall clock shows at the next second at the latest.
+    pub fn get_at(&mut self, mono: Instant, wall: impl FnOnce() -> SystemTime) -> &str {
+        if let Some((from, until)) = self.current
+            && mono >= from
+            && mono < until
+        {
+            return &self.text;
+        }
+        let now = wall();
+        let into_second = now.duration_since(UNIX_EPOCH).map_or(Duration::ZERO, |d| {
+            Duration::from_nanos(u64::from(d.subsec_nanos()))
+        });
+        self.current = Some((mono, mono + (Duration::from_secs(1) - into_second)));
+        self.get(now)
     }
 }
 
@@ -405,6 +428,42 @@ mod tests {
         assert_eq!(
             cache.get(t + Duration::from_secs(1)),
             "Sun, 06 Nov 1994 08:49:38 GMT"
+        );
+    }
+
+    #[test]
+    fn cache_asks_the_wall_clock_once_per_second_of_monotonic_time() {
+        let mut cache = DateCache::new();
+        let mono = Instant::now();
+        // 08:49:37.100 at `mono`: current until 900 ms later.
+        let wall = UNIX_EPOCH + Duration::from_millis(784_111_777_100);
+        let at = |ms: u64| wall + Duration::from_millis(ms);
+        assert_eq!(
+            cache.get_at(mono, || at(0)),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        let unasked = || -> SystemTime { panic!("the wall clock was read within the second") };
+        let later = mono + Duration::from_millis(899);
+        assert_eq!(
+            cache.get_at(later, unasked),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        // The second is over: the wall clock says which one it is now.
+        let next = mono + Duration::from_millis(900);
+        assert_eq!(
+            cache.get_at(next, || at(900)),
+            "Sun, 06 Nov 1994 08:49:38 GMT"
+        );
+        // The wall clock was set back meanwhile: followed at the next second.
+        let after = next + Duration::from_secs(1);
+        assert_eq!(
+            cache.get_at(after, || UNIX_EPOCH + Duration::from_secs(784_111_000)),
+            "Sun, 06 Nov 1994 08:36:40 GMT"
+        );
+        // A reading from before the span is not trusted to it.
+        assert_eq!(
+            cache.get_at(mono, || at(0)),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
         );
     }
 }

@@ -227,6 +227,7 @@ impl<'a, F: ExtraField> ResponseHead<'a, F> {
 }
 
 /// A header line whose name and value nowait made itself (no CR or LF).
+#[inline]
 fn trusted(out: &mut Vec<u8>, name_colon: &[u8], value: &[u8]) {
     out.extend_from_slice(name_colon);
     out.extend_from_slice(value);

@@ -912,7 +912,10 @@ fn response_head(reply: &Reply, conf: &LocConf, keep_alive: bool) -> Vec<u8> {
         .unwrap_or(crate::signature(conf.server_tokens));
     DATE.with(|d| {
         let mut d = d.borrow_mut();
-        let now = d.get(crate::metrics::timed::wall_now());
+        let now = d.get_at(
+            crate::metrics::timed::now(),
+            crate::metrics::timed::wall_now,
+        );
         let date = reply.date.as_deref().unwrap_or(now);
         let mut h = ResponseHead::with_extra(reply.status, server, date, &reply.extra);
         h.content_type = reply.content_type.as_deref();
