@@ -213,6 +213,19 @@ fn split_absolute(target: &[u8]) -> Result<(String, &[u8]), UriError> {
     Ok((host, &after[auth_end..]))
 }
 
+/// The bytes [`validate_host`] looks at: `.`, `:`, `[`, `]`, `/`, NUL,
+/// spaces, controls and DEL; any other (a letter, a digit, other
+/// punctuation, a non-ASCII byte) is passed over.
+const HOST_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = matches!(c as u8, b'.' | b':' | b'[' | b']' | b'/' | 0..=b' ' | 0x7f);
+        c += 1;
+    }
+    t
+};
+
 /// Validates a host (`Host` header or absolute-form authority) like nginx's
 /// `ngx_http_validate_host`: no `..`, no `/`, no NUL, spaces or controls;
 /// the port (after `:`, or after `]` for `[v6]`) is cut off unchecked, one
@@ -228,9 +241,9 @@ pub fn validate_host(host: &[u8]) -> Option<String> {
     let mut host_len = host.len();
     let mut dot_pos: Option<usize> = None;
     for (i, &c) in host.iter().enumerate() {
-        // Letters, digits and '-' (nearly every byte of a host) need no
-        // look at the state.
-        if c.is_ascii_alphanumeric() || c == b'-' {
+        // Nearly every byte of a host (letters, digits, '-') needs no look
+        // at the state: one table lookup tells.
+        if !HOST_SPECIAL[usize::from(c)] {
             continue;
         }
         match c {

@@ -370,6 +370,11 @@ impl<'a> Req<'a> {
     /// [`Req::expand`] once the response is known (`$sent_http_*`,
     /// `$status`): trailers and log lines.
     pub fn expand_with(&self, t: &Template, resp: Option<Response<'_>>) -> Vec<u8> {
+        if let [Part::Literal(s)] = t.parts.as_slice() {
+            // A text without variables (`return 200 "OK"`): one copy of
+            // the right size, not a buffer grown from empty.
+            return s.as_bytes().to_vec();
+        }
         let mut out = Vec::new();
         for p in &t.parts {
             match p {
