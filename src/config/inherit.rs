@@ -101,7 +101,7 @@ inherited! {
         /// `types`: extension → MIME type (nginx's three built-in types by default).
         types: Arc<Types> = Arc::new(Types::builtin()),
         /// `default_type`.
-        default_type: String = "text/plain".to_string(),
+        default_type: Arc<str> = Arc::from("text/plain"),
         /// `access_log`.
         access_log: AccessLogs = AccessLogs::default_log(),
         /// `sendfile`.

@@ -499,7 +499,7 @@ pub enum Root {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Types {
     /// Lower-case extension → type.
-    pub by_ext: HashMap<String, String>,
+    pub by_ext: HashMap<String, Arc<str>>,
 }
 
 impl Types {

@@ -65,8 +65,11 @@ pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
         }
         for ext in &entry.args {
             let ext = ext.value.to_ascii_lowercase();
-            if let Some(old) = types.by_ext.insert(ext.clone(), entry.name.clone()) {
-                if old != entry.name {
+            if let Some(old) = types
+                .by_ext
+                .insert(ext.clone(), Arc::from(entry.name.as_str()))
+            {
+                if *old != *entry.name {
                     b.warn(
                         format!(
                             "duplicate extension \"{ext}\", content type: \"{}\", previous content type: \"{old}\"",
@@ -84,7 +87,7 @@ pub fn types(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
 
 /// `default_type mime-type;`
 pub fn default_type(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    set_once(&mut ls(scope).default_type, d.arg(0).to_string(), &d.name)
+    set_once(&mut ls(scope).default_type, Arc::from(d.arg(0)), &d.name)
 }
 
 macro_rules! flag_setter {

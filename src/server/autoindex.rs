@@ -124,7 +124,7 @@ pub async fn serve(
         Status::OK,
         Body::Stream(Box::new(Pieces::new(vec![Ok(Bytes::from(body))], None))),
     );
-    reply.content_type = Some(content_type.to_string());
+    reply.content_type = Some(content_type.into());
     reply.charset = charset.map(String::from);
     reply.content = true;
     Served::Reply(Box::new(reply))
@@ -135,7 +135,7 @@ pub async fn serve(
 /// charset its header already carries).
 fn sent_in_utf8(r: &Req<'_>, conf: &LocConf) -> bool {
     let mut probe = Reply::new(Status::OK, Body::Empty);
-    probe.content_type = Some("text/html".to_string());
+    probe.content_type = Some("text/html".into());
     charset::destination_name(r, conf, &probe).is_some_and(|c| c.eq_ignore_ascii_case("utf-8"))
 }
 

@@ -54,12 +54,69 @@ impl Body {
     }
 }
 
+/// A response's `Content-Type`: the configuration's text shared (a file's
+/// type, `default_type`), nowait's own, or one made for this response (an
+/// upstream's, one with a charset added). Copying a file's type out of
+/// `types` for every response cost an allocation and a copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentType {
+    /// From the configuration (`types`, `default_type`).
+    Shared(std::sync::Arc<str>),
+    /// nowait's own (`text/html` of an error page).
+    Static(&'static str),
+    /// This response's own.
+    Owned(String),
+}
+
+impl ContentType {
+    /// The text, to be changed: made this response's own first.
+    pub fn to_mut(&mut self) -> &mut String {
+        if !matches!(self, ContentType::Owned(_)) {
+            *self = ContentType::Owned(self.to_string());
+        }
+        match self {
+            ContentType::Owned(s) => s,
+            _ => unreachable!("made owned above"),
+        }
+    }
+}
+
+impl std::ops::Deref for ContentType {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            ContentType::Shared(s) => s,
+            ContentType::Static(s) => s,
+            ContentType::Owned(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for ContentType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl From<&'static str> for ContentType {
+    fn from(s: &'static str) -> ContentType {
+        ContentType::Static(s)
+    }
+}
+
+impl From<String> for ContentType {
+    fn from(s: String) -> ContentType {
+        ContentType::Owned(s)
+    }
+}
+
 /// A response to send.
 pub struct Reply {
     /// The status.
     pub status: Status,
     /// `Content-Type`.
-    pub content_type: Option<String>,
+    pub content_type: Option<ContentType>,
     /// `Last-Modified` (seconds since the epoch).
     pub last_modified: Option<i64>,
     /// `ETag`.
@@ -207,7 +264,7 @@ impl Reply {
             }
             i = p;
         }
-        self.content_type = Some(value);
+        self.content_type = Some(ContentType::Owned(value));
     }
 
     /// The `Content-Length` the head announces, if any: none for a 304, and
@@ -281,7 +338,7 @@ impl Reply {
     /// A text body (`return 200 "text"`).
     pub fn text(status: Status, text: String, content_type: &str) -> Reply {
         let mut r = Reply::new(status, Body::Bytes(text.into_bytes()));
-        r.content_type = Some(content_type.to_string());
+        r.content_type = Some(ContentType::Owned(content_type.to_string()));
         r
     }
 }
@@ -289,6 +346,20 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_content_type_is_copied_only_to_be_changed() {
+        let conf: std::sync::Arc<str> = std::sync::Arc::from("text/html");
+        let mut ct = ContentType::Shared(conf.clone());
+        assert_eq!(&*ct, "text/html");
+        ct.to_mut().push_str("; charset=utf-8");
+        assert_eq!(ct, ContentType::Owned("text/html; charset=utf-8".into()));
+        // The configuration's text is untouched.
+        assert_eq!(&*conf, "text/html");
+        let mut ct = ContentType::from("text/plain");
+        ct.to_mut().truncate(4);
+        assert_eq!(&*ct, "text");
+    }
 
     #[test]
     fn upstream_content_types_keep_their_charset_apart() {

@@ -23,6 +23,7 @@ use crate::http::status::Status;
 use crate::io::file::{FileError, FileLayer, OpenFile, Opened};
 use crate::io::open_cache;
 use crate::log::Level;
+use crate::server::reply::ContentType;
 use crate::sys::file::FileKind;
 
 use super::reply::{Body, Reply};
@@ -378,7 +379,7 @@ fn file_reply_inner(
 }
 
 /// The MIME type for a URI's extension, or `default_type`.
-pub fn content_type(conf: &LocConf, uri: &str) -> String {
+pub fn content_type(conf: &LocConf, uri: &str) -> ContentType {
     // The last path segment's extension, found by bytes ('/' and '.' are
     // ASCII, so the cuts are character boundaries).
     let b = uri.as_bytes();
@@ -391,8 +392,8 @@ pub fn content_type(conf: &LocConf, uri: &str) -> String {
             } else {
                 conf.types.by_ext.get(ext)
             };
-            found.cloned().unwrap_or_else(|| conf.default_type.clone())
+            ContentType::Shared(found.unwrap_or(&conf.default_type).clone())
         }
-        _ => conf.default_type.clone(),
+        _ => ContentType::Shared(conf.default_type.clone()),
     }
 }

@@ -97,7 +97,7 @@ pub struct Fallback {
     /// The body.
     pub body: Vec<Bytes>,
     /// The parent's `Content-Type`.
-    pub content_type: Option<String>,
+    pub content_type: Option<crate::server::reply::ContentType>,
 }
 
 /// How to run a subrequest.

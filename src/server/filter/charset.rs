@@ -213,7 +213,7 @@ fn set_charset(reply: &mut Reply, name: &str) {
 /// after it.
 fn own_type(reply: &mut Reply) {
     if let (Some(ct), Some(n)) = (reply.content_type.as_mut(), reply.content_type_len.take()) {
-        ct.truncate(n);
+        ct.to_mut().truncate(n);
     }
 }
 
@@ -228,6 +228,7 @@ pub fn fold(reply: &mut Reply) {
         return;
     };
     if let Some(ct) = reply.content_type.as_mut() {
+        let ct = ct.to_mut();
         ct.push_str("; charset=");
         ct.push_str(&cs);
     }

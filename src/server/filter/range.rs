@@ -100,7 +100,7 @@ pub fn header(
                 let parts =
                     Multipart::new(&ranges, reply.content_type.as_deref(), len, next_boundary())
                         .shifted(base);
-                reply.content_type = Some(parts.content_type().to_string());
+                reply.content_type = Some(parts.content_type().to_string().into());
                 reply.body = Body::Multipart { file, parts };
             }
         }

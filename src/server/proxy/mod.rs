@@ -1484,7 +1484,7 @@ fn accel_redirect(r: &mut Req<'_>, head: &uhead::ResponseHead, uri: String) -> P
 pub fn keep_accel_headers(reply: &mut Reply, r: &Req<'_>) {
     for (n, v) in &r.upstream.accel_kept {
         if n.eq_ignore_ascii_case("Content-Type") {
-            reply.content_type = Some(v.clone());
+            reply.content_type = Some(v.clone().into());
             continue;
         }
         if n.eq_ignore_ascii_case("Accept-Ranges") {

@@ -208,7 +208,7 @@ pub struct Filter<'r, 'a> {
     /// The tree's shared state.
     shared: Rc<RefCell<Shared>>,
     /// The response's `Content-Type` (a stub is typed as it).
-    content_type: Option<String>,
+    content_type: Option<crate::server::reply::ContentType>,
     /// Text goes out (nginx's `ctx->output`).
     output: bool,
     /// A branch of the current `if` was taken.
@@ -245,7 +245,7 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
         env: Env<'r>,
         r: &'r Req<'a>,
         input: Box<dyn Source + 'r>,
-        content_type: Option<String>,
+        content_type: Option<crate::server::reply::ContentType>,
         shared: Rc<RefCell<Shared>>,
     ) -> Filter<'r, 'a> {
         Filter {
