@@ -119,6 +119,49 @@ fn a_read_timeout_is_a_504() {
     );
 }
 
+/// The worker reuses its timers from one wait to the next
+/// (`io/deadline.rs`): a timer left due in 300 ms by a quick answer, lent
+/// again for a 60 s wait, must not fire at 300 ms; lent again for 300 ms
+/// after that, it must fire then, not at 60 s.
+#[test]
+fn a_reused_timer_keeps_each_waits_own_read_timeout() {
+    let up = Upstream::start(|c| {
+        if let Some(req) = c.read_request() {
+            match req.target().as_str() {
+                "/late" => c.sleep(600),
+                "/slow" => c.sleep(1500),
+                _ => {}
+            }
+            c.write(OK);
+        }
+    });
+    let server = start(
+        &up,
+        "",
+        "location = /short-quick { proxy_pass http://UP/quick; proxy_read_timeout 300ms; }
+         location = /long-late { proxy_pass http://UP/late; proxy_read_timeout 60s; }
+         location = /short-slow { proxy_pass http://UP/slow; proxy_read_timeout 300ms; }",
+    );
+    for _ in 0..3 {
+        assert_eq!(get(&server, "/short-quick").status, 200);
+    }
+    assert_eq!(
+        get(&server, "/long-late").status,
+        200,
+        "{}",
+        server.stderr()
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(get(&server, "/short-slow").status, 504);
+    assert!(started.elapsed() < Duration::from_millis(1400));
+    assert_eq!(
+        get(&server, "/long-late").status,
+        200,
+        "{}",
+        server.stderr()
+    );
+}
+
 #[test]
 fn a_reset_or_a_close_inside_the_head_is_a_502() {
     let up = Upstream::start(|c| {

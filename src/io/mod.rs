@@ -23,6 +23,8 @@
 //!   across requests; every lookup it makes goes through [`file`].
 //! - [`ready`]: socket reads that keep the reactor's readiness exact, so
 //!   that a drained socket costs no `EAGAIN` read.
+//! - [`deadline`]: timeouts for waits that nearly always end first, on
+//!   timers the worker reuses.
 //! - [`client_stream`]: a client's connection, TCP or unix-domain, as one
 //!   type.
 //!
@@ -33,6 +35,7 @@
 pub mod client_stream;
 pub mod closer;
 pub mod completion;
+pub mod deadline;
 pub mod dir;
 pub mod fault;
 pub mod file;

@@ -187,10 +187,12 @@ pub fn spawn(
             // into `nowait_loop_turn_seconds` (metrics::worker::Turns).
             rt.block_on(YieldAfterTurn::new(worker_metrics::Turns::new(
                 local.run_until(async {
+                    crate::io::deadline::install();
                     run(id - 1, site, sockets, control, flag).await;
                     // Closed while the reactor still runs.
                     super::park::close_all();
                     crate::upstream::idle::close_all();
+                    crate::io::deadline::uninstall();
                 }),
             )));
         })?;

@@ -181,7 +181,7 @@ impl Conn {
                 Ok(0) => return Err(WriteError::Io(io::ErrorKind::WriteZero.into())),
                 Ok(n) => data = &data[n..],
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    tokio::time::timeout(timeout, self.writable())
+                    crate::io::deadline::within(timeout, self.writable())
                         .await
                         .map_err(|_| WriteError::TimedOut)?
                         .map_err(WriteError::Io)?;

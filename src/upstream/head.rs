@@ -66,9 +66,9 @@ impl Eq for Headers {}
 struct Fields {
     /// Names and values, one after the other.
     bytes: Bytes,
-    /// Per field: where its name starts, where its value starts (the name's
-    /// end), where its value ends.
-    spans: Vec<[u32; 3]>,
+    /// Per field: where its name starts and ends, where its value starts
+    /// and ends.
+    spans: Vec<[u32; 4]>,
 }
 
 /// The names and values of [`Fields`]: text once the list is complete and
@@ -132,31 +132,41 @@ impl Headers {
         bytes.extend_from_slice(name);
         let mid = bytes.len() as u32;
         bytes.extend_from_slice(value);
-        f.spans.push([start, mid, bytes.len() as u32]);
+        f.spans.push([start, mid, mid, bytes.len() as u32]);
     }
 
-    /// Appends `fields`, which hold `bytes` of names and values in all
-    /// (call [`Headers::seal`] once the list is complete).
-    fn extend<'a>(&mut self, bytes: usize, fields: impl ExactSizeIterator<Item = Field<'a>>) {
-        // A new list (the usual case) is made at its size at once, not
-        // grown from empty.
-        let f = self.fields.get_or_insert_with(|| {
-            std::sync::Arc::new(Fields {
-                bytes: Bytes::Raw(Vec::with_capacity(bytes)),
-                spans: Vec::with_capacity(fields.len()),
-            })
-        });
-        let f = std::sync::Arc::make_mut(f);
-        let buf = f.bytes.raw_mut();
-        buf.reserve(bytes);
-        f.spans.reserve(fields.len());
-        for (name, value) in fields {
-            let start = buf.len() as u32;
-            buf.extend_from_slice(name);
-            let mid = buf.len() as u32;
-            buf.extend_from_slice(value);
-            f.spans.push([start, mid, buf.len() as u32]);
+    /// The list of a header section as `httparse` split it: the section's
+    /// bytes copied at once, each field found in the copy by where it lies
+    /// in `section` (call [`Headers::seal`] next). `None` if a field does not
+    /// lie in `section`.
+    fn from_section(section: &[u8], fields: &[httparse::Header<'_>]) -> Option<Headers> {
+        if fields.is_empty() {
+            return Some(Headers::default());
         }
+        let base = section.as_ptr() as usize;
+        let end = base + section.len();
+        // Where `part` lies in `section`; an empty value may point anywhere,
+        // so it is placed after its name.
+        let within = |part: &[u8], empty_at: u32| -> Option<[u32; 2]> {
+            if part.is_empty() {
+                return Some([empty_at, empty_at]);
+            }
+            let at = part.as_ptr() as usize;
+            (at >= base && at + part.len() <= end)
+                .then(|| [(at - base) as u32, (at - base + part.len()) as u32])
+        };
+        let mut spans = Vec::with_capacity(fields.len());
+        for f in fields {
+            let [ns, ne] = within(f.name.as_bytes(), 0)?;
+            let [vs, ve] = within(f.value, ne)?;
+            spans.push([ns, ne, vs, ve]);
+        }
+        Some(Headers {
+            fields: Some(std::sync::Arc::new(Fields {
+                bytes: Bytes::Raw(section.to_vec()),
+                spans,
+            })),
+        })
     }
 
     /// Checks once whether the complete list is valid UTF-8, for
@@ -177,14 +187,14 @@ impl Headers {
 
     /// Each field's name and value, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Field<'_>> + '_ {
-        let (bytes, spans): (&[u8], &[[u32; 3]]) = match &self.fields {
+        let (bytes, spans): (&[u8], &[[u32; 4]]) = match &self.fields {
             Some(f) => (f.bytes.as_slice(), &f.spans),
             None => (&[], &[]),
         };
-        spans.iter().map(move |&[a, b, c]| {
+        spans.iter().map(move |&[a, b, c, d]| {
             (
                 &bytes[a as usize..b as usize],
-                &bytes[b as usize..c as usize],
+                &bytes[c as usize..d as usize],
             )
         })
     }
@@ -197,12 +207,12 @@ impl Headers {
     /// with the rest), which `str::get` finds.
     pub fn iter_text(&self) -> impl Iterator<Item = (Field<'_>, Option<(&str, &str)>)> + '_ {
         let text = self.fields.as_ref().and_then(|f| f.bytes.text());
-        let spans: &[[u32; 3]] = self.fields.as_ref().map_or(&[], |f| &f.spans);
-        self.iter().zip(spans).map(move |(field, &[a, b, c])| {
+        let spans: &[[u32; 4]] = self.fields.as_ref().map_or(&[], |f| &f.spans);
+        self.iter().zip(spans).map(move |(field, &[a, b, c, d])| {
             let text = text.and_then(|t| {
                 Some((
                     t.get(a as usize..b as usize)?,
-                    t.get(b as usize..c as usize)?,
+                    t.get(c as usize..d as usize)?,
                 ))
             });
             (field, text)
@@ -215,13 +225,13 @@ impl Headers {
     pub fn shared_text(&self, i: usize) -> Option<(FieldText, FieldText)> {
         let f = self.fields.as_ref()?;
         let text = f.bytes.text()?;
-        let &[a, b, c] = f.spans.get(i)?;
+        let &[a, b, c, d] = f.spans.get(i)?;
         // Both ends of each part on character boundaries.
         text.get(a as usize..b as usize)?;
-        text.get(b as usize..c as usize)?;
+        text.get(c as usize..d as usize)?;
         Some((
             FieldText::shared(f.clone(), a, b),
-            FieldText::shared(f.clone(), b, c),
+            FieldText::shared(f.clone(), c, d),
         ))
     }
 

@@ -32,6 +32,7 @@ use std::borrow::Cow;
 use std::io::IoSlice;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -40,6 +41,7 @@ use crate::config::model::{NextUpstream, ProxyHttpVersion, ProxyTarget};
 use crate::config::url::{UrlOptions, parse_url};
 use crate::http::request::Method;
 use crate::http::status::Status;
+use crate::io::deadline::{self, Deadline};
 use crate::io::file::FileLayer;
 use crate::log::Level;
 use crate::log::context::LogText;
@@ -1158,7 +1160,7 @@ async fn write_vectored(conn: &Conn, parts: &[&[u8]], timeout: Duration) -> Resu
             Ok(0) => return Err(WriteError::Io(std::io::ErrorKind::WriteZero.into())),
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                tokio::time::timeout(timeout, conn.writable())
+                deadline::within(timeout, conn.writable())
                     .await
                     .map_err(|_| WriteError::TimedOut)?
                     .map_err(WriteError::Io)?;
@@ -1187,6 +1189,7 @@ async fn read_head(
     let mut buf: Vec<u8> = Vec::with_capacity(limit.max(1024));
     let mut received = 0u64;
     let watch_client = !conf.proxy_ignore_client_abort && !r.upstream.background && r.is_main();
+    let mut client_gone = ClientGone::default();
     loop {
         if !buf.is_empty() {
             match uhead::parse_head(&buf) {
@@ -1263,45 +1266,81 @@ async fn read_head(
                 ));
             }
         }
-        tokio::select! {
-            ready = tokio::time::timeout(conf.proxy_read_timeout, conn.readable()) => match ready {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(upstream_failure(
+        // Polled by hand rather than with `select!`: no waiter of its own
+        // for either socket's readiness, no random branch order, and a
+        // timer the worker reuses.
+        let mut deadline = Deadline::after(conf.proxy_read_timeout);
+        let woke = std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = conn.poll_read_ready(cx) {
+                return Poll::Ready(Woke::Ready(r));
+            }
+            if watch_client && client_gone.poll(client, cx).is_ready() {
+                return Poll::Ready(Woke::ClientGone);
+            }
+            deadline.poll_expired(cx).map(|()| Woke::TimedOut)
+        })
+        .await;
+        match woke {
+            Woke::Ready(Ok(())) => {}
+            Woke::Ready(Err(e)) => {
+                return Err(upstream_failure(
                     NextUpstream::ERROR,
-                    format!("recv() failed ({}) while reading response header from upstream", crate::config::errno_text(&e)),
-                )),
-                Err(_) => return Err(upstream_failure(
+                    format!(
+                        "recv() failed ({}) while reading response header from upstream",
+                        crate::config::errno_text(&e)
+                    ),
+                ));
+            }
+            Woke::TimedOut => {
+                return Err(upstream_failure(
                     NextUpstream::TIMEOUT,
                     "upstream timed out (110: Connection timed out) while reading response header from upstream",
-                )),
-            },
-            gone = client_gone(client), if watch_client => {
-                if gone {
-                    return Ok(Got::Aborted);
-                }
+                ));
             }
+            Woke::ClientGone => return Ok(Got::Aborted),
         }
         let _ = head_request;
     }
 }
 
-/// Resolves when the client's side shows something: `true` when it closed.
-/// Bytes the client sends meanwhile (a pipelined request) are left alone.
-async fn client_gone(client: &Client<'_>) -> bool {
-    loop {
-        if client.stream.readable().await.is_err() {
-            return true;
-        }
-        match crate::io::ready::peek(client.stream) {
-            crate::sys::socket::Idle::Closed => return true,
-            crate::sys::socket::Idle::Data => {
-                // Pipelined bytes: nothing to watch until they are read.
-                std::future::pending::<()>().await;
+/// What ended a wait for an upstream's response head.
+enum Woke {
+    /// The upstream's socket is readable (or failed).
+    Ready(std::io::Result<()>),
+    /// The client closed its connection.
+    ClientGone,
+    /// `proxy_read_timeout` passed.
+    TimedOut,
+}
+
+/// Watches the client's side while the proxy waits for the upstream: ready
+/// when it closed. Bytes the client sends meanwhile (a pipelined request)
+/// are left alone, and the watch ends: there is nothing more to see until
+/// they are read. Polls the socket's readiness without a waiter of its own
+/// (nothing else reads the client meanwhile).
+#[derive(Default)]
+struct ClientGone {
+    /// Pipelined bytes were seen: pending for good.
+    data_seen: bool,
+}
+
+impl ClientGone {
+    fn poll(&mut self, client: &Client<'_>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        while !self.data_seen {
+            match client.stream.poll_read_ready(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(_)) => return Poll::Ready(()),
+                Poll::Ready(Ok(())) => {}
             }
-            // Readiness without data: the peek dropped the mark, so the
-            // next wait is for a new edge.
-            crate::sys::socket::Idle::Quiet => {}
+            match crate::io::ready::peek(client.stream) {
+                crate::sys::socket::Idle::Closed => return Poll::Ready(()),
+                crate::sys::socket::Idle::Data => self.data_seen = true,
+                // Readiness without data: the peek dropped the mark, so the
+                // next poll waits for a new edge.
+                crate::sys::socket::Idle::Quiet => {}
+            }
         }
+        Poll::Pending
     }
 }
 

@@ -34,9 +34,14 @@ pub(super) fn parse_section(buf: &[u8], headers: &mut Headers) -> Result<Option<
         Ok(httparse::Status::Complete((len, fields)))
             if memchr::memchr(b'\t', &buf[..len]).is_none() =>
         {
-            // Names and values fit in the section: one allocation each.
-            headers.extend(len, fields.iter().map(|f| (f.name.as_bytes(), f.value)));
-            Ok(Some(len))
+            // The section copied at once, not field by field.
+            match Headers::from_section(&buf[..len], fields) {
+                Some(list) => {
+                    *headers = list;
+                    Ok(Some(len))
+                }
+                None => parse_section_nginx(buf, headers),
+            }
         }
         // A prefix httparse accepts is one nginx accepts.
         Ok(httparse::Status::Partial) => Ok(None),

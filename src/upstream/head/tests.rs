@@ -538,3 +538,32 @@ fn fields_as_text_checked_once_for_the_list() {
         h.iter().collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_section_split_by_httparse_is_copied_once_and_read_back_field_by_field() {
+    let section = b"Content-Type: text/html\r\nX-Empty:\r\nX-Spaces:   \r\nETag: \"a\"\r\n\r\n";
+    let mut fast = Headers::default();
+    assert_eq!(parse_section(section, &mut fast), Ok(Some(section.len())));
+    let mut nginx = Headers::default();
+    parse_section_nginx(section, &mut nginx).unwrap();
+    assert_eq!(fast, nginx);
+    // One buffer: the section itself.
+    assert_eq!(fast.fields.as_ref().unwrap().bytes.as_slice(), &section[..]);
+    fast.seal();
+    let text: Vec<(String, String)> = (0..fast.len())
+        .map(|i| {
+            let (n, v) = fast.shared_text(i).unwrap();
+            (n.to_string(), v.to_string())
+        })
+        .collect();
+    let want = [
+        ("Content-Type", "text/html"),
+        ("X-Empty", ""),
+        ("X-Spaces", ""),
+        ("ETag", "\"a\""),
+    ];
+    assert_eq!(
+        text,
+        want.map(|(n, v)| (n.to_owned(), v.to_owned())).to_vec()
+    );
+}
