@@ -134,6 +134,41 @@ fn quiet_test_prints_nothing_on_success() {
     assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""));
 }
 
+/// `nginx -t` looks the `user` up while it parses: a user that does not
+/// exist fails the test, as it would fail the start.
+#[test]
+fn test_fails_for_a_user_that_does_not_exist() {
+    let dir = TempDir::new("no-user");
+    let conf = dir.write(
+        "nowait.conf",
+        "user no-such-user-nowait;\nevents {}\nhttp { server { listen 127.0.0.1:1; } }\n",
+    );
+    let r = nowait(&["-t", "-p", dir.path(), "-c", &conf]);
+    if nix_is_root() {
+        let want = format!(
+            "nowait: [emerg] getpwnam(\"no-such-user-nowait\") failed in {conf}:1\n\
+             nowait: configuration file {conf} test failed\n"
+        );
+        assert_eq!((r.code, r.stderr.as_str()), (Some(1), want.as_str()));
+    } else {
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(r.stderr.contains("makes sense only if"), "{}", r.stderr);
+    }
+}
+
+/// Whether the tests run as root (only root looks `user` up: others get
+/// nginx's warning that the directive is ignored).
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
 #[test]
 fn quiet_test_still_reports_errors() {
     let dir = TempDir::new("quiet-errors");

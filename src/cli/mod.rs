@@ -276,6 +276,21 @@ fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32
     match loaded {
         Ok(l) => {
             report(&l.warnings);
+            // nginx finds these while parsing: before "syntax is ok".
+            match crate::process::test_files(&l.config) {
+                Ok(warnings) => {
+                    for w in warnings {
+                        say(&format!("[warn] {w}"));
+                    }
+                }
+                Err(errors) => {
+                    for e in errors {
+                        say(&format!("[emerg] {e}"));
+                    }
+                    say(&format!("configuration file {name} test failed"));
+                    return 1;
+                }
+            }
             if !inv.args.quiet {
                 say(&format!("the configuration file {name} syntax is ok"));
                 say(&format!("configuration file {name} test is successful"));

@@ -37,10 +37,18 @@ pub fn resolve(main: &MainConf) -> Result<(Option<Identity>, Option<String>), St
         return Ok((None, warn));
     }
     let pw = getpwnam(user).map_err(|e| {
-        format!(
-            "getpwnam(\"{user}\") failed ({})",
-            crate::config::errno_text(&e)
-        )
+        // nginx: `getpwnam("x") failed in FILE:LINE` for a user that does
+        // not exist (no errno to show), the errno for a lookup that failed.
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => String::new(),
+            _ => format!(" ({})", crate::config::errno_text(&e)),
+        };
+        let at = main
+            .user_loc
+            .as_ref()
+            .map(|loc| format!(" in {loc}"))
+            .unwrap_or_default();
+        format!("getpwnam(\"{user}\") failed{why}{at}")
     })?;
     let gid = match group {
         Some(g) => getgrnam(g).map_err(|e| {

@@ -121,6 +121,24 @@ fn log_notes(log: &crate::log::ErrorLog, notes: Vec<Note>) {
     }
 }
 
+/// What `-t` checks beyond the syntax, as `nginx -t` does: no directive is
+/// refused as not implemented, and the `user` exists (nginx looks it up
+/// while parsing). `Ok` carries the warnings to print; `Err` the `[emerg]`
+/// lines.
+///
+/// Unlike `nginx -t`, the log files are not opened and the temporary
+/// directories not made: `-t` creates nothing, so it can check a
+/// configuration meant for another prefix or machine (a start reports a
+/// log it cannot open, or a directory it cannot make, before it serves).
+pub fn test_files(config: &Config) -> Result<Vec<String>, Vec<String>> {
+    let refused = crate::config::refuse_not_implemented(config);
+    if !refused.is_empty() {
+        return Err(refused);
+    }
+    let (_, warning) = identity::resolve(&config.main).map_err(|e| vec![e])?;
+    Ok(warning.into_iter().collect())
+}
+
 /// Opens (creating) every log file once, so that a bad path is reported on
 /// the terminal before the server forks away from it.
 fn check_logs(c: &Config) -> Result<(), String> {
