@@ -33,14 +33,7 @@ use common::{TempDir, wait};
 const SETTLE: Duration = Duration::from_secs(10);
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|v| v.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
+    nowait::sys::process::geteuid() == 0
 }
 
 /// Runs a command; its success.
