@@ -55,8 +55,9 @@ pub fn uninstall() {
     drop(kept);
 }
 
-/// How many idle timers this thread keeps (for tests).
-pub fn idle_count() -> usize {
+/// How many idle timers this thread keeps.
+#[cfg(test)]
+fn idle_count() -> usize {
     IDLE.with(|s| s.borrow().as_ref().map_or(0, Vec::len))
 }
 
