@@ -56,6 +56,21 @@ fn try_files_tries_files_then_falls_back() {
     assert_eq!(get(p, "/al/nothing").status, 404);
 }
 
+/// A named location written twice is taken, as nginx takes it (its
+/// duplicate check looks at the static tree only), and the first one
+/// written answers.
+#[test]
+fn a_named_location_written_twice_answers_with_the_first() {
+    let f = Fixture::build();
+    let s = serve_http(
+        &f,
+        "location / { try_files /nothing-here @fallback; }
+         location @fallback { return 200 \"first\"; }
+         location @fallback { return 200 \"second\"; }",
+    );
+    assert_eq!(common::body(&get(s.port(), "/missing")), "first");
+}
+
 #[test]
 fn internal_locations_serve_internal_redirects_only() {
     let f = Fixture::build();

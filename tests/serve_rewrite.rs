@@ -435,3 +435,29 @@ fn merge_slashes_off_keeps_empty_segments() {
     assert_eq!(text(&s, "/foo///../bar").1, "/foo//bar\n");
     assert_eq!(text(&s, "//a//b").1, "//a//b\n");
 }
+
+/// Look-around and back-references, which PCRE has, match in locations,
+/// `rewrite`, `if` and `map` as in nginx, captures and named groups
+/// included; an unquoted `{` that is not a count is a literal.
+#[test]
+fn look_around_back_references_and_literal_braces() {
+    let f = Fixture::build();
+    let s = serve(
+        &f,
+        "location ~ ^/(?!api/|static/)(?<page>\\w+)$ { return 200 \"page $page $1\"; }
+         location ~ ^/api/(\\w)\\1$ { return 200 \"double $1\"; }
+         location /api/ { return 200 \"api\"; }
+         location /re/ {
+             if ($uri ~ ^/re/(?=7)(\\d)) { return 200 \"seven $1\"; }
+             rewrite \"^/re/(?<=/re/)(\\d+)$\" /num/$1;
+         }
+         location /num/ { return 200 \"num $uri\"; }
+         location ~ \"^/lit/a{,2}$\" { return 200 \"literal\"; }",
+    );
+    assert_eq!(text(&s, "/about"), (200, "page about about".into()));
+    assert_eq!(text(&s, "/api/xx"), (200, "double x".into()));
+    assert_eq!(text(&s, "/api/xy"), (200, "api".into()));
+    assert_eq!(text(&s, "/re/71"), (200, "seven 7".into()));
+    assert_eq!(text(&s, "/re/81"), (200, "num /num/81".into()));
+    assert_eq!(text(&s, "/lit/a%7B,2%7D"), (200, "literal".into()));
+}

@@ -261,7 +261,7 @@ pub fn main() -> i32 {
         ));
     }
     // Directives parsed for the caching-proxy release cannot run yet.
-    let refused = config::refuse_not_implemented(&loaded.config);
+    let refused = crate::process::refusals(&loaded.config);
     if !refused.is_empty() {
         for m in &refused {
             say(&format!("[emerg] {m}"));

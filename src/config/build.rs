@@ -58,6 +58,8 @@ pub struct EventsSet {
     pub worker_connections: bool,
     /// `accept_mutex` seen.
     pub accept_mutex: bool,
+    /// `accept_mutex_delay` seen.
+    pub accept_mutex_delay: bool,
     /// `multi_accept` seen.
     pub multi_accept: bool,
     /// `use` seen.
@@ -222,6 +224,16 @@ impl Builder {
             .push(ConfError::emerg(message, Some(loc.clone())));
     }
 
+    /// Records an `[emerg]` line at `loc` that does not stop the
+    /// configuration ([`super::error::Level::EmergIgnored`]).
+    pub fn error_continue(&mut self, message: impl Into<String>, loc: &Loc) {
+        self.diags.push(ConfError {
+            level: super::error::Level::EmergIgnored,
+            message: message.into(),
+            loc: Some(loc.clone()),
+        });
+    }
+
     /// Records a warning at `loc`.
     pub fn warn(&mut self, message: impl Into<String>, loc: &Loc) {
         self.diags.push(ConfError::warn(message, Some(loc.clone())));
@@ -243,8 +255,8 @@ impl Builder {
     }
 
     /// Defines the named captures of `re` as variables.
-    pub fn define_captures(&mut self, re: &regex::Regex) {
-        for name in re.capture_names().flatten() {
+    pub fn define_captures(&mut self, re: &crate::config::regex::Regex) {
+        for name in re.capture_names().into_iter().flatten() {
             let lower = name.to_ascii_lowercase();
             self.defined_vars.insert(lower.clone());
             self.capture_vars.insert(lower);

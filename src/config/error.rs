@@ -14,6 +14,10 @@ pub enum Level {
     Crit,
     /// A configuration that cannot be used (`[emerg]`).
     Emerg,
+    /// Said at `[emerg]` though the configuration is used all the same: a
+    /// parameter nginx ignores on this platform with an `[emerg]` line
+    /// (`accept filters … are not supported on this platform, ignored`).
+    EmergIgnored,
 }
 
 impl Level {
@@ -22,14 +26,14 @@ impl Level {
         match self {
             Level::Warn => "warn",
             Level::Crit => "crit",
-            Level::Emerg => "emerg",
+            Level::Emerg | Level::EmergIgnored => "emerg",
         }
     }
 
     /// Whether a message of this level stops the configuration from
     /// being used (all but `[warn]`).
     pub fn stops(self) -> bool {
-        self != Level::Warn
+        !matches!(self, Level::Warn | Level::EmergIgnored)
     }
 }
 

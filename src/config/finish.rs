@@ -259,4 +259,50 @@ fn check_listens(b: &mut Builder, h: &HttpConf) {
             }
         }
     }
+    // nginx looks at the names once the configuration read without error.
+    if !b.diags.has_errors() {
+        conflicting_names(b, h);
+    }
+}
+
+/// nginx's warning for a name two servers of one address both claim
+/// (`ngx_http_server_names`, for an address with more than one server):
+/// `conflicting server name "x" on 127.0.0.1:80, ignored`. The first server
+/// keeps the name; a server without `server_name` has the name `""`.
+/// Regular expressions are not compared.
+fn conflicting_names(b: &mut Builder, h: &HttpConf) {
+    let mut by_addr: Vec<(&ListenAddr, Vec<&super::model::Server>)> = Vec::new();
+    for s in &h.servers {
+        for l in &s.listens {
+            match by_addr.iter_mut().find(|(a, _)| *a == &l.addr) {
+                Some((_, servers)) if !servers.iter().any(|o| std::ptr::eq(*o, s)) => {
+                    servers.push(s)
+                }
+                Some(_) => {}
+                None => by_addr.push((&l.addr, vec![s])),
+            }
+        }
+    }
+    for (addr, servers) in by_addr {
+        if servers.len() < 2 {
+            continue;
+        }
+        let mut seen = HashSet::new();
+        for s in servers {
+            let unnamed = [String::new()];
+            let names = if s.names.is_empty() {
+                &unnamed[..]
+            } else {
+                &s.names[..]
+            };
+            for name in names.iter().filter(|n| !n.starts_with('~')) {
+                if !seen.insert(name.to_ascii_lowercase()) {
+                    b.diags.push(super::error::ConfError::warn(
+                        format!("conflicting server name \"{name}\" on {addr}, ignored"),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
 }

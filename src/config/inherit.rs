@@ -511,7 +511,7 @@ pub struct RegexSource {
     /// The expression as written.
     pub source: String,
     /// Compiled, case-insensitive.
-    pub re: regex::Regex,
+    pub re: crate::config::regex::Regex,
 }
 
 /// `proxy_cache_key`'s documented default as a template.

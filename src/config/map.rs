@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use regex::Regex;
+use crate::config::regex::Regex;
 
 use super::source::Loc;
 use super::template::Template;

@@ -148,6 +148,10 @@ pub struct EventsConf {
     pub worker_connections: usize,
     /// `accept_mutex` (default off, as in nginx 1.11.3+).
     pub accept_mutex: bool,
+    /// `accept_mutex_delay` (default 500 ms): how long a worker that did
+    /// not get the accept mutex waits, when no event comes, before trying
+    /// again.
+    pub accept_mutex_delay: std::time::Duration,
     /// `multi_accept` (default off).
     pub multi_accept: bool,
     /// `loop_turn_budget` (nowait's own; default 250 µs, `None` for off):
@@ -161,6 +165,7 @@ impl Default for EventsConf {
         EventsConf {
             worker_connections: 512,
             accept_mutex: false,
+            accept_mutex_delay: std::time::Duration::from_millis(500),
             multi_accept: false,
             turn_budget: Some(crate::metrics::timed::DEFAULT_TURN_BUDGET),
         }
@@ -308,8 +313,36 @@ pub struct Listen {
     pub sndbuf: Option<usize>,
     /// `bind`.
     pub bind: bool,
+    /// `deferred`: `TCP_DEFER_ACCEPT`, so that `accept()` wakes only once
+    /// the request's first bytes arrived.
+    pub deferred: bool,
+    /// How long the kernel holds a deferred connection without data, in
+    /// seconds: the server's `client_header_timeout` (nginx's
+    /// `post_accept_timeout`), filled in when the sockets are made.
+    pub deferred_secs: u32,
+    /// `fastopen=N`: `TCP_FASTOPEN`'s queue of connections whose first data
+    /// came with the SYN.
+    pub fastopen: Option<u32>,
+    /// `ipv6only=on|off` (on by default): an IPv6 socket that takes IPv6
+    /// only.
+    pub ipv6only: bool,
+    /// `so_keepalive=on|off|[idle]:[interval]:[count]`.
+    pub so_keepalive: Option<SoKeepalive>,
     /// Where it was written.
     pub loc: Loc,
+}
+
+/// `listen … so_keepalive=`: TCP keep-alive probes on accepted connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoKeepalive {
+    /// `SO_KEEPALIVE` on (`on` or a triple) or off (`off`).
+    pub on: bool,
+    /// `TCP_KEEPIDLE`, seconds.
+    pub idle: Option<u32>,
+    /// `TCP_KEEPINTVL`, seconds.
+    pub interval: Option<u32>,
+    /// `TCP_KEEPCNT`.
+    pub count: Option<u32>,
 }
 
 /// The default `backlog=` on Linux (NGX_LISTEN_BACKLOG).
@@ -327,6 +360,11 @@ impl Listen {
             rcvbuf: None,
             sndbuf: None,
             bind: false,
+            deferred: false,
+            deferred_secs: 0,
+            fastopen: None,
+            ipv6only: true,
+            so_keepalive: None,
             loc,
         }
     }
@@ -338,6 +376,10 @@ impl Listen {
             || self.rcvbuf.is_some()
             || self.sndbuf.is_some()
             || self.bind
+            || self.deferred
+            || self.fastopen.is_some()
+            || !self.ipv6only
+            || self.so_keepalive.is_some()
     }
 }
 
@@ -355,7 +397,7 @@ pub enum LocationMatch {
         /// The expression as written.
         source: String,
         /// The compiled expression.
-        re: regex::Regex,
+        re: crate::config::regex::Regex,
         /// `~*`.
         case_insensitive: bool,
     },

@@ -222,7 +222,7 @@ pub enum RedirectFrom {
     /// `~regex` or `~*regex`.
     Regex {
         /// The compiled expression (`(?i)` added for `~*`).
-        re: regex::Regex,
+        re: crate::config::regex::Regex,
         /// `~*`.
         case_insensitive: bool,
         /// The expression as written, without `~`/`~*`.

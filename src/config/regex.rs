@@ -3,10 +3,85 @@
 //! with the `regex` crate, whose syntax is PCRE's for everything
 //! configurations use (classes, groups, named groups `(?<n>…)` and
 //! `(?P<n>…)`, `\p{…}`, inline flags). PCRE's `\Q…\E` quoting is rewritten
-//! here into escaped text; look-around and back-references, which the crate
-//! refuses by design, are refused at load time with the crate's reason.
+//! here into escaped text. Look-around and back-references, which the crate
+//! refuses by design, are compiled by `fancy-regex` (a backtracking matcher
+//! over the same crate, bounded as PCRE's match limit bounds nginx's): only
+//! the patterns that use them pay for backtracking. A syntax error is told
+//! in PCRE's words, as nginx prints it.
 
-use regex::Regex;
+/// A compiled regular expression of the configuration.
+#[derive(Clone, Debug)]
+pub struct Regex(Engine);
+
+#[derive(Clone, Debug)]
+enum Engine {
+    /// The `regex` crate: linear time, everything but the below.
+    Plain(regex::Regex),
+    /// `fancy-regex`: look-around and back-references.
+    Backtracking(Box<fancy_regex::Regex>),
+}
+
+/// How many steps a backtracking match may take before it is given up
+/// (PCRE2's default match limit, which nginx keeps).
+const BACKTRACK_LIMIT: usize = 10_000_000;
+
+impl Regex {
+    /// Whether `subject` matches. A backtracking match that runs out of
+    /// steps is no match (nginx's is an error of the request).
+    pub fn is_match(&self, subject: &str) -> bool {
+        match &self.0 {
+            Engine::Plain(re) => re.is_match(subject),
+            Engine::Backtracking(re) => re.is_match(subject).unwrap_or(false),
+        }
+    }
+
+    /// The number of groups, the whole match included.
+    pub fn captures_len(&self) -> usize {
+        match &self.0 {
+            Engine::Plain(re) => re.captures_len(),
+            Engine::Backtracking(re) => re.captures_len(),
+        }
+    }
+
+    /// Each group's name, in order, the whole match (`None`) first.
+    pub fn capture_names(&self) -> Vec<Option<&str>> {
+        match &self.0 {
+            Engine::Plain(re) => re.capture_names().collect(),
+            Engine::Backtracking(re) => re.capture_names().collect(),
+        }
+    }
+
+    /// Where each group matched in `subject`, the whole match first;
+    /// `None` when `subject` does not match.
+    pub fn captures(&self, subject: &str) -> Option<Vec<Option<(usize, usize)>>> {
+        match &self.0 {
+            Engine::Plain(re) => {
+                let caps = re.captures(subject)?;
+                Some(
+                    caps.iter()
+                        .map(|m| m.map(|m| (m.start(), m.end())))
+                        .collect(),
+                )
+            }
+            Engine::Backtracking(re) => {
+                let caps = re.captures(subject).ok()??;
+                Some(
+                    (0..caps.len())
+                        .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// The pattern as compiled (after the translation to the crate's syntax).
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Engine::Plain(re) => re.as_str(),
+            Engine::Backtracking(re) => re.as_str(),
+        }
+    }
+}
 
 /// Compiles `pattern` as nginx would hand it to PCRE, case-insensitive when
 /// `caseless` (nginx's `NGX_REGEX_CASELESS`). The error is the message to
@@ -60,7 +135,22 @@ fn compile_now(pattern: &str, caseless: bool) -> Result<Regex, String> {
     } else {
         translated
     };
-    Regex::new(&source).map_err(|e| {
+    let plain = match regex::Regex::new(&source) {
+        Ok(re) => return Ok(Regex(Engine::Plain(re))),
+        Err(e) => e,
+    };
+    if needs_backtracking(&source) {
+        if let Ok(re) = fancy_regex::RegexBuilder::new(&source)
+            .backtrack_limit(BACKTRACK_LIMIT)
+            .build()
+        {
+            return Ok(Regex(Engine::Backtracking(Box::new(re))));
+        }
+    }
+    Err(plain).map_err(|e| {
+        if let Some(said) = pcre_words(pattern) {
+            return said;
+        }
         let reason = e
             .to_string()
             .lines()
@@ -70,6 +160,160 @@ fn compile_now(pattern: &str, caseless: bool) -> Result<Regex, String> {
             .join(" ");
         format!("invalid regular expression \"{pattern}\": {reason}")
     })
+}
+
+/// Whether the crate refuses `source` for what only a backtracking matcher
+/// does: look-around, a back-reference, an atomic group.
+fn needs_backtracking(source: &str) -> bool {
+    use regex_syntax::ast::ErrorKind as K;
+    matches!(
+        regex_syntax::ast::parse::Parser::new()
+            .parse(source)
+            .map_err(|e| e.kind().clone()),
+        Err(K::UnsupportedLookAround
+            | K::UnsupportedBackreference
+            | K::EscapeUnrecognized
+            | K::FlagUnrecognized)
+    )
+}
+
+/// Whether the text after a `{` makes it a count, as PCRE 10.42 reads it:
+/// digits, optionally a comma and more digits, and `}`.
+fn is_count(mut rest: impl Iterator<Item = char>) -> bool {
+    let mut digits = 0;
+    let mut c = rest.next();
+    while c.is_some_and(|c| c.is_ascii_digit()) {
+        digits += 1;
+        c = rest.next();
+    }
+    if digits == 0 {
+        return false;
+    }
+    if c == Some(',') {
+        c = rest.next();
+        while c.is_some_and(|c| c.is_ascii_digit()) {
+            c = rest.next();
+        }
+    }
+    c == Some('}')
+}
+
+/// A syntax error PCRE would also find, in the words nginx prints for it
+/// (`pcre2_compile() failed: missing closing parenthesis in "(a"`, with
+/// ` at "…"` and the rest of the pattern from where PCRE stopped, unless it
+/// stopped at the end). `None` for what PCRE accepts and the crate refuses
+/// (look-around, back-references: nowait's own message says so), and for
+/// errors this table does not know.
+fn pcre_words(pattern: &str) -> Option<String> {
+    use regex_syntax::ast::ErrorKind as K;
+    // `\Q…\E` is read by `unquote` before the crate sees it.
+    if pattern.contains("\\Q") {
+        return None;
+    }
+    let e = match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Err(e) => e,
+        // The crate takes counts up to 2^32; PCRE stops at 65535.
+        Ok(_) => {
+            let at = big_count(pattern)?;
+            let rest = &pattern[at..];
+            return Some(format!(
+                "pcre2_compile() failed: number too big in {{}} quantifier in \"{pattern}\" at \"{rest}\""
+            ));
+        }
+    };
+    let span = e.span();
+    let (start, end) = (span.start.offset, span.end.offset);
+    let (text, at): (&str, usize) = match e.kind() {
+        K::GroupUnclosed | K::FlagUnexpectedEof => ("missing closing parenthesis", pattern.len()),
+        K::GroupUnopened => ("unmatched closing parenthesis", start),
+        K::ClassUnclosed => ("missing terminating ] for character class", pattern.len()),
+        K::RepetitionMissing => ("quantifier does not follow a repeatable item", start),
+        K::ClassRangeInvalid => (
+            "range out of order in character class",
+            end.saturating_sub(1),
+        ),
+        K::ClassEscapeInvalid | K::ClassRangeLiteral => ("invalid range in character class", end),
+        K::EscapeUnexpectedEof => ("\\ at end of pattern", pattern.len()),
+        // `\k<name>` is a back-reference, which PCRE takes: nowait's own
+        // message refuses it.
+        K::EscapeUnrecognized
+            if pattern[start..].starts_with("\\k")
+                && !pattern[start + 2..].starts_with(['<', '{', '\'']) =>
+        {
+            (
+                "\\k is not followed by a braced, angle-bracketed, or quoted name",
+                end,
+            )
+        }
+        K::EscapeUnrecognized if pattern[start..].starts_with("\\k") => return None,
+        K::EscapeUnrecognized => ("unrecognized character follows \\", end.saturating_sub(1)),
+        K::FlagUnrecognized => ("unrecognized character after (? or (?-", start),
+        K::GroupNameDuplicate { .. } => (
+            "two named subpatterns have the same name (PCRE2_DUPNAMES not set)",
+            end + 1,
+        ),
+        K::GroupNameEmpty => ("subpattern name expected", start),
+        K::GroupNameInvalid if pattern[start..].starts_with(|c: char| c.is_ascii_digit()) => {
+            ("subpattern name must start with a non-digit", start)
+        }
+        K::GroupNameInvalid | K::GroupNameUnexpectedEof => (
+            "syntax error in subpattern name (missing terminator?)",
+            pattern.len(),
+        ),
+        K::RepetitionCountInvalid => (
+            "numbers out of order in {} quantifier",
+            end.saturating_sub(1),
+        ),
+        K::DecimalInvalid => (
+            "number too big in {} quantifier",
+            too_big_at(pattern, start),
+        ),
+        _ => return None,
+    };
+    let at = at.min(pattern.len());
+    Some(match pattern.get(at..) {
+        Some(rest) if !rest.is_empty() => {
+            format!("pcre2_compile() failed: {text} in \"{pattern}\" at \"{rest}\"")
+        }
+        _ => format!("pcre2_compile() failed: {text} in \"{pattern}\""),
+    })
+}
+
+/// Where PCRE stops reading the first count of `pattern` above 65535, if
+/// one is (outside classes, not escaped).
+fn big_count(pattern: &str) -> Option<usize> {
+    let b = pattern.as_bytes();
+    let (mut i, mut in_class) = (0, false);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' if !in_class => in_class = true,
+            b']' if in_class => in_class = false,
+            b'{' if !in_class && is_count(pattern[i + 1..].chars()) => {
+                let at = too_big_at(pattern, i + 1);
+                if at < pattern.len() {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Where PCRE stops reading a `{}` count that is too big: after the digit
+/// that takes it past 65535.
+fn too_big_at(pattern: &str, start: usize) -> usize {
+    let mut n: u64 = 0;
+    for (i, c) in pattern[start..].char_indices() {
+        let Some(d) = c.to_digit(10) else { break };
+        n = n * 10 + u64::from(d);
+        if n > 65_535 {
+            return start + i + 1;
+        }
+    }
+    pattern.len()
 }
 
 /// [`compile`] for subjects that are bytes (an SSI `if` matches a value
@@ -150,6 +394,17 @@ fn ascii_classes(pattern: &str) -> String {
                         out.push_str(name);
                         out.push_str(":]]");
                     }
+                    // `\p{Greek}`, `\x{263a}`: the braces are the escape's.
+                    None if matches!(n, 'p' | 'P' | 'x') && chars.peek() == Some(&'{') => {
+                        out.push('\\');
+                        out.push(n);
+                        for c in chars.by_ref() {
+                            out.push(c);
+                            if c == '}' {
+                                break;
+                            }
+                        }
+                    }
                     None if !in_class && (n == 'b' || n == 'B') => {
                         out.push_str("(?-u:\\");
                         out.push(n);
@@ -188,6 +443,10 @@ fn ascii_classes(pattern: &str) -> String {
                 in_class = false;
                 out.push(']');
             }
+            // PCRE (10.42, Debian's) reads `{` as a count only as `{n}`,
+            // `{n,}` or `{n,m}`; any other `{` is a literal, which the
+            // crate would refuse (`a{,3}`, `/{id}`).
+            '{' if !in_class && !is_count(chars.clone()) => out.push_str("\\{"),
             '&' | '~' if in_class && chars.peek() == Some(&c) => {
                 out.push(c);
                 out.push('\\');
@@ -220,6 +479,110 @@ fn find_unescaped(s: &str, needle: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each message as nginx 1.22 with PCRE2 10.42 prints it for the same
+    /// pattern (checked against Debian's nginx).
+    #[test]
+    fn syntax_errors_in_pcres_words() {
+        for (pattern, said) in [
+            ("(", r#"missing closing parenthesis in "(""#),
+            ("(?i", r#"missing closing parenthesis in "(?i""#),
+            (
+                "ab)cd",
+                r#"unmatched closing parenthesis in "ab)cd" at ")cd""#,
+            ),
+            ("[a", r#"missing terminating ] for character class in "[a""#),
+            (
+                "*",
+                r#"quantifier does not follow a repeatable item in "*" at "*""#,
+            ),
+            (
+                "[b-a]x",
+                r#"range out of order in character class in "[b-a]x" at "a]x""#,
+            ),
+            (
+                r"[a-\d]",
+                r#"invalid range in character class in "[a-\d]" at "]""#,
+            ),
+            ("\\", r#"\ at end of pattern in "\""#),
+            (r"\i", r#"unrecognized character follows \ in "\i" at "i""#),
+            (
+                r"\k",
+                r#"\k is not followed by a braced, angle-bracketed, or quoted name in "\k""#,
+            ),
+            (
+                "(?z)",
+                r#"unrecognized character after (? or (?- in "(?z)" at "z)""#,
+            ),
+            (
+                "(?<n>a)(?<n>b)",
+                r#"two named subpatterns have the same name (PCRE2_DUPNAMES not set) in "(?<n>a)(?<n>b)" at "b)""#,
+            ),
+            ("(?<>a)", r#"subpattern name expected in "(?<>a)" at ">a)""#),
+            (
+                "(?<1a>x)",
+                r#"subpattern name must start with a non-digit in "(?<1a>x)" at "1a>x)""#,
+            ),
+            (
+                "(?<a",
+                r#"syntax error in subpattern name (missing terminator?) in "(?<a""#,
+            ),
+            (
+                "a{3,2}",
+                r#"numbers out of order in {} quantifier in "a{3,2}" at "}""#,
+            ),
+            (
+                "a{99999999}",
+                r#"number too big in {} quantifier in "a{99999999}" at "999}""#,
+            ),
+        ] {
+            let e = compile(pattern, false).expect_err(pattern);
+            assert_eq!(e, format!("pcre2_compile() failed: {said}"), "{pattern}");
+        }
+    }
+
+    /// Look-around and back-references, which PCRE has, are compiled by the
+    /// backtracking engine; captures and names work the same.
+    #[test]
+    fn look_around_and_back_references_match_as_in_pcre() {
+        let re = compile(r"^/(?!api/|static/)(\w+)", false).unwrap();
+        assert!(re.is_match("/page"));
+        assert!(!re.is_match("/api/x"));
+        assert_eq!(
+            re.captures("/page/1"),
+            Some(vec![Some((0, 5)), Some((1, 5))])
+        );
+        let re = compile(r"(?<=\.)(?<ext>jpe?g)$", true).unwrap();
+        assert_eq!(re.capture_names(), vec![None, Some("ext")]);
+        assert_eq!(re.captures("a.JPG"), Some(vec![Some((2, 5)), Some((2, 5))]));
+        assert!(!re.is_match("jpg"));
+        let re = compile(r"^(\w)\1$", false).unwrap();
+        assert!(re.is_match("aa"));
+        assert!(!re.is_match("ab"));
+        let re = compile(r"^(?<c>\d)-\k<c>$", false).unwrap();
+        assert!(re.is_match("7-7"));
+        assert!(!re.is_match("7-8"));
+        // `\d` stays ASCII there too.
+        assert!(!compile(r"^(?=\d)\d$", false).unwrap().is_match("\u{663}"));
+        // An atomic group (`(?>…)`), PCRE's too.
+        let re = compile(r"^(?>a+)b$", false).unwrap();
+        assert!(re.is_match("aab"));
+        // A reference to a group that does not exist is still an error.
+        assert!(compile(r"(a)\2", false).is_err());
+    }
+
+    /// PCRE reads `{` as a count only in `{n}`, `{n,}`, `{n,m}`.
+    #[test]
+    fn a_brace_that_is_no_count_is_a_literal() {
+        let re = compile(r"^/a{,3}/{id}$", false).unwrap();
+        assert!(re.is_match("/a{,3}/{id}"));
+        let re = compile(r"^x{2}y{1,}z{1,2}$", false).unwrap();
+        assert!(re.is_match("xxyzz"));
+        let re = compile(r"^\pL[{]\x{41}\p{Lu}$", false).unwrap();
+        assert!(re.is_match("a{AB"), "{re:?}");
+        let re = compile(r"^{$", false).unwrap();
+        assert!(re.is_match("{"));
+    }
 
     #[test]
     fn pcre_quoting_is_literal() {
@@ -267,6 +630,9 @@ mod tests {
         assert!(compile("^abc$", true).unwrap().is_match("ABC"));
         assert!(!compile("^abc$", false).unwrap().is_match("ABC"));
         let e = compile("^(", false).unwrap_err();
-        assert!(e.starts_with("invalid regular expression \"^(\": "), "{e}");
+        assert_eq!(
+            e,
+            "pcre2_compile() failed: missing closing parenthesis in \"^(\""
+        );
     }
 }

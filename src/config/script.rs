@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use regex::Regex;
+use crate::config::regex::Regex;
 
 use super::model::Location;
 use super::template::{Template, Var};

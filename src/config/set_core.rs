@@ -30,7 +30,8 @@ pub fn worker_processes(
         "auto" => WorkerProcesses::Auto,
         s => match value::number(s) {
             Some(n) if (1..=MAX_WORKERS as u64).contains(&n) => WorkerProcesses::Count(n as usize),
-            _ => return Err(invalid(d, s)),
+            // nginx takes 0 (and serves nothing); nowait refuses it.
+            _ => return Err(super::slot::invalid_value(d)),
         },
     };
     set_once(&mut main_set(scope).worker_processes, v, &d.name)
@@ -166,9 +167,11 @@ pub fn worker_connections(
 ) -> Result<(), String> {
     let (ev, seen) = events_scope(scope);
     once(&mut seen.worker_connections, d)?;
+    // `ngx_event_connections`: a number, or `invalid number "x"`. Too few
+    // for the listening sockets is checked once they are known.
     match value::number(d.arg(0)) {
-        Some(n) if n >= 1 && n <= i32::MAX as u64 => ev.worker_connections = n as usize,
-        _ => return Err(invalid(d, d.arg(0))),
+        Some(n) if n <= i32::MAX as u64 => ev.worker_connections = n as usize,
+        _ => return Err(format!("invalid number \"{}\"", d.arg(0))),
     }
     Ok(())
 }
@@ -190,6 +193,18 @@ pub fn multi_accept(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
     let mut v = None;
     set_flag(&mut v, d)?;
     ev.multi_accept = v.unwrap_or_default();
+    Ok(())
+}
+
+/// `accept_mutex_delay time;` (`ngx_conf_set_msec_slot`).
+pub fn accept_mutex_delay(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let (ev, seen) = events_scope(scope);
+    once(&mut seen.accept_mutex_delay, d)?;
+    ev.accept_mutex_delay = super::slot::msec(d, 0)?;
     Ok(())
 }
 
@@ -215,7 +230,7 @@ pub fn loop_turn_budget(
             };
             match t {
                 Some(t) if !t.is_zero() && t <= MAX_TURN_BUDGET => Some(t),
-                _ => return Err(invalid(d, s)),
+                _ => return Err(super::slot::invalid_value(d)),
             }
         }
     };

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::build::{Builder, Scope, invalid, set_flag, set_once};
+use super::build::{Builder, Scope, set_flag, set_once};
 use super::core_model::{
     DEFAULT_CACHE_INACTIVE, DisableSymlinks, KeepaliveDisable, LingeringClose, OpenFileCache,
     ServerTokens, SizeValue, SymlinkPolicy, TryFallback, TryFile, TryFiles,
@@ -235,11 +235,10 @@ pub fn keepalive_timeout(
     if set.keepalive_timeout.is_some() {
         return Err(format!("\"{}\" directive is duplicate", d.name));
     }
-    // nowait names the bad value here, as its other settings of this
-    // directive always did (nginx: `"keepalive_timeout" directive invalid value`).
-    let timeout = slot::msec_value(d.arg(0)).ok_or_else(|| invalid(d, d.arg(0)))?;
+    // `ngx_http_core_keepalive_timeout`: the slots' words for either value.
+    let timeout = slot::msec(d, 0)?;
     if d.args.len() == 2 {
-        let header = value::time(d.arg(1), false).ok_or_else(|| invalid(d, d.arg(1)))?;
+        let header = value::time(d.arg(1), false).ok_or_else(|| slot::invalid_value(d))?;
         set.keepalive_header = Some(header.as_secs());
     }
     set.keepalive_timeout = Some(timeout);
@@ -391,7 +390,8 @@ pub fn open_file_cache(
         let v = w.value.as_str();
         let bad = || format!("invalid \"open_file_cache\" parameter \"{v}\"");
         if let Some(n) = v.strip_prefix("max=") {
-            max = value::number(n).ok_or_else(bad)? as usize;
+            // `ngx_http_core_open_file_cache`: a positive number.
+            max = value::number(n).filter(|&n| n > 0).ok_or_else(bad)? as usize;
         } else if let Some(t) = v.strip_prefix("inactive=") {
             inactive = value::time(t, false).ok_or_else(bad)?;
         } else if v == "off" {

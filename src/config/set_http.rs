@@ -141,11 +141,11 @@ flag_setter!(aio_write, aio_write);
 flag_setter!(aio_fast_path, aio_fast_path);
 
 fn size_arg(d: &Directive, i: usize) -> Result<u64, String> {
-    value::size(d.arg(i)).ok_or_else(|| invalid(d, d.arg(i)))
+    super::slot::size(d, i)
 }
 
 fn time_arg(d: &Directive, i: usize) -> Result<std::time::Duration, String> {
-    value::time(d.arg(i), true).ok_or_else(|| invalid(d, d.arg(i)))
+    super::slot::msec(d, i)
 }
 
 /// `sendfile_max_chunk size;`
@@ -174,7 +174,7 @@ pub fn keepalive_requests(
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
-    let v = value::number(d.arg(0)).ok_or_else(|| invalid(d, d.arg(0)))?;
+    let v = super::slot::num(d, 0)?;
     set_once(&mut ls(scope).keepalive_requests, v, &d.name)
 }
 
@@ -201,8 +201,10 @@ pub fn client_header_buffer_size(
     d: &Directive,
 ) -> Result<(), String> {
     let v = size_arg(d, 0)?;
+    // nginx takes 0 (and then allocates a buffer of nothing); nowait
+    // refuses it in the slot's words.
     if v == 0 {
-        return Err(invalid(d, d.arg(0)));
+        return Err(super::slot::invalid_value(d));
     }
     set_once(&mut ss(scope).client_header_buffer_size, v, &d.name)
 }
@@ -213,14 +215,8 @@ pub fn large_client_header_buffers(
     scope: &mut Scope<'_>,
     d: &Directive,
 ) -> Result<(), String> {
-    let n = match value::number(d.arg(0)) {
-        Some(n) if (1..=1024).contains(&n) => n as u32,
-        _ => return Err(invalid(d, d.arg(0))),
-    };
-    let size = size_arg(d, 1)?;
-    if size == 0 {
-        return Err(invalid(d, d.arg(1)));
-    }
+    // `ngx_conf_set_bufs_slot`: both positive.
+    let (n, size) = super::slot::bufs(d)?;
     set_once(
         &mut ss(scope).large_client_header_buffers,
         (n, size),

@@ -203,23 +203,11 @@ fn redirect_from(b: &mut Builder, d: &Directive) -> Result<RedirectFrom, String>
         Some(r) => (r, true),
         None => (re, false),
     };
-    let pattern = if case_insensitive {
-        format!("(?i){source}")
-    } else {
-        source.to_string()
-    };
-    let compiled = regex::Regex::new(&pattern).map_err(|e| {
-        let text = e.to_string();
-        let why: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(|l| l.trim_end_matches(':'))
-            .collect();
-        format!("invalid regular expression \"{source}\": {}", why.join(" "))
-    })?;
+    // As every regular expression of the configuration: PCRE's syntax and
+    // its words for an error.
+    let compiled = super::regex::compile(source, case_insensitive)?;
     // Named captures become variables, as in nginx.
-    for name in compiled.capture_names().flatten() {
+    for name in compiled.capture_names().into_iter().flatten() {
         b.defined_vars.insert(name.to_string());
     }
     Ok(RedirectFrom::Regex {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::build::{Builder, Scope};
 use super::listen_addr::{ListenAddr, UNIX_PREFIX};
-use super::model::{Listen, Location, LocationMatch, Server};
+use super::model::{Listen, Location, LocationMatch, Server, SoKeepalive};
 use super::syntax::Directive;
 use super::value;
 
@@ -28,19 +28,7 @@ pub fn server(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
 }
 
 /// Listen parameters nginx has that nowait does not implement yet.
-const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &[
-    "ssl",
-    "http2",
-    "quic",
-    "proxy_protocol",
-    "deferred",
-    "fastopen",
-    "ipv6only",
-    "so_keepalive",
-    "accept_filter",
-    "setfib",
-    "udp",
-];
+const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &["ssl", "http2", "quic", "proxy_protocol", "udp"];
 
 /// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
 /// `[v6]:port`, `unix:/path`, or a host name resolved now, as nginx does at
@@ -129,7 +117,7 @@ fn parse_inet(s: &str) -> Result<Vec<SocketAddr>, String> {
 }
 
 /// `listen address[:port] [default_server] [reuseport] [backlog=N] …;`
-pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn listen(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let Scope::Server(s) = scope else {
         unreachable!("the table allows listen in server only")
     };
@@ -151,14 +139,14 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
             "backlog" => {
                 l.backlog = match value::number(val) {
                     Some(n) if n >= 1 && n <= i32::MAX as u64 => n as i32,
-                    _ => return Err(format!("invalid backlog \"{val}\"")),
+                    _ => return Err(format!("invalid backlog \"{p}\"")),
                 };
                 l.backlog_set = true;
             }
             "rcvbuf" | "sndbuf" => {
                 let size = value::size(val)
                     .filter(|&n| n > 0 && n <= i32::MAX as u64)
-                    .ok_or_else(|| format!("invalid {key} \"{val}\""))?
+                    .ok_or_else(|| format!("invalid {key} \"{p}\""))?
                     as usize;
                 if key == "rcvbuf" {
                     l.rcvbuf = Some(size);
@@ -166,6 +154,38 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
                     l.sndbuf = Some(size);
                 }
             }
+            "deferred" if val.is_empty() => {
+                l.deferred = true;
+                l.bind = true;
+            }
+            "fastopen" if p.contains('=') => {
+                // `ngx_atoi`: digits only.
+                let n = value::number(val)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| format!("invalid fastopen \"{p}\""))?;
+                l.fastopen = Some(n);
+                l.bind = true;
+            }
+            "ipv6only" if val.starts_with('o') => {
+                l.ipv6only = match val {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("invalid ipv6only flags \"{val}\"")),
+                };
+                l.bind = true;
+            }
+            "so_keepalive" if p.contains('=') => {
+                l.so_keepalive = Some(
+                    so_keepalive(val)
+                        .ok_or_else(|| format!("invalid so_keepalive value: \"{val}\""))?,
+                );
+                l.bind = true;
+            }
+            // BSD's accept filters: nginx on Linux says so and goes on.
+            "accept_filter" if p.contains('=') => b.error_continue(
+                format!("accept filters \"{p}\" are not supported on this platform, ignored"),
+                &d.loc,
+            ),
             k if UNIMPLEMENTED_LISTEN_PARAMS.contains(&k) => {
                 return Err(format!(
                     "the \"{k}\" parameter of \"listen\" is not implemented yet"
@@ -194,9 +214,51 @@ pub fn listen(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
     Ok(())
 }
 
+/// The value of `so_keepalive=`: `on`, `off`, or
+/// `[idle]:[interval]:[count]` (times in seconds, any part left out but not
+/// all of them zero), as `ngx_http_core_listen` reads it.
+fn so_keepalive(val: &str) -> Option<SoKeepalive> {
+    match val {
+        "on" | "off" => {
+            return Some(SoKeepalive {
+                on: val == "on",
+                idle: None,
+                interval: None,
+                count: None,
+            });
+        }
+        _ => {}
+    }
+    let secs = |s: &str| -> Option<Option<u32>> {
+        if s.is_empty() {
+            return Some(None);
+        }
+        let t = value::time(s, false)?;
+        Some(Some(u32::try_from(t.as_secs()).unwrap_or(u32::MAX)))
+    };
+    let (idle, rest) = val.split_once(':').unwrap_or((val, ""));
+    let (interval, count) = rest.split_once(':').unwrap_or((rest, ""));
+    let idle = secs(idle)?;
+    let interval = secs(interval)?;
+    let count = match count {
+        "" => None,
+        c => Some(u32::try_from(value::number(c)?).ok()?),
+    };
+    let set = |v: Option<u32>| v.is_some_and(|n| n > 0);
+    if !set(idle) && !set(interval) && !set(count) {
+        return None;
+    }
+    Some(SoKeepalive {
+        on: true,
+        idle: idle.filter(|&n| n > 0),
+        interval: interval.filter(|&n| n > 0),
+        count: count.filter(|&n| n > 0),
+    })
+}
+
 /// Compiles a `server_name ~regex` as nginx does: case-insensitive when it
 /// holds an uppercase letter (host names are matched lowercased).
-pub fn server_name_regex(re: &str) -> Result<regex::Regex, String> {
+pub fn server_name_regex(re: &str) -> Result<crate::config::regex::Regex, String> {
     super::regex::compile(re, re.bytes().any(|c| c.is_ascii_uppercase()))
 }
 
@@ -270,8 +332,9 @@ fn duplicate_key(m: &LocationMatch) -> Option<(u8, &str)> {
     match m {
         LocationMatch::Exact(s) => Some((0, s)),
         LocationMatch::Prefix(s) | LocationMatch::PrefixNoRegex(s) => Some((1, s)),
-        LocationMatch::Named(s) => Some((2, s)),
-        LocationMatch::Regex { .. } => None,
+        // nginx checks the static tree only: a named location written
+        // twice is taken, the first one answering (`ngx_http_named_location`).
+        LocationMatch::Named(_) | LocationMatch::Regex { .. } => None,
     }
 }
 

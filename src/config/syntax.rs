@@ -187,6 +187,16 @@ impl Reader {
                 continue;
             }
             let (block, end) = if st.end == End::BlockStart {
+                // nginx finds this as the `{` is read, before the block it
+                // would open (`ngx_conf_handler`): `rewrite ^/\d{3}$ …`
+                // unquoted is this error, not an unbalanced file.
+                let mut specs = super::table::lookup(&name.value).peekable();
+                if specs.peek().is_some() && !specs.any(|s| s.block) {
+                    return Err(ConfError::emerg(
+                        format!("directive \"{}\" is not terminated by \";\"", name.value),
+                        Some(loc),
+                    ));
+                }
                 if self.block_depth >= MAX_BLOCK_DEPTH {
                     return Err(ConfError::emerg(
                         format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH} levels)"),

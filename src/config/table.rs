@@ -152,6 +152,7 @@ pub static DIRECTIVES: &[Spec] = &[
     // events
     spec!("worker_connections", EVENTS, Exactly(1), false, Ready, set_core::worker_connections, "worker_connections number;", "512"),
     spec!("accept_mutex", EVENTS, Exactly(1), false, Ready, set_core::accept_mutex, "accept_mutex on | off;", "off"),
+    spec!("accept_mutex_delay", EVENTS, Exactly(1), false, Ready, set_core::accept_mutex_delay, "accept_mutex_delay time;", "500ms"),
     spec!("multi_accept", EVENTS, Exactly(1), false, Ready, set_core::multi_accept, "multi_accept on | off;", "off"),
     spec!("loop_turn_budget", EVENTS, Exactly(1), false, Ready, set_core::loop_turn_budget, "loop_turn_budget time | off;", "250us"),
     spec!("use", EVENTS, Exactly(1), false, Ready, set_core::use_method, "use epoll;", "epoll"),

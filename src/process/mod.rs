@@ -83,11 +83,41 @@ pub fn worker_count(c: &Config) -> usize {
     c.main.worker_processes.count()
 }
 
-fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
-    let all = c
-        .http
+/// What stops `config` from running though it parsed: the directives
+/// nowait refuses ([`crate::config::refuse_not_implemented`]), then too few
+/// `worker_connections` for the listening sockets, as nginx's
+/// `ngx_event_init_conf` checks once they are known (each `reuseport`
+/// address counts once per worker, and one more connection is nginx's
+/// channel to its master): `0 worker_connections are not enough for 1
+/// listening sockets`.
+pub fn refusals(config: &Config) -> Vec<String> {
+    let mut out = crate::config::refuse_not_implemented(config);
+    let workers = worker_count(config);
+    let listening: usize = wanted_listens(config)
         .iter()
-        .flat_map(|h| h.servers.iter().flat_map(|s| s.listens.iter().cloned()));
+        .map(|l| if l.reuseport { workers } else { 1 })
+        .sum();
+    let connections = config.events.worker_connections;
+    if connections < listening + 1 {
+        out.push(format!(
+            "{connections} worker_connections are not enough for {listening} listening sockets"
+        ));
+    }
+    out
+}
+
+fn wanted_listens(c: &Config) -> Vec<crate::config::model::Listen> {
+    let all = c.http.iter().flat_map(|h| {
+        h.servers.iter().flat_map(|s| {
+            // `deferred` holds a silent connection as long as the server
+            // would wait for its head (nginx's `post_accept_timeout`).
+            let secs = u32::try_from(s.srv.client_header_timeout.as_secs()).unwrap_or(u32::MAX);
+            s.listens.iter().cloned().map(move |mut l| {
+                l.deferred_secs = secs;
+                l
+            })
+        })
+    });
     listen::wanted(all)
 }
 
@@ -131,7 +161,7 @@ fn log_notes(log: &crate::log::ErrorLog, notes: Vec<Note>) {
 /// configuration meant for another prefix or machine (a start reports a
 /// log it cannot open, or a directory it cannot make, before it serves).
 pub fn test_files(config: &Config) -> Result<Vec<String>, Vec<String>> {
-    let refused = crate::config::refuse_not_implemented(config);
+    let refused = refusals(config);
     if !refused.is_empty() {
         return Err(refused);
     }
@@ -554,7 +584,7 @@ fn reload(
     }
     .map_err(|e| crate::config::errors_text(&e))?;
     let config = loaded.config;
-    let refused = crate::config::refuse_not_implemented(&config);
+    let refused = refusals(&config);
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }

@@ -105,9 +105,10 @@ fn bind_one(l: &Listen, reuseport: bool, notes: &mut Vec<Note>) -> Result<Socket
             .map_err(err("setsockopt(SO_REUSEPORT)"))?;
     }
     if domain == Domain::IPV6 {
-        s.set_only_v6(true)
+        s.set_only_v6(l.ipv6only)
             .map_err(err("setsockopt(IPV6_V6ONLY)"))?;
     }
+    tune(&s, l, None, notes);
     if let Some(n) = l.rcvbuf {
         s.set_recv_buffer_size(n)
             .map_err(err("setsockopt(SO_RCVBUF)"))?;
@@ -195,6 +196,75 @@ pub fn wanted(listens: impl Iterator<Item = Listen>) -> Vec<Listen> {
     out
 }
 
+/// Sets the options of `listen` that apply to a listening socket however
+/// it was made (`ngx_configure_listening_sockets`): `so_keepalive`,
+/// `fastopen`, `deferred`. `before` is what a kept socket was set for: an
+/// option it had and `l` has not is taken back where nginx does so
+/// (`deferred`). A failure is an `[alert]` and the socket serves without
+/// the option, as in nginx.
+fn tune(s: &Socket, l: &Listen, before: Option<&Listen>, notes: &mut Vec<Note>) {
+    if matches!(l.addr, ListenAddr::Unix(_)) {
+        return;
+    }
+    let mut failed = |what: String, e: io::Error| {
+        notes.push(Note {
+            level: Level::Alert,
+            text: format!("{what} for {} failed, ignored ({})", l.addr, errno_text(&e)),
+        })
+    };
+    if let Some(k) = l
+        .so_keepalive
+        .filter(|k| before.and_then(|b| b.so_keepalive) != Some(*k))
+    {
+        if let Err(e) = s.set_keepalive(k.on) {
+            failed(format!("setsockopt(SO_KEEPALIVE, {})", i32::from(k.on)), e);
+        }
+        let ka = socket2::TcpKeepalive::new();
+        let parts = [
+            (k.idle, "TCP_KEEPIDLE"),
+            (k.interval, "TCP_KEEPINTVL"),
+            (k.count, "TCP_KEEPCNT"),
+        ];
+        for (v, name) in parts {
+            let Some(v) = v else { continue };
+            let set = match name {
+                "TCP_KEEPIDLE" => ka
+                    .clone()
+                    .with_time(std::time::Duration::from_secs(v.into())),
+                "TCP_KEEPINTVL" => ka
+                    .clone()
+                    .with_interval(std::time::Duration::from_secs(v.into())),
+                _ => ka.clone().with_retries(v),
+            };
+            if let Err(e) = s.set_tcp_keepalive(&set) {
+                failed(format!("setsockopt({name}, {v})"), e);
+            }
+        }
+    }
+    if let Some(n) = l
+        .fastopen
+        .filter(|&n| before.and_then(|b| b.fastopen) != Some(n))
+    {
+        if let Err(e) = crate::sys::socket::set_fastopen(s, n) {
+            failed(format!("setsockopt(TCP_FASTOPEN, {n})"), e);
+        }
+    }
+    let was = before.is_some_and(|b| b.deferred);
+    if l.deferred || was {
+        let secs = if l.deferred { l.deferred_secs } else { 0 };
+        if before.is_none_or(|b| b.deferred != l.deferred || b.deferred_secs != secs) {
+            if let Err(e) = crate::sys::socket::set_defer_accept(s, secs) {
+                failed(format!("setsockopt(TCP_DEFER_ACCEPT, {secs})"), e);
+            }
+        }
+    }
+}
+
+/// `errno: text`, as nginx prints a system error.
+fn errno_text(e: &io::Error) -> String {
+    crate::config::errno_text(e)
+}
+
 impl Listeners {
     /// Makes the socket set match `wanted` for `workers` workers, keeping
     /// every socket that can be kept (so a reload refuses no connection),
@@ -221,6 +291,11 @@ impl Listeners {
                         source,
                     })
                 });
+            }
+            if let Some(before) = &old_listen {
+                for s in &sockets {
+                    tune(s, l, Some(before), &mut self.notes);
+                }
             }
             while result.is_ok() && sockets.len() < count {
                 match bind_one(l, l.reuseport, &mut self.notes) {
@@ -342,6 +417,70 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+
+    /// `getsockopt(IPPROTO_TCP, opt)` as an int.
+    fn tcp_opt(s: &Socket, opt: libc::c_int) -> libc::c_int {
+        crate::sys::socket::tcp_int_option(s, opt).expect("getsockopt")
+    }
+
+    #[test]
+    fn listen_parameters_become_socket_options_and_follow_a_reload() {
+        let mut l = listen("127.0.0.1:0");
+        l.deferred = true;
+        l.deferred_secs = 30;
+        l.fastopen = Some(16);
+        l.so_keepalive = Some(crate::config::model::SoKeepalive {
+            on: true,
+            idle: Some(600),
+            interval: Some(10),
+            count: Some(3),
+        });
+        let mut notes = Vec::new();
+        let s = bind_one(&l, false, &mut notes).expect("bound");
+        assert!(notes.is_empty(), "{notes:?}");
+        assert!(s.keepalive().expect("SO_KEEPALIVE"));
+        assert_eq!(s.tcp_keepalive_time().expect("TCP_KEEPIDLE").as_secs(), 600);
+        assert_eq!(
+            s.tcp_keepalive_interval().expect("TCP_KEEPINTVL").as_secs(),
+            10
+        );
+        assert_eq!(s.tcp_keepalive_retries().expect("TCP_KEEPCNT"), 3);
+        assert_eq!(tcp_opt(&s, libc::TCP_FASTOPEN), 16);
+        // The kernel keeps the deferral as retransmissions: it reads back
+        // as the first step at or above what was asked.
+        assert!(tcp_opt(&s, libc::TCP_DEFER_ACCEPT) >= 30);
+        // A reload without `deferred` takes it back from the kept socket;
+        // the options it still has are left as they are.
+        let mut after = l.clone();
+        after.deferred = false;
+        tune(&s, &after, Some(&l), &mut notes);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(tcp_opt(&s, libc::TCP_DEFER_ACCEPT), 0);
+        assert_eq!(tcp_opt(&s, libc::TCP_FASTOPEN), 16);
+        // `so_keepalive=off` turns the probes off.
+        after.so_keepalive = Some(crate::config::model::SoKeepalive {
+            on: false,
+            idle: None,
+            interval: None,
+            count: None,
+        });
+        tune(&s, &after, Some(&l), &mut notes);
+        assert!(!s.keepalive().expect("SO_KEEPALIVE"));
+    }
+
+    #[test]
+    fn ipv6only_off_makes_a_dual_stack_socket() {
+        let mut l = listen("[::1]:0");
+        let mut notes = Vec::new();
+        let Ok(s) = bind_one(&l, false, &mut notes) else {
+            return; // no IPv6 loopback here
+        };
+        assert!(s.only_v6().expect("IPV6_V6ONLY"));
+        l.addr = ListenAddr::parse_text("[::]:0").expect("an address");
+        l.ipv6only = false;
+        let s = bind_one(&l, false, &mut notes).expect("bound");
+        assert!(!s.only_v6().expect("IPV6_V6ONLY"));
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub async fn read_head(
 ) -> HeadRead {
     let (large_count, large_size) = srv.large_client_header_buffers;
     let max_line = large_size.max(srv.client_header_buffer_size) as usize;
-    let max_total = (large_count as u64 * large_size).max(srv.client_header_buffer_size) as usize;
+    let max_total = (u64::from(large_count).saturating_mul(large_size))
+        .max(srv.client_header_buffer_size) as usize;
     // `client_header_timeout` for the rest of a begun head, made when the
     // wait for it first begins.
     let mut timer: Option<Pin<Box<Sleep>>> = None;

@@ -499,7 +499,7 @@ impl<'a> Req<'a> {
     /// Runs `re` on `subject` as nginx's `ngx_http_regex_exec`: on a match,
     /// the captures become the request's (`$1` … `$9`) and named groups set
     /// their variables; without a match nothing changes.
-    pub fn regex_exec(&self, re: &regex::Regex, subject: &str) -> bool {
+    pub fn regex_exec(&self, re: &crate::config::regex::Regex, subject: &str) -> bool {
         if re.captures_len() == 1 {
             if !re.is_match(subject) {
                 return false;
@@ -507,18 +507,19 @@ impl<'a> Req<'a> {
             self.matched_without_groups();
             return true;
         }
-        let Some(caps) = re.captures(subject) else {
+        let Some(groups) = re.captures(subject) else {
             return false;
         };
-        let groups = caps
-            .iter()
-            .map(|m| m.map(|m| (m.start(), m.end())))
-            .collect();
-        let mut named = re.capture_names().flatten().peekable();
-        if named.peek().is_some() {
+        let names = re.capture_names();
+        if names.iter().any(Option::is_some) {
             let mut vars = self.user_vars.get().borrow_mut();
-            for name in named {
-                let value = caps.name(name).map_or(&b""[..], |m| m.as_str().as_bytes());
+            for (i, name) in names.iter().enumerate() {
+                let Some(name) = name else { continue };
+                let value = groups
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or(&b""[..], |(a, b)| &subject.as_bytes()[a..b]);
                 set_user_var(&mut vars, &name.to_ascii_lowercase(), value.to_vec());
             }
         }

@@ -273,7 +273,7 @@ impl Site {
         socket_addr: &ListenAddr,
         local: &ListenAddr,
         host: Option<&str>,
-    ) -> Option<(&Server, Option<&regex::Regex>)> {
+    ) -> Option<(&Server, Option<&crate::config::regex::Regex>)> {
         let h = self.http()?;
         let (i, re) = self.vhosts.find_match(socket_addr, local, host);
         Some((h.servers.get(i)?, re))

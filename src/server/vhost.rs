@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use regex::Regex;
+use crate::config::regex::Regex;
 
 use crate::config::model::{HttpConf, ListenAddr};
 

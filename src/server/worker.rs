@@ -68,9 +68,6 @@ pub fn told_to_quit() -> bool {
     })
 }
 
-/// nginx's `accept_mutex_delay`: how long a worker that did not get the
-/// accept mutex waits before trying again.
-pub const ACCEPT_MUTEX_DELAY: Duration = Duration::from_millis(500);
 /// After `accept()` fails for lack of descriptors or memory, nginx stops
 /// accepting for this long instead of spinning.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(500);
@@ -418,6 +415,7 @@ async fn accept_loop(
         max,
     } = taking;
     let multi = site.config.events.multi_accept;
+    let mutex_delay = site.config.events.accept_mutex_delay;
     // Whether connections are being left to a less loaded worker.
     let mut deferring = Deferral::No;
     loop {
@@ -445,7 +443,7 @@ async fn accept_loop(
                 tokio::select! {
                     _ = turn.notified() => {}
                     _ = nudged => {}
-                    _ = tokio::time::sleep(ACCEPT_MUTEX_DELAY) => {}
+                    _ = tokio::time::sleep(mutex_delay) => {}
                 }
                 continue;
             }

@@ -39,19 +39,51 @@ pub fn set_reset_on_close(sock: impl AsFd) -> io::Result<()> {
 /// `setsockopt(TCP_DEFER_ACCEPT, secs)`: `listen ... deferred`; the kernel
 /// wakes `accept()` only once data arrived (or after `secs`).
 pub fn set_defer_accept(sock: impl AsFd, secs: u32) -> io::Result<()> {
-    let val = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
+    set_tcp_int(sock, libc::TCP_DEFER_ACCEPT, secs)
+}
+
+/// `setsockopt(TCP_FASTOPEN, qlen)`: `listen ... fastopen=N`, the queue of
+/// connections whose data came with their SYN, not yet accepted.
+pub fn set_fastopen(sock: impl AsFd, qlen: u32) -> io::Result<()> {
+    set_tcp_int(sock, libc::TCP_FASTOPEN, qlen)
+}
+
+/// `setsockopt(IPPROTO_TCP, opt, value)` of an int-valued option (values
+/// past `c_int` are taken as its largest).
+fn set_tcp_int(sock: impl AsFd, opt: libc::c_int, value: u32) -> io::Result<()> {
+    let val = libc::c_int::try_from(value).unwrap_or(libc::c_int::MAX);
     // SAFETY: `val` is a live c_int and we pass its exact size; the kernel
     // copies it during the call.
     cvt(unsafe {
         libc::setsockopt(
             sock.as_fd().as_raw_fd(),
             libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
+            opt,
             (&val as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     })?;
     Ok(())
+}
+
+/// `getsockopt(IPPROTO_TCP, opt)` of an int-valued option (`TCP_FASTOPEN`,
+/// `TCP_DEFER_ACCEPT`): what tests read back.
+#[cfg(test)]
+pub fn tcp_int_option(sock: impl AsFd, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are live locals of the sizes given; the kernel
+    // writes at most `len` bytes into `v` during the call.
+    cvt(unsafe {
+        libc::getsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v)
 }
 
 /// `recv()` into the spare capacity of `buf`, which grows by what arrived.
