@@ -668,6 +668,32 @@ fn worker_connections_and_named_locations_as_nginx() {
         "\"accept_mutex_delay\" directive is duplicate",
         3,
     );
+    emerg(
+        "error-page-no-code",
+        &server("        error_page =200 /x;\n"),
+        "invalid value \"=200\"",
+        5,
+    );
+    // `off` at a level wins over the logs it also names, said in any order.
+    ok(
+        "access-log-off-and-file",
+        &server(
+            "        access_log off;\n        access_log logs/a.log;\n        access_log off;\n",
+        ),
+    );
+    let d = Dir::with(
+        "index-absolute-middle",
+        &[("nowait.conf", &server("        index a /b c;\n"))],
+    );
+    let (code, stderr) = d.test(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "nowait: [warn] only the last index in \"index\" directive should be absolute in {}:5\n",
+            d.file("nowait.conf")
+        )),
+        "{stderr}"
+    );
     ok(
         "named-twice",
         &server("        location @a { return 200 a; }\n        location @a { return 200 b; }\n"),

@@ -345,10 +345,14 @@ pub fn index(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<()
             return Err(format!("index \"\" in \"{}\" directive is invalid", d.name));
         }
         if w.value.starts_with('/') && i + 1 != d.args.len() {
-            return Err(format!(
-                "only the last index in \"{}\" directive should be absolute",
-                d.name
-            ));
+            // A warning in nginx: the index is kept and tried in its turn.
+            b.warn(
+                format!(
+                    "only the last index in \"{}\" directive should be absolute",
+                    d.name
+                ),
+                &d.loc,
+            );
         }
         list.push(b.template(&w.value, &d.loc)?);
     }
@@ -374,10 +378,9 @@ pub fn error_page(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         });
     }
     if last_code == 0 {
-        return Err(format!(
-            "invalid number of arguments in \"{}\" directive",
-            d.name
-        ));
+        // `error_page =200 /x;`: nginx names the value that stands where
+        // a code should.
+        return Err(format!("invalid value \"{}\"", d.arg(0)));
     }
     let mut codes = Vec::new();
     for w in &d.args[..last_code] {

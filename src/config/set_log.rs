@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::build::{Builder, Scope, set_once};
+use super::build::{Builder, Scope};
 use super::core_model::{LogEscape, OpenLogFileCache};
 use super::inherit::LocSet;
 use super::model::{AccessLog, AccessLogs, AccessTarget, LogFormat, LogTarget};
@@ -75,13 +75,10 @@ pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
         if let Some(extra) = d.args.get(1) {
             return Err(format!("invalid parameter \"{}\"", extra.value));
         }
-        let set = ls(scope);
-        if matches!(set.access_log, Some(AccessLogs::Logs(_))) {
-            return Err(
-                "\"access_log off\" cannot be combined with other access logs at one level".into(),
-            );
-        }
-        return set_once(&mut set.access_log, AccessLogs::Off, &d.name);
+        // nginx's `llcf->off`: a level with `off` logs nothing, whatever
+        // else it names, and `off` may be said again.
+        ls(scope).access_log = Some(AccessLogs::Off);
+        return Ok(());
     }
     if path.starts_with("syslog:") {
         return Err("syslog access logs are not implemented yet".into());
@@ -165,11 +162,8 @@ pub fn access_log(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
     let set = ls(scope);
     match &mut set.access_log {
         Some(AccessLogs::Logs(v)) => v.push(log),
-        Some(AccessLogs::Off) => {
-            return Err(
-                "\"access_log off\" cannot be combined with other access logs at one level".into(),
-            );
-        }
+        // Read and checked, but `off` at this level wins (as in nginx).
+        Some(AccessLogs::Off) => {}
         None => set.access_log = Some(AccessLogs::Logs(vec![log])),
     }
     Ok(())

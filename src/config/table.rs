@@ -234,7 +234,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("resolver_timeout", HSL, Exactly(1), false, Ready, set_core_http::resolver_timeout, "resolver_timeout time;", "30s"),
     spec!("open_log_file_cache", HSL, Between(1, 4), false, Ready, set_log::open_log_file_cache, "open_log_file_cache max=N [inactive=time] [min_uses=N] [valid=time] | off;", "off"),
     // server
-    spec!("listen", SERVER, AtLeast(1), false, Ready, set_server::listen, "listen address[:port] | port | unix:path [default_server] [reuseport] [backlog=number] [rcvbuf=size] [sndbuf=size] [bind];", "*:80 | *:8000"),
+    spec!("listen", SERVER, AtLeast(1), false, Ready, set_server::listen, "listen address[:port] | port | unix:path [default_server] [reuseport] [backlog=number] [rcvbuf=size] [sndbuf=size] [deferred] [bind] [ipv6only=on|off] [fastopen=number] [so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]];", "*:80 | *:8000"),
     spec!("server_name", SERVER, AtLeast(1), false, Ready, set_server::server_name, "server_name name ...;", "\"\""),
     spec!("location", SERVER | LOCATION, Between(1, 2), true, Ready, set_server::location, "location [ = | ~ | ~* | ^~ ] uri { ... } | location @name { ... }", "—"),
     spec!("merge_slashes", HTTP | SERVER, Exactly(1), false, Ready, set_http::merge_slashes, "merge_slashes on | off;", "on"),
