@@ -25,6 +25,11 @@ const CONN_ZONE: &str = "limit_conn_zone $binary_remote_addr zone=c:1m;";
 fn bad_access_directives() {
     check_bad(vec![
         ("allow-bad", l("allow 10.0.0.1/33;"), "invalid parameter \"10.0.0.1/33\"", Some(3)),
+        ("referers-wildcard", l("valid_referers a*b.com;"), "invalid hostname or wildcard \"a*b.com\"", Some(3)),
+        ("referers-conflict", l("valid_referers a.com A.com;"), "conflicting parameter \"a.com\"", Some(3)),
+        ("referers-empty-regex", l("valid_referers ~;"), "empty regex in \"~\"", Some(3)),
+        ("referers-args", l("valid_referers;"), "invalid number of arguments in \"valid_referers\" directive", Some(3)),
+        ("referers-hash", l("referer_hash_max_size big;"), "\"referer_hash_max_size\" directive invalid number", Some(3)),
         ("deny-host", l("deny localhost;"), "invalid parameter \"localhost\"", Some(3)),
         ("allow-args", l("allow;"), "invalid number of arguments in \"allow\" directive", Some(3)),
         ("satisfy-value", l("satisfy some;"), "invalid value \"some\"", Some(3)),
@@ -83,6 +88,7 @@ fn good_configurations() {
     check_good(vec![
         ("access", l("allow 127.0.0.1; allow 10.0.0.0/8; allow ::1; allow unix:; deny all; satisfy any;")),
         ("low-bits", l("deny 10.1.2.3/8;")),
+        ("referers", l("valid_referers none blocked server_names *.a.com b.* .c.com d.com/pics/ ~\\.e\\.; valid_referers f.com; referer_hash_max_size 4096; referer_hash_bucket_size 128;")),
         ("auth", l("auth_basic \"realm $host\"; auth_basic_user_file conf/htpasswd; auth_delay 1s;")),
         ("limit-except", l("limit_except GET POST { allow 127.0.0.1; deny all; auth_basic x; auth_basic_user_file f; }")),
         ("limits", format!("{REQ_ZONE} {CONN_ZONE} {}", l("limit_req zone=one burst=5 nodelay; limit_conn c 10; limit_req_status 429; limit_conn_status 429; limit_req_log_level warn; limit_conn_log_level info; limit_req_dry_run on; limit_conn_dry_run off;"))),

@@ -461,3 +461,43 @@ fn look_around_back_references_and_literal_braces() {
     assert_eq!(text(&s, "/re/81"), (200, "num /num/81".into()));
     assert_eq!(text(&s, "/lit/a%7B,2%7D"), (200, "literal".into()));
 }
+
+/// `valid_referers` and `$invalid_referer`, the usual hot-link guard: no
+/// `Referer`, a blanked one, the server's own names, a wildcard, a URI
+/// prefix and a regular expression, inherited by a location that writes
+/// none.
+#[test]
+fn valid_referers_set_invalid_referer() {
+    let f = Fixture::build();
+    let s = serve(
+        &f,
+        "server_name site.test *.site.test;
+         valid_referers none blocked server_names *.example.com
+                        gallery.test/pictures/ ~\\.search\\.;
+         location / { return 200 \"[$invalid_referer]\"; }
+         location /strict/ {
+             valid_referers example.org;
+             return 200 \"[$invalid_referer]\";
+         }",
+    );
+    let with = |path: &str, referer: Option<&str>| {
+        let extra = referer.map_or(String::new(), |r| format!("Referer: {r}\r\n"));
+        let raw =
+            format!("GET {path} HTTP/1.1\r\nHost: site.test\r\n{extra}Connection: close\r\n\r\n");
+        body(&request(s.port(), &raw))
+    };
+    assert_eq!(with("/", None), "[]");
+    assert_eq!(with("/", Some("blanked-by-a-proxy")), "[]");
+    assert_eq!(with("/", Some("http://site.test/page")), "[]");
+    assert_eq!(with("/", Some("http://a.site.test/")), "[]");
+    assert_eq!(with("/", Some("https://www.EXAMPLE.com:8443/x")), "[]");
+    assert_eq!(with("/", Some("http://gallery.test/pictures/1")), "[]");
+    assert_eq!(with("/", Some("http://gallery.test/other/1")), "[1]");
+    assert_eq!(with("/", Some("http://www.search.de/?q=1")), "[]");
+    assert_eq!(with("/", Some("http://example.com/")), "[1]");
+    assert_eq!(with("/", Some("http://evil.test/")), "[1]");
+    // A level that writes its own list replaces the server's.
+    assert_eq!(with("/strict/", None), "[1]");
+    assert_eq!(with("/strict/", Some("http://example.org/")), "[]");
+    assert_eq!(with("/strict/", Some("http://site.test/")), "[1]");
+}

@@ -388,6 +388,9 @@ inherited! {
         access_rules: Vec<AccessRule> = Vec::new(),
         /// `satisfy`.
         satisfy: Satisfy = Satisfy::All,
+        /// `valid_referers`: what `$invalid_referer` calls valid (`None`:
+        /// none written, every request is valid).
+        valid_referers: Option<Arc<super::referer::ValidReferers>> = None,
         /// `auth_basic`: the realm (`off` when it evaluates to `off`);
         /// `None`: no basic authentication.
         auth_basic: Option<Template> = None,

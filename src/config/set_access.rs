@@ -42,6 +42,46 @@ pub fn allow_deny(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
     Ok(())
 }
 
+/// `valid_referers none | blocked | server_names | string ...;` — several at
+/// one level add up (`ngx_http_valid_referers`).
+pub fn valid_referers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let set = ls(scope);
+    let list = std::sync::Arc::make_mut(
+        set.valid_referers
+            .get_or_insert_with(Default::default)
+            .get_or_insert_with(Default::default),
+    );
+    for w in &d.args {
+        let v = w.value.as_str();
+        match v {
+            "" => return Err(format!("invalid referer \"{v}\"")),
+            "none" => list.none = true,
+            "blocked" => list.blocked = true,
+            "server_names" => list.server_names = true,
+            _ if v.starts_with('~') => {
+                let re = &v[1..];
+                if re.is_empty() {
+                    return Err(format!("empty regex in \"{v}\""));
+                }
+                // Caseless, as nginx compiles these.
+                list.regexes.push(super::regex::compile(re, true)?);
+            }
+            _ => match v.find('/') {
+                Some(i) => list.add(&v[..i], Some(&v[i..]))?,
+                None => list.add(v, None)?,
+            },
+        }
+    }
+    Ok(())
+}
+
+/// `referer_hash_max_size` and `referer_hash_bucket_size` (number slots):
+/// the sizes of nginx's hash of referer names. nowait's list has no size
+/// to tune; the values are checked as nginx checks them.
+pub fn referer_hash_size(_: &mut Builder, _: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    slot::num(d, 0).map(|_| ())
+}
+
 /// `satisfy all | any;`
 pub fn satisfy(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
     let v = slot::enumerated(d, &[("all", Satisfy::All), ("any", Satisfy::Any)])?;

@@ -137,6 +137,8 @@ builtins! {
     ServerPort = "server_port",
     /// The name of the server that answers.
     ServerName = "server_name",
+    /// Empty when the `Referer` is one `valid_referers` lists, else `1`.
+    InvalidReferer = "invalid_referer",
     /// `HTTP/1.0` or `HTTP/1.1`.
     ServerProtocol = "server_protocol",
     /// `http`.

@@ -115,6 +115,14 @@ impl<'a> Req<'a> {
                 port => owned(port.to_string()),
             },
             Builtin::ServerName => borrowed(self.server.name()),
+            Builtin::InvalidReferer => {
+                let valid = self.conf.valid_referers.as_ref().is_none_or(|v| {
+                    v.valid(head.referer.as_deref(), || {
+                        self.server.names.iter().map(String::as_str).collect()
+                    })
+                });
+                borrowed(if valid { "" } else { "1" })
+            }
             Builtin::ServerProtocol => borrowed(match head.version {
                 Version::Http09 => "HTTP/0.9",
                 Version::Http10 => "HTTP/1.0",
