@@ -78,6 +78,15 @@ fn emerg(name: &str, text: &str, message: &str, line: u32) {
     assert_eq!(stderr, failed(&d, &[want]), "{name}");
 }
 
+/// Asserts that `text` passes `-t` and says `line_text in FILE:line` first.
+fn passes_saying(name: &str, text: &str, line_text: &str, line: u32) {
+    let d = Dir::with(name, &[("nowait.conf", text)]);
+    let (code, stderr) = d.test(&[]);
+    assert_eq!(code, Some(0), "{name}: {stderr}");
+    let want = format!("nowait: {line_text} in {}:{line}\n", d.file("nowait.conf"));
+    assert!(stderr.starts_with(&want), "{name}: {stderr}");
+}
+
 /// Asserts that `text` passes `-t`, with no message but the two of success.
 fn ok(name: &str, text: &str) {
     let d = Dir::with(name, &[("nowait.conf", text)]);
@@ -598,18 +607,11 @@ fn listen_socket_parameters() {
     ] {
         emerg(&format!("listen-bad-{p}"), &listen(p), message, 4);
     }
-    let d = Dir::with(
+    passes_saying(
         "accept-filter",
-        &[("nowait.conf", &listen("accept_filter=dataready"))],
-    );
-    let (code, stderr) = d.test(&[]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "[emerg] accept filters \"accept_filter=dataready\" are not supported on this platform, ignored in {}:4",
-            d.file("nowait.conf")
-        )),
-        "{stderr}"
+        &listen("accept_filter=dataready"),
+        "[emerg] accept filters \"accept_filter=dataready\" are not supported on this platform, ignored",
+        4,
     );
     // Each of them is an option of the socket: written twice for one
     // address, nginx's duplicate check.
@@ -681,18 +683,11 @@ fn worker_connections_and_named_locations_as_nginx() {
             "        access_log off;\n        access_log logs/a.log;\n        access_log off;\n",
         ),
     );
-    let d = Dir::with(
+    passes_saying(
         "index-absolute-middle",
-        &[("nowait.conf", &server("        index a /b c;\n"))],
-    );
-    let (code, stderr) = d.test(&[]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.starts_with(&format!(
-            "nowait: [warn] only the last index in \"index\" directive should be absolute in {}:5\n",
-            d.file("nowait.conf")
-        )),
-        "{stderr}"
+        &server("        index a /b c;\n"),
+        "[warn] only the last index in \"index\" directive should be absolute",
+        5,
     );
     ok(
         "named-twice",
