@@ -164,17 +164,37 @@ fn compile_now(pattern: &str, caseless: bool) -> Result<Regex, String> {
 
 /// Whether the crate refuses `source` for what only a backtracking matcher
 /// does: look-around, a back-reference, an atomic group.
+///
+/// Only those: `fancy-regex` gives some escapes other meanings than PCRE
+/// (`\h` is a hex digit there, horizontal space in PCRE), so an escape or
+/// a group the crate does not know is not handed over unless it is a
+/// named back-reference (`\k<n>`), an atomic group (`(?>`) or a
+/// condition (`(?(`).
 fn needs_backtracking(source: &str) -> bool {
     use regex_syntax::ast::ErrorKind as K;
-    matches!(
-        regex_syntax::ast::parse::Parser::new()
-            .parse(source)
-            .map_err(|e| e.kind().clone()),
-        Err(K::UnsupportedLookAround
-            | K::UnsupportedBackreference
-            | K::EscapeUnrecognized
-            | K::FlagUnrecognized)
-    )
+    // Escapes all three read alike; any other letter stays refused.
+    const SAME_EVERYWHERE: &[u8] = b"dDwWsSbBAznrtfxpPk";
+    let b = source.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\\' {
+            if b[i + 1].is_ascii_alphabetic() && !SAME_EVERYWHERE.contains(&b[i + 1]) {
+                return false;
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    let Err(e) = regex_syntax::ast::parse::Parser::new().parse(source) else {
+        return false;
+    };
+    let at = &source[e.span().start.offset..];
+    match e.kind() {
+        K::UnsupportedLookAround | K::UnsupportedBackreference => true,
+        K::EscapeUnrecognized => at.starts_with("\\k"),
+        K::FlagUnrecognized => at.starts_with(['>', '(']),
+        _ => false,
+    }
 }
 
 /// Whether the text after a `{` makes it a count, as PCRE 10.42 reads it:
@@ -567,6 +587,9 @@ mod tests {
         // An atomic group (`(?>…)`), PCRE's too.
         let re = compile(r"^(?>a+)b$", false).unwrap();
         assert!(re.is_match("aab"));
+        // An escape PCRE reads otherwise is not handed over: `\h` is
+        // horizontal space in PCRE, a hex digit in the backtracking engine.
+        assert!(compile(r"(?=a)\h", false).is_err());
         // A reference to a group that does not exist is still an error.
         assert!(compile(r"(a)\2", false).is_err());
     }
