@@ -262,6 +262,9 @@ pub struct Server {
     pub listens: Vec<Listen>,
     /// `server_name` entries (default `""`).
     pub names: Vec<String>,
+    /// The `~regex` entries of `names`, compiled once when read (the
+    /// referer module's `server_names` matches them per request).
+    pub name_regexes: Vec<crate::config::regex::Regex>,
     /// Inherited settings this block set.
     pub set: LocSet,
     /// Resolved inherited settings at server level.

@@ -71,9 +71,10 @@ impl ValidReferers {
     }
 
     /// Whether `referer` (the request's first `Referer`, if any) is valid
-    /// here; `server` gives the server's names when `server_names` is on.
-    /// `$invalid_referer` is empty for a valid one and `1` otherwise.
-    pub fn valid<'n>(&self, referer: Option<&str>, server: impl Fn() -> Vec<&'n str>) -> bool {
+    /// here; with `server_names` on, the server's names (`~regex` ones
+    /// compiled in `regexes`) are valid hosts too. `$invalid_referer` is
+    /// empty for a valid one and `1` otherwise.
+    pub fn valid(&self, referer: Option<&str>, names: &[String], regexes: &[Regex]) -> bool {
         let Some(referer) = referer else {
             return self.none;
         };
@@ -114,35 +115,28 @@ impl ValidReferers {
         if let Some((_, uri)) = found {
             return uri.as_deref().is_none_or(|u| path.starts_with(u));
         }
-        if self.server_names {
-            for name in server() {
-                if let Some(re) = name.strip_prefix('~') {
-                    let caseless = re.bytes().any(|c| c.is_ascii_uppercase());
-                    if super::regex::compile(re, caseless).is_ok_and(|re| re.is_match(&host)) {
-                        return true;
-                    }
-                    continue;
-                }
-                let mut one = ValidReferers::default();
-                if one.add(name, None).is_ok() && one.host_listed(&host) {
-                    return true;
-                }
-            }
+        if self.server_names
+            && (names.iter().any(|n| server_name_matches(n, &host))
+                || regexes.iter().any(|re| re.is_match(&host)))
+        {
+            return true;
         }
         self.regexes.iter().any(|re| re.is_match(rest))
     }
+}
 
-    /// Whether `host` is one of the names listed (no URI part).
-    fn host_listed(&self, host: &str) -> bool {
-        self.exact.iter().any(|(k, _)| k == host)
-            || self
-                .head
-                .iter()
-                .any(|(k, _)| host.len() > k.len() && host.ends_with(k.as_str()))
-            || self
-                .tail
-                .iter()
-                .any(|(k, _)| host.len() > k.len() && host.starts_with(k.as_str()))
+/// Whether `host` (lowercased) is the server name `name` (kept lowercased):
+/// exact, `*.x`, `x.*` or `.x` (`x` and every name under it). Regular
+/// expressions are matched by the caller.
+fn server_name_matches(name: &str, host: &str) -> bool {
+    if let Some(suffix) = name.strip_prefix('*') {
+        host.len() > suffix.len() && host.ends_with(suffix)
+    } else if let Some(prefix) = name.strip_suffix('*') {
+        host.len() > prefix.len() && host.starts_with(prefix)
+    } else if let Some(domain) = name.strip_prefix('.') {
+        host == domain || (host.len() > name.len() && host.ends_with(name))
+    } else {
+        !name.starts_with('~') && name == host
     }
 }
 
@@ -173,7 +167,13 @@ mod tests {
     }
 
     fn valid(v: &ValidReferers, referer: Option<&str>) -> bool {
-        v.valid(referer, || vec!["site.test", "*.site.test"])
+        let names = [
+            "site.test".to_string(),
+            "*.site.test".into(),
+            ".dot.test".into(),
+        ];
+        let regexes = [crate::config::regex::compile(r"^re\d\.test$", false).unwrap()];
+        v.valid(referer, &names, &regexes)
     }
 
     #[test]
@@ -224,6 +224,11 @@ mod tests {
         let v = list(&["server_names", "~\\.google\\."]);
         assert!(valid(&v, Some("http://site.test/")));
         assert!(valid(&v, Some("http://a.site.test/")));
+        assert!(valid(&v, Some("http://dot.test/")));
+        assert!(valid(&v, Some("http://x.dot.test/")));
+        assert!(valid(&v, Some("http://re7.test/")));
+        assert!(!valid(&v, Some("http://rex.test/")));
+        assert!(!valid(&v, Some("http://site.test.evil/")));
         assert!(valid(&v, Some("https://www.google.de/search")));
         assert!(!valid(&v, Some("http://evil.test/")));
     }

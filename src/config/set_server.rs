@@ -277,6 +277,7 @@ pub fn server_name(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
             let compiled = server_name_regex(re)?;
             b.define_captures(&compiled);
             s.names.push(name.to_string());
+            s.name_regexes.push(compiled);
             continue;
         }
         let lower = name.to_ascii_lowercase();

@@ -117,9 +117,11 @@ impl<'a> Req<'a> {
             Builtin::ServerName => borrowed(self.server.name()),
             Builtin::InvalidReferer => {
                 let valid = self.conf.valid_referers.as_ref().is_none_or(|v| {
-                    v.valid(head.referer.as_deref(), || {
-                        self.server.names.iter().map(String::as_str).collect()
-                    })
+                    v.valid(
+                        head.referer.as_deref(),
+                        &self.server.names,
+                        &self.server.name_regexes,
+                    )
                 });
                 borrowed(if valid { "" } else { "1" })
             }
