@@ -45,6 +45,14 @@ pub const DEFAULT_TURN_BUDGET: Duration = Duration::from_micros(250);
 thread_local! {
     /// When the poll running on this thread began, if one is running.
     static POLL_START: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The last clock reading of the current turn (its start, or the end of
+    /// its last timed poll), while the turn runs: the next poll begins when
+    /// the last one ended, with only the scheduler's few instructions
+    /// between, so one reading serves as both (nginx reads its clock once
+    /// per turn). `None` outside a turn.
+    static LAST_READING: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// When the last turn of this thread's loop ended ([`end_turn`]).
+    static TURN_ENDED: Cell<Option<Instant>> = const { Cell::new(None) };
     /// This thread's worker's turn budget (`loop_turn_budget`), if any.
     static TURN_BUDGET: Cell<Option<Duration>> = const { Cell::new(None) };
     /// When the current turn of this thread's worker loop has run its
@@ -97,14 +105,43 @@ pub fn set_turn_budget(budget: Option<Duration>) {
 pub fn turn_began(at: Instant) {
     let end = TURN_BUDGET.with(Cell::get).map(|b| at + b);
     TURN_END.with(|t| t.set(end));
+    LAST_READING.with(|l| l.set(Some(at)));
 }
 
-/// The turn of this thread's worker loop has ended: the tasks it left over
-/// are woken, in the order they were left, ahead of what the reactor wakes
-/// next (the batch's queue is a FIFO), so none waits more than one turn
-/// behind newer work. (tokio's `yield_now` defers to after the reactor's
-/// poll, and wakes its deferred tasks last first.)
-pub fn end_turn() {
+/// The clock now, as the current turn last read it when that reading is
+/// as good as a new one (see `LAST_READING`), read afresh otherwise; the
+/// reading is taken from the turn: the caller hands back the next one with
+/// [`turn_reading`].
+fn turn_now() -> Instant {
+    LAST_READING.with(Cell::take).unwrap_or_else(Instant::now)
+}
+
+/// `at` is the current turn's latest clock reading (see `LAST_READING`).
+fn turn_reading(at: Instant) {
+    LAST_READING.with(|l| l.set(Some(at)));
+}
+
+/// The turn of this thread's worker loop ended at `at`: its last reading
+/// is kept for [`last_turn_ended`], and the next poll reads the clock
+/// afresh (the reactor may wait between turns).
+fn turn_ended_at(at: Instant) {
+    LAST_READING.with(|l| l.set(None));
+    TURN_ENDED.with(|t| t.set(Some(at)));
+}
+
+/// When the last turn of this thread's loop ended, if one has: a reading
+/// the code between turns can use instead of the clock.
+pub fn last_turn_ended() -> Option<Instant> {
+    TURN_ENDED.with(Cell::get)
+}
+
+/// The turn of this thread's worker loop has ended, at `at`: the tasks it
+/// left over are woken, in the order they were left, ahead of what the
+/// reactor wakes next (the batch's queue is a FIFO), so none waits more
+/// than one turn behind newer work. (tokio's `yield_now` defers to after
+/// the reactor's poll, and wakes its deferred tasks last first.)
+pub fn end_turn(at: Instant) {
+    turn_ended_at(at);
     let mut left = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
     TURN_CUT.with(|c| c.set(!left.is_empty()));
     for w in left.drain(..) {
@@ -143,18 +180,21 @@ impl<F: Future> Future for Timed<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let start = Instant::now();
+        let start = turn_now();
         if turn_spent(start) {
             // Woken when the turn ends ([`end_turn`]): a task woken at once
             // would be polled again in the same turn, up to the batch's 61
             // polls.
             DEFERRED.with(|d| d.borrow_mut().push(cx.waker().clone()));
+            turn_reading(start);
             return Poll::Pending;
         }
         let outer = POLL_START.with(|p| p.replace(Some(start)));
         let out = self.inner.as_mut().poll(cx);
         POLL_START.with(|p| p.set(outer));
-        let spent = start.elapsed();
+        let end = Instant::now();
+        turn_reading(end);
+        let spent = end.saturating_duration_since(start);
         worker::with(|m| worker::record(&mut m.histograms().poll, spent));
         out
     }
@@ -175,6 +215,27 @@ mod tests {
         assert_eq!(a, b, "one reading per poll");
         let outside = now();
         assert!(outside > a, "outside a poll the clock is read");
+    }
+
+    #[test]
+    fn within_a_turn_a_poll_begins_at_the_reading_the_last_one_ended_with() {
+        let t0 = Instant::now();
+        turn_began(t0);
+        let a = run_ready(Timed::new(async { now() }));
+        assert_eq!(a, t0, "the turn's first poll begins at the turn's reading");
+        let ended = LAST_READING.with(Cell::get).expect("the poll's end is kept");
+        assert!(ended >= a);
+        std::thread::sleep(Duration::from_millis(1));
+        let b = run_ready(Timed::new(async { now() }));
+        assert_eq!(b, ended, "one reading ends a poll and begins the next");
+        let turn_end = Instant::now();
+        end_turn(turn_end);
+        assert_eq!(last_turn_ended(), Some(turn_end));
+        let c = run_ready(Timed::new(async { now() }));
+        assert!(
+            c >= b + Duration::from_millis(1),
+            "between turns the clock is read again"
+        );
     }
 
     #[test]

@@ -219,8 +219,9 @@ impl<F: std::future::Future> std::future::Future for Turns<F> {
         let start = Instant::now();
         super::timed::turn_began(start);
         let out = self.inner.as_mut().poll(cx);
-        let spent = start.elapsed();
-        super::timed::end_turn();
+        let end = Instant::now();
+        let spent = end.saturating_duration_since(start);
+        super::timed::end_turn(end);
         with(|m| m.turn(spent));
         out
     }

@@ -248,7 +248,9 @@ impl<F: std::future::Future + Unpin> std::future::Future for YieldAfterTurn<F> {
     ) -> std::task::Poll<F::Output> {
         let out = std::pin::Pin::new(&mut self.inner).poll(cx);
         if out.is_pending() {
-            let now = std::time::Instant::now();
+            // The turn just ended: its end is now, as near as matters.
+            let now =
+                crate::metrics::timed::last_turn_ended().unwrap_or_else(std::time::Instant::now);
             if !crate::metrics::timed::last_turn_cut() || now - self.last_yield >= YIELD_EVERY {
                 std::thread::yield_now();
                 self.last_yield = now;
