@@ -1203,3 +1203,29 @@ fn loop_turn_budget_takes_microseconds_milliseconds_or_off() {
         );
     }
 }
+
+#[test]
+fn env_in_main_only_and_with_a_name() {
+    ok(
+        "env-ok",
+        &format!("env TZ;\nenv PATH;\nenv APP=1;\nenv EMPTY=;\n{EV}"),
+    );
+    emerg(
+        "env-in-http",
+        &format!("{EV}http {{\n    env TZ;\n}}\n"),
+        "\"env\" directive is not allowed here",
+        3,
+    );
+    emerg(
+        "env-no-name",
+        &format!("env =x;\n{EV}"),
+        "invalid environment variable \"=x\"",
+        1,
+    );
+    emerg(
+        "env-args",
+        &format!("env A B;\n{EV}"),
+        "invalid number of arguments in \"env\" directive",
+        1,
+    );
+}

@@ -216,3 +216,45 @@ fn rejected_requests_log_an_empty_uri() {
     drop(s);
     assert_eq!(read_text(&log), ": -\n");
 }
+
+/// The `$time_local` of one request to a server started with `main` in its
+/// main context and `env` in its environment.
+fn time_local(main: &str, env: &[(&str, &str)]) -> String {
+    let f = Fixture::build();
+    let d = log_dir();
+    let log = d.path().join("t.log");
+    let conf = Conf::http(&format!(
+        "log_format t \"[$time_local]\";
+         server {{ listen 127.0.0.1:{{port}}; server_name localhost; root {{root}};
+                   access_log {} t; location / {{ return 204; }} }}",
+        log.display()
+    ))
+    .main(main)
+    .root(f.root())
+    .render();
+    let kind = if std::env::var_os("NOWAIT_TEST_NGINX").is_some_and(|v| v == "1") {
+        common::server::Kind::Nginx
+    } else {
+        common::server::Kind::Nowait
+    };
+    let s = Server::start_with_env(kind, &conf, &[], env);
+    let mut c = common::Conn::open(s.port());
+    c.send(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    assert_eq!(c.response().expect("a response").status, 204);
+    assert_eq!(c.wait_closed(Duration::from_secs(5)), common::State::Closed);
+    let line = read_text(&log);
+    line.trim().to_owned()
+}
+
+#[test]
+fn the_logs_keep_the_time_zone_the_server_started_with() {
+    // POSIX `TZ` texts: a zone called NWT, 3 hours east of UTC.
+    let inherited = time_local("", &[("TZ", "NWT-3")]);
+    assert!(inherited.ends_with("+0300]"), "{inherited}");
+    let named = time_local("env TZ;", &[("TZ", "NWT-3")]);
+    assert!(named.ends_with("+0300]"), "{named}");
+    // `env TZ=…` makes the environment say another zone; the logs stay in
+    // the one the process started with, as nginx's on Linux.
+    let set = time_local("env TZ=NWT-5; env APP=1;", &[("TZ", "NWT-3")]);
+    assert!(set.ends_with("+0300]"), "{set}");
+}

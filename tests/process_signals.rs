@@ -403,3 +403,36 @@ fn reload_can_add_reuseport_workers_and_move_ports() {
         assert_eq!(common::body(&get(s.port(), "/")), "back");
     }
 }
+
+#[test]
+fn a_reload_that_changes_env_says_it_waits_for_a_restart() {
+    let conf = |env: &str, text: &str| {
+        Conf::http(&format!(
+            "server {{ listen 127.0.0.1:{{port}}; location / {{ return 200 \"{text}\"; }} }}"
+        ))
+        .main(env)
+        .main("error_log stderr warn;")
+        .render()
+    };
+    let s = Server::nowait(&conf("env APP=1;", "v1"));
+    // The same list: nothing to say.
+    s.write_conf(&conf("env APP=1;", "v2"));
+    s.signal("HUP");
+    assert!(until(EXIT_WAIT, || common::body(&get(s.port(), "/")) == "v2"));
+    assert!(!s.stderr().contains("\"env\""), "{}", s.stderr());
+    s.write_conf(&conf("env APP=2;", "v3"));
+    s.signal("HUP");
+    assert!(
+        until(EXIT_WAIT, || common::body(&get(s.port(), "/")) == "v3"),
+        "{}",
+        s.stderr()
+    );
+    assert!(
+        until(EXIT_WAIT, || {
+            s.stderr().lines().any(|l| l.contains("[warn]")
+            && l.ends_with(": the \"env\" directives changed: the environment is set at start, the change takes effect when nowait is restarted"))
+        }),
+        "{}",
+        s.stderr()
+    );
+}

@@ -43,6 +43,8 @@ pub struct MainSet {
     pub worker_priority: Option<i32>,
     /// `worker_cpu_affinity`.
     pub worker_cpu_affinity: Option<super::set_sched::CpuAffinity>,
+    /// `env`, in order.
+    pub env: Vec<super::model::EnvVar>,
     /// `events`.
     pub events: Option<EventsConf>,
     /// The events block's own duplicates tracker.
@@ -388,5 +390,6 @@ pub fn finish_main(set: MainSet, prefix: &Path, error_log: Option<&str>) -> Main
         // 0 is nginx's unset value: no `setpriority()` call.
         worker_priority: set.worker_priority.filter(|&p| p != 0),
         worker_cpu_affinity: set.worker_cpu_affinity,
+        env: set.env,
     }
 }

@@ -102,6 +102,19 @@ pub struct MainConf {
     /// `worker_cpu_affinity`: the CPUs each worker's thread is bound to
     /// (default: not bound).
     pub worker_cpu_affinity: Option<CpuAffinity>,
+    /// `env`, in order: the variables the serving process keeps or sets;
+    /// every other inherited one but `TZ` is removed at start.
+    pub env: Vec<EnvVar>,
+}
+
+/// One `env` directive: `NAME` keeps an inherited variable, `NAME=VALUE`
+/// sets one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: String,
+    /// The value given, if any (`None`: the inherited one, if any).
+    pub value: Option<String>,
 }
 
 /// Where an error log goes.

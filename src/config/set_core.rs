@@ -20,6 +20,25 @@ pub(super) fn main_set<'a>(scope: &'a mut Scope<'_>) -> &'a mut super::build::Ma
     }
 }
 
+/// `env variable[=value];` (main): nginx's `ngx_set_env`, which splits at
+/// the first `=`. A name that is empty or holds a NUL byte cannot be a
+/// variable's: nginx passes it on, nowait refuses it.
+pub fn env(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let arg = d.arg(0);
+    let (name, value) = match arg.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_owned())),
+        None => (arg, None),
+    };
+    if name.is_empty() || arg.contains('\0') {
+        return Err(format!("invalid environment variable \"{arg}\""));
+    }
+    main_set(scope).env.push(super::model::EnvVar {
+        name: name.to_owned(),
+        value,
+    });
+    Ok(())
+}
+
 /// `worker_processes number | auto;`
 pub fn worker_processes(
     _: &mut Builder,

@@ -148,6 +148,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("worker_rlimit_nofile", MAIN, Exactly(1), false, Ready, set_core_http::worker_rlimit_nofile, "worker_rlimit_nofile number;", "—"),
     spec!("worker_priority", MAIN, Exactly(1), false, Ready, set_sched::worker_priority, "worker_priority number;", "0"),
     spec!("worker_cpu_affinity", MAIN, AtLeast(1), false, Ready, set_sched::worker_cpu_affinity, "worker_cpu_affinity cpumask ... | auto [cpumask];", "—"),
+    spec!("env", MAIN, Exactly(1), false, Ready, set_core::env, "env variable[=value];", "TZ"),
     spec!("worker_shutdown_timeout", MAIN, Exactly(1), false, Ready, set_core_http::worker_shutdown_timeout, "worker_shutdown_timeout time;", "—"),
     // events
     spec!("worker_connections", EVENTS, Exactly(1), false, Ready, set_core::worker_connections, "worker_connections number;", "512"),

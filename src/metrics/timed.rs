@@ -223,7 +223,9 @@ mod tests {
         turn_began(t0);
         let a = run_ready(Timed::new(async { now() }));
         assert_eq!(a, t0, "the turn's first poll begins at the turn's reading");
-        let ended = LAST_READING.with(Cell::get).expect("the poll's end is kept");
+        let ended = LAST_READING
+            .with(Cell::get)
+            .expect("the poll's end is kept");
         assert!(ended >= a);
         std::thread::sleep(Duration::from_millis(1));
         let b = run_ready(Timed::new(async { now() }));

@@ -11,6 +11,7 @@
 //! SIGTERM/SIGINT stop at once, SIGUSR1 reopens the logs.
 
 pub mod confine;
+pub mod environ;
 pub mod identity;
 pub mod paths;
 pub mod pidfile;
@@ -300,6 +301,11 @@ fn start_generation(
 /// Runs the server; returns the exit code.
 pub fn run(config: Config, inv: Invocation) -> i32 {
     // The command line has already refused directives not implemented yet.
+    // The environment first: only this thread runs yet.
+    if let Err(e) = environ::apply(&config.main) {
+        say(&format!("[emerg] {e}"));
+        return 1;
+    }
     let (identity, warning) = match identity::resolve(&config.main) {
         Ok(x) => x,
         Err(e) => {
@@ -605,6 +611,10 @@ fn reload(
         .map_err(|e| e.to_string())?;
     let site =
         Site::new(config, LogFiles::new(), shared, ids, init.clone()).map_err(|e| e.to_string())?;
+    if let Some(note) = environ::reload_note(&site.config.main) {
+        site.error_log
+            .log(Level::Warn, None, format_args!("{note}"));
+    }
     for p in confine::uncovered_now(&site.config) {
         site.error_log.log(
             Level::Warn,

@@ -25,6 +25,7 @@
 //!   process-wide privilege drop (capabilities, `PR_SET_NO_NEW_PRIVS`).
 //! - [`process`]: users and groups, privilege drop, `kill`, `daemonize`, ids.
 //! - [`crypt`]: `crypt_r()` of libcrypt, for `auth_basic`.
+//! - [`env`]: replacing the process's environment (`env`), after `tzset`.
 //! - [`random`]: `getrandom` and `gethostname`.
 //! - [`sched`]: a thread's nice value and the CPUs it may run on.
 //! - [`signal`]: blocking the control signals and waiting for them on one thread.
@@ -41,6 +42,7 @@
 pub mod alloc;
 pub mod crypt;
 pub mod dir;
+pub mod env;
 pub mod epoll;
 pub mod error;
 pub mod file;
