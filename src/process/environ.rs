@@ -6,8 +6,9 @@
 //! new workers get it at once: nowait's threads live on, and the
 //! environment cannot change under them).
 //!
-//! Test builds (the `test-faults` feature) also keep the `NOWAIT_TEST_*`
-//! variables their hooks read.
+//! `RUST_BACKTRACE` is kept too when inherited: the Rust runtime reads it
+//! when a thread panics, to say where. Test builds (the `test-faults`
+//! feature) also keep the `NOWAIT_TEST_*` variables their hooks read.
 
 use std::ffi::OsString;
 use std::sync::OnceLock;
@@ -19,6 +20,9 @@ static APPLIED: OnceLock<Vec<EnvVar>> = OnceLock::new();
 
 /// The prefix of the variables test builds keep.
 const TEST_HOOKS: &str = "NOWAIT_TEST_";
+
+/// What the Rust runtime reads when a thread panics.
+const RUST_BACKTRACE: &str = "RUST_BACKTRACE";
 
 /// Makes the process's environment what `main`'s `env` list says. Called
 /// once, at start, before any other thread runs.
@@ -72,12 +76,11 @@ fn wanted(
             out.push((OsString::from(&var.name), v));
         }
     }
-    if keep_test_hooks {
-        for (n, v) in &inherited {
-            let hook = n.to_str().is_some_and(|n| n.starts_with(TEST_HOOKS));
-            if hook && !out.iter().any(|(o, _)| o == n) {
-                out.push((n.clone(), v.clone()));
-            }
+    for (n, v) in &inherited {
+        let kept = n == RUST_BACKTRACE
+            || (keep_test_hooks && n.to_str().is_some_and(|n| n.starts_with(TEST_HOOKS)));
+        if kept && !out.iter().any(|(o, _)| o == n) {
+            out.push((n.clone(), v.clone()));
         }
     }
     out
@@ -147,6 +150,13 @@ mod tests {
             false,
         );
         assert_eq!(got, env(&[("TZ", "XYZ-5"), ("A", "inherited")]));
+    }
+
+    #[test]
+    fn the_panic_backtrace_setting_is_kept() {
+        let inherited = env(&[("RUST_BACKTRACE", "1"), ("OTHER", "y")]);
+        let got = wanted(&[], inherited.into_iter(), false);
+        assert_eq!(got, env(&[("RUST_BACKTRACE", "1")]));
     }
 
     #[test]
