@@ -1229,3 +1229,33 @@ fn env_in_main_only_and_with_a_name() {
         1,
     );
 }
+
+#[test]
+fn directio_values() {
+    ok(
+        "directio-ok",
+        &server(
+            "        directio 4m;\n        directio_alignment 4k;\n        location /a { directio off; }\n",
+        ),
+    );
+    emerg(
+        "directio-bad",
+        &server("        directio big;\n"),
+        "\"directio\" directive invalid value",
+        5,
+    );
+    emerg(
+        "directio-dup",
+        &server("        directio 1m;\n        directio off;\n"),
+        "\"directio\" directive is duplicate",
+        6,
+    );
+    // O_DIRECT aligns to a block size, a power of two (nginx takes any
+    // offset and fails each read of such a file).
+    emerg(
+        "directio-alignment",
+        &server("        directio_alignment 500;\n"),
+        "\"directio_alignment\" directive invalid value",
+        5,
+    );
+}

@@ -19,18 +19,10 @@ const LARGE: usize = 3 * 1024 * 1024;
 /// can hold, so the server is still sending when the test truncates it.
 const HUGE: usize = 64 * 1024 * 1024;
 
-/// Deterministic content in which every 4-byte-aligned word differs from
-/// its neighbours (the offset, scrambled), so a misplaced slice shows.
-fn content(len: usize) -> Vec<u8> {
-    (0..len / 4)
-        .flat_map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ 0x5bd1_e995).to_le_bytes())
-        .collect()
-}
-
 /// A document root with `large.bin` ([`LARGE`] bytes) and `x.txt`.
 fn root() -> (TempDir, Vec<u8>) {
     let dir = TempDir::new("send-root");
-    let data = content(LARGE);
+    let data = common::pattern(LARGE);
     std::fs::write(dir.path().join("large.bin"), &data).unwrap();
     std::fs::write(dir.path().join("x.txt"), "x\n").unwrap();
     for f in ["large.bin", "x.txt"] {
@@ -169,7 +161,7 @@ fn file_truncated_while_sent_ends_the_response() {
     ] {
         let dir = TempDir::new("trunc-root");
         let path = dir.path().join("huge.bin");
-        std::fs::write(&path, content(HUGE)).unwrap();
+        std::fs::write(&path, common::pattern(HUGE)).unwrap();
         common::tmp::set_mode(&path, 0o644);
         std::fs::write(dir.path().join("x.txt"), "x\n").unwrap();
         common::tmp::set_mode(&dir.path().join("x.txt"), 0o644);

@@ -28,14 +28,6 @@ const HUGE: usize = 64 * 1024 * 1024;
 /// range.
 const FOLIO_MAX: usize = 2 * 1024 * 1024;
 
-/// Deterministic content in which every 4-byte word differs from its
-/// neighbours, so a misplaced slice shows.
-fn content(len: usize) -> Vec<u8> {
-    (0..len / 4)
-        .flat_map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ 0x9e37_79b9).to_le_bytes())
-        .collect()
-}
-
 /// Writes `name` in `dir` with `data`, readable by the workers, and on
 /// the disk (so that its pages are clean and can be dropped).
 fn write_file(dir: &Path, name: &str, data: &[u8]) {
@@ -134,7 +126,7 @@ fn fetch_whole_port(port: u16, data: &[u8]) -> Paths {
 
 fn root() -> (TempDir, Vec<u8>) {
     let dir = TempDir::new("sendfile-root");
-    let data = content(LARGE);
+    let data = common::pattern(LARGE);
     write_file(dir.path(), "large.bin", &data);
     write_file(dir.path(), "x.txt", b"x\n");
     (dir, data)
@@ -261,7 +253,7 @@ fn ranges_are_exact_from_memory_and_from_the_disk() {
 fn a_file_truncated_while_sendfiled_from_memory_ends_the_response() {
     let dir = TempDir::new("sendfile-trunc");
     let path = dir.path().join("huge.bin");
-    write_file(dir.path(), "huge.bin", &content(HUGE));
+    write_file(dir.path(), "huge.bin", &common::pattern(HUGE));
     write_file(dir.path(), "x.txt", b"x\n");
     let s = serve(dir.path(), "sendfile on;");
     let mut c = Conn::open(s.port());
@@ -501,7 +493,7 @@ fn status_value(port: u16, name: &str) -> u64 {
 fn near_its_memory_limit_a_popular_file_is_pinned_and_sendfiled() {
     const PINNED: usize = 2 << 20;
     let (dir, _) = root();
-    let data = content(PINNED);
+    let data = common::pattern(PINNED);
     write_file(dir.path(), "pin.bin", &data);
     write_file(dir.path(), "filler.bin", &vec![7u8; 192 << 20]);
     write_file(dir.path(), "once.bin", &vec![9u8; 1 << 20]);
@@ -578,7 +570,7 @@ fn near_its_memory_limit_a_popular_file_is_pinned_and_sendfiled() {
 fn near_its_memory_limit_a_popular_small_file_is_pinned_too() {
     const SMALL: usize = 8 * 1024;
     let (dir, _) = root();
-    let data = content(SMALL);
+    let data = common::pattern(SMALL);
     write_file(dir.path(), "small.bin", &data);
     write_file(dir.path(), "filler.bin", &vec![7u8; 192 << 20]);
     drop_pages(dir.path(), "filler.bin", 0, 192 << 20);

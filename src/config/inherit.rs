@@ -108,6 +108,13 @@ inherited! {
         sendfile: bool = false,
         /// `sendfile_max_chunk` (nginx 1.21.4+ default 2m; 0 means unbounded).
         sendfile_max_chunk: u64 = 2 * MB,
+        /// `directio`: files of at least this size are read with `O_DIRECT`
+        /// (past the page cache), never sent with `sendfile`; `None` for
+        /// `off`.
+        directio: Option<u64> = None,
+        /// `directio_alignment`: what offsets, lengths and buffers of an
+        /// `O_DIRECT` read are aligned to.
+        directio_alignment: u64 = 512,
         /// `tcp_nopush` (TCP_CORK while sending with sendfile).
         tcp_nopush: bool = false,
         /// `tcp_nodelay`.

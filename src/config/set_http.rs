@@ -148,6 +148,31 @@ fn time_arg(d: &Directive, i: usize) -> Result<std::time::Duration, String> {
     super::slot::msec(d, i)
 }
 
+/// `directio size | off;` (`ngx_http_core_directio`: `off`, or an offset).
+pub fn directio(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = match d.arg(0) {
+        "off" => None,
+        other => Some(super::value::size(other).ok_or_else(|| super::slot::invalid_value(d))?),
+    };
+    set_once(&mut ls(scope).directio, v, &d.name)
+}
+
+/// `directio_alignment size;` (an offset slot).
+pub fn directio_alignment(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    // `O_DIRECT` aligns to a power of two (a block size); nginx takes any
+    // offset and fails each read of the file with `EINVAL`.
+    let v = size_arg(d, 0).and_then(|v| {
+        v.is_power_of_two()
+            .then_some(v)
+            .ok_or_else(|| super::slot::invalid_value(d))
+    })?;
+    set_once(&mut ls(scope).directio_alignment, v, &d.name)
+}
+
 /// `sendfile_max_chunk size;`
 pub fn sendfile_max_chunk(
     _: &mut Builder,

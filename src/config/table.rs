@@ -164,6 +164,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("default_type", HSL, Exactly(1), false, Ready, set_http::default_type, "default_type mime-type;", "text/plain"),
     spec!("access_log", HSL | LIF | LMT, AtLeast(1), false, Ready, set_log::access_log, "access_log path [format [buffer=size] [gzip[=level]] [flush=time] [if=condition]] | off;", "logs/access.log combined"),
     spec!("sendfile", HSL | LIF, Exactly(1), false, Ready, set_http::sendfile, "sendfile on | off;", "off"),
+    spec!("directio", HSL, Exactly(1), false, Ready, set_http::directio, "directio size | off;", "off"),
+    spec!("directio_alignment", HSL, Exactly(1), false, Ready, set_http::directio_alignment, "directio_alignment size;", "512"),
     spec!("sendfile_max_chunk", HSL, Exactly(1), false, Ready, set_http::sendfile_max_chunk, "sendfile_max_chunk size;", "2m"),
     spec!("tcp_nopush", HSL, Exactly(1), false, Ready, set_http::tcp_nopush, "tcp_nopush on | off;", "off"),
     spec!("tcp_nodelay", HSL, Exactly(1), false, Ready, set_http::tcp_nodelay, "tcp_nodelay on | off;", "on"),

@@ -56,6 +56,17 @@ pub struct OpenFile {
     pub path: Arc<Path>,
 }
 
+/// A file reopened for `directio`: a descriptor of its own with `O_DIRECT`
+/// (nginx sets the flag on its one descriptor; here the shared one keeps
+/// serving the fast paths, which must never meet the flag: a
+/// `preadv2(RWF_NOWAIT)` with `O_DIRECT` still waits for the disk).
+pub struct DirectFile {
+    /// The descriptor with `O_DIRECT`.
+    fd: Arc<CloseOffLoop<OwnedFd>>,
+    /// The path, for error messages and the pool's order.
+    path: Arc<Path>,
+}
+
 /// What an open found.
 #[derive(Debug)]
 pub enum Opened {
@@ -371,6 +382,70 @@ impl<'a> FileLayer<'a> {
         self.run("stat", move || {
             fault::stall(&p);
             sysfile::stat(&p).map_err(|e| FileError::Sys(SysError::with_path(sysfile::STAT, p, e)))
+        })
+        .await?
+    }
+
+    /// Opens `file` again with `O_DIRECT` for `directio`, where `aio` says:
+    /// `Ok(None)` when its path names another file now (the response reads
+    /// the one it opened, as before); an error (a file system without direct
+    /// I/O gives `fcntl(O_DIRECT) "…" failed (22: Invalid argument)`, as
+    /// nginx logs it) leaves the caller reading without it.
+    pub async fn open_direct(&self, file: &OpenFile) -> Result<Option<DirectFile>, FileError> {
+        let path = file.path.clone();
+        let (dev, ino) = (file.meta.dev, file.meta.ino);
+        let rank = self.rank_of(&path);
+        let checked = self.pool.is_some();
+        self.run_in(Lane::Normal, rank, Work::Other, "open", move || {
+            fault::stall(&path);
+            let fd = sysfile::open_read(&path).map_err(|e| {
+                FileError::Sys(SysError::with_path(sysfile::OPEN, path.to_path_buf(), e))
+            })?;
+            let meta = sysfile::fstat(&fd).map_err(|e| {
+                FileError::Sys(SysError::with_path(sysfile::FSTAT, path.to_path_buf(), e))
+            })?;
+            if (meta.dev, meta.ino) != (dev, ino) {
+                return Ok(None);
+            }
+            sysfile::set_direct(&fd).map_err(|e| {
+                let mut err = SysError::with_path(sysfile::FCNTL, path.to_path_buf(), e);
+                err.arg = Some(sysfile::O_DIRECT_ARG.to_owned());
+                FileError::Sys(err)
+            })?;
+            let fd = if checked {
+                CloseOffLoop::new(fd)
+            } else {
+                CloseOffLoop::plain(fd)
+            };
+            Ok(Some(DirectFile {
+                fd: Arc::new(fd),
+                path,
+            }))
+        })
+        .await?
+    }
+
+    /// Reads up to `len` bytes at `off` of a file opened for `directio`:
+    /// the span around them aligned to `align` (a power of two), into a
+    /// buffer aligned to it, where `aio` says (never by a fast path: an
+    /// `O_DIRECT` read always meets the disk); fewer bytes mean the end of
+    /// the file.
+    pub async fn read_direct(
+        &self,
+        lane: Lane,
+        file: &DirectFile,
+        off: u64,
+        len: usize,
+        align: u64,
+    ) -> Result<Vec<u8>, FileError> {
+        let fd = file.fd.clone();
+        let path = file.path.clone();
+        let rank = self.rank_of(&path);
+        self.run_in(lane, rank, Work::Data, "read", move || {
+            fault::stall(&path);
+            read_aligned(&*fd, off, len, align).map_err(|e| {
+                FileError::Sys(SysError::with_path(sysfile::PREAD, path.to_path_buf(), e))
+            })
         })
         .await?
     }
@@ -727,6 +802,44 @@ fn stat_fast(p: &Path) -> Fast<Result<FileMeta, FileError>> {
 /// `preadv2(RWF_NOWAIT)` on the loop until it would block; returns how many
 /// bytes are in `buf` (all of them, or fewer when the rest is not cached or
 /// the file ended — the slow path tells those apart).
+/// Reads up to `len` bytes at `off` of `fd` the way `O_DIRECT` takes it:
+/// the whole blocks of `align` bytes around them into a buffer aligned to
+/// `align` (a power of two), then the bytes asked for out of it. Fewer
+/// than `len` mean the end of the file.
+fn read_aligned(
+    fd: impl std::os::fd::AsFd,
+    off: u64,
+    len: usize,
+    align: u64,
+) -> io::Result<Vec<u8>> {
+    let start = off - off % align;
+    let end = (off + len as u64).div_ceil(align) * align;
+    let span = (end - start) as usize;
+    let align = align as usize;
+    let mut raw = vec![0u8; span + align];
+    let pad = raw.as_ptr().align_offset(align);
+    let buf = &mut raw[pad..pad + span];
+    let mut done = 0;
+    while done < span {
+        match sysfile::pread(&fd, &mut buf[done..], start + done as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                done += n;
+                // Short of a whole block: the end of the file (the next
+                // offset would not be aligned).
+                if n % align != 0 {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let from = (off - start) as usize;
+    let to = done.min(from + len);
+    Ok(buf.get(from..to).map(<[u8]>::to_vec).unwrap_or_default())
+}
+
 fn read_fast(file: &OpenFile, buf: &mut [u8], off: u64) -> usize {
     if !SUPPORT.preadv2.load(Ordering::Relaxed) || fault::stall_for(&file.path).is_some() {
         metrics::fast(
@@ -860,5 +973,45 @@ mod cachestat_rule_tests {
             "others may write"
         );
         assert!(cachestat_answers(65534, &meta(1000, 0o664)), "group: asked");
+    }
+}
+
+#[cfg(test)]
+mod direct_tests {
+    use super::*;
+
+    /// A file of `len` bytes, each its offset's low byte, opened with
+    /// `O_DIRECT` where the file system allows it.
+    fn file(tag: &str, len: usize) -> (PathBuf, OwnedFd) {
+        let path = std::env::temp_dir().join(format!("nowait-direct-{tag}-{}", std::process::id()));
+        let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let fd = sysfile::open_read(&path).expect("open");
+        let _ = sysfile::set_direct(&fd);
+        (path, fd)
+    }
+
+    #[test]
+    fn reads_the_bytes_asked_for_through_aligned_blocks() {
+        let len = 3 * 4096 + 100;
+        let (path, fd) = file("aligned", len);
+        let want = |off: usize, n: usize| -> Vec<u8> {
+            (off..(off + n).min(len)).map(|i| i as u8).collect()
+        };
+        for (off, n) in [
+            (0, len),
+            (1, 10),
+            (511, 2),
+            (4095, 4097),
+            (len - 1, 1),
+            (len - 50, 500),
+            (len, 10),
+        ] {
+            let got = read_aligned(&fd, off as u64, n, 512).expect("read");
+            assert_eq!(got, want(off, n), "{off}+{n}");
+        }
+        let got = read_aligned(&fd, 100, 8192, 4096).expect("read");
+        assert_eq!(got, want(100, 8192), "4 KiB blocks");
+        let _ = std::fs::remove_file(path);
     }
 }

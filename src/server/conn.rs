@@ -623,6 +623,13 @@ async fn respond(
         chunked::last_chunk_with_trailers(&list, &mut out);
         out
     };
+    let note = |level, what: &dyn std::fmt::Display| {
+        r.error_log().log(
+            level,
+            Some(r.conn_no),
+            format_args!("{what}{}", r.log_context()),
+        );
+    };
     let params = SendParams {
         timeout: conf.send_timeout,
         sendfile: conf.sendfile,
@@ -643,6 +650,12 @@ async fn respond(
         },
         pace: pace.as_ref(),
         trailer: &trailer,
+        direct: conf.directio.map(|min_size| send::Direct {
+            min_size,
+            alignment: conf.directio_alignment,
+            buffer: conf.output_buffers.1 as usize,
+        }),
+        note: &note,
     };
     if matches!(reply.body, Body::Upgrade(_)) {
         // Boxed: a tunnel's state is large and rare, and inline it would

@@ -15,7 +15,7 @@ use tokio::io::Interest;
 
 use crate::http::range::ByteRange;
 use crate::io::client_stream::ClientStream;
-use crate::io::file::{FileError, FileLayer, OpenFile};
+use crate::io::file::{DirectFile, FileError, FileLayer, OpenFile};
 use crate::io::{Lane, fault, pins};
 use crate::metrics::body::{self as body_metrics, BodyPath};
 use crate::metrics::worker as metrics;
@@ -132,6 +132,29 @@ pub struct SendParams<'a> {
     pub pace: Option<&'a super::pace::Pace>,
     /// The end of a chunked body: the last chunk with the trailers made now.
     pub trailer: &'a dyn Fn(&Written) -> Vec<u8>,
+    /// `directio`, when set.
+    pub direct: Option<Direct>,
+    /// Logs a line about the request that does not end it, with the
+    /// request's context (`client: …`).
+    pub note: &'a dyn Fn(crate::log::Level, &dyn std::fmt::Display),
+}
+
+/// `directio`: how a file of at least `min_size` bytes is read.
+#[derive(Clone, Copy, Debug)]
+pub struct Direct {
+    /// `directio`'s size.
+    pub min_size: u64,
+    /// `directio_alignment`.
+    pub alignment: u64,
+    /// The size of each read (`output_buffers`' buffer size).
+    pub buffer: usize,
+}
+
+impl SendParams<'_> {
+    /// The `directio` settings that apply to `file`, if any.
+    fn direct_for(&self, file: &OpenFile) -> Option<Direct> {
+        self.direct.filter(|d| file.meta.size >= d.min_size)
+    }
 }
 
 /// Bytes written.
@@ -340,7 +363,11 @@ pub async fn send(
             w.total += head_len;
         }
         _ if head_only => return send_from_memory(stream, head, body, head_only, p, w).await,
-        Body::File { file, range } if range.len() <= INLINE_FILE_MAX && p.pace.is_none() => {
+        Body::File { file, range }
+            if range.len() <= INLINE_FILE_MAX
+                && p.pace.is_none()
+                && p.direct_for(file).is_none() =>
+        {
             // A small popular file is held in memory too while memory is
             // short: its read then never waits behind the cold reads the
             // pool and the disk are busy with.
@@ -368,7 +395,7 @@ pub async fn send(
         Body::File { file, range } => {
             // TCP_CORK; a unix-domain socket has none (nginx disables
             // `tcp_nopush` there).
-            let cork = p.sendfile && p.nopush;
+            let cork = p.sendfile && p.nopush && p.direct_for(file).is_none();
             if cork {
                 let _ = stream.set_nopush(true);
             }
@@ -542,6 +569,17 @@ async fn send_range(
     p: &SendParams<'_>,
     w: &mut Written,
 ) -> Result<(), SendError> {
+    if let Some(d) = p.direct_for(file) {
+        match p.files.open_direct(file).await {
+            Ok(Some(direct)) => return send_direct(stream, &direct, file, range, d, p, w).await,
+            // The path names another file now: the one open is read as
+            // any other.
+            Ok(None) => {}
+            // nginx's `[alert] fcntl(O_DIRECT) "…" failed`, and the file is
+            // read as any other.
+            Err(e) => (p.note)(crate::log::Level::Alert, &e),
+        }
+    }
     let fast = p.files.pool.is_some() && p.files.fast;
     // One buffer for the whole range when it is copied rather than sendfile'd.
     let mut scratch = Vec::new();
@@ -617,14 +655,7 @@ async fn send_range(
                     .read_append_in(lane, file, buf, chunk, off)
                     .await
                     .map_err(SendError::File)?;
-                if buf.len() < chunk {
-                    // A regular file reads short only at its end.
-                    return Err(SendError::Truncated(Truncation::Read {
-                        path: file.path.clone(),
-                        got: buf.len(),
-                        wanted: chunk,
-                    }));
-                }
+                read_in_full(file, buf.len(), chunk)?;
                 write_all(stream, &buf, p.timeout).await?;
                 let n = buf.len();
                 w.count(n);
@@ -643,6 +674,56 @@ async fn send_range(
             // nginx reposts the write event after sendfile_max_chunk.
             tokio::task::yield_now().await;
         }
+    }
+    Ok(())
+}
+
+/// Sends `range` of `file` read through `direct` (`directio`): pieces of
+/// `output_buffers`' size, each read past the page cache where `aio` says,
+/// never by the loop's fast paths nor with `sendfile()`, as nginx.
+async fn send_direct(
+    stream: &ClientStream,
+    direct: &DirectFile,
+    file: &OpenFile,
+    range: ByteRange,
+    d: Direct,
+    p: &SendParams<'_>,
+    w: &mut Written,
+) -> Result<(), SendError> {
+    let mut off = range.start;
+    while off < range.end {
+        let mut left = range.end - off;
+        if let Some(pace) = p.pace {
+            left = wait_pace(stream, pace, left.min(usize::MAX as u64) as usize).await? as u64;
+        }
+        let chunk = left.min(d.buffer.max(1) as u64) as usize;
+        let lane = lane_for(0, off - range.start);
+        let buf = p
+            .files
+            .read_direct(lane, direct, off, chunk, d.alignment)
+            .await
+            .map_err(SendError::File)?;
+        read_in_full(file, buf.len(), chunk)?;
+        write_all(stream, &buf, p.timeout).await?;
+        w.count(chunk);
+        body_metrics::record(BodyPath::Copy, chunk);
+        off += chunk as u64;
+        if let Some(pace) = p.pace {
+            pace.wrote(chunk, std::time::Instant::now());
+        }
+    }
+    Ok(())
+}
+
+/// `Ok` when a piece of `file` read all `wanted` bytes; a regular file
+/// reads short only at its end, so fewer mean it was truncated meanwhile.
+fn read_in_full(file: &OpenFile, got: usize, wanted: usize) -> Result<(), SendError> {
+    if got < wanted {
+        return Err(SendError::Truncated(Truncation::Read {
+            path: file.path.clone(),
+            got,
+            wanted,
+        }));
     }
     Ok(())
 }

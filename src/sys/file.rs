@@ -35,8 +35,11 @@ pub const SYNC_FILE_RANGE: &str = "sync_file_range";
 pub const POSIX_FADVISE: &str = "posix_fadvise";
 /// Log name of [`pipe`].
 pub const PIPE: &str = "pipe2";
-/// Log name of [`set_nonblocking`].
+/// Log name of [`set_nonblocking`] and [`set_direct`].
 pub const FCNTL: &str = "fcntl";
+/// The argument [`set_direct`] is logged with: `fcntl(O_DIRECT)`, nginx's
+/// `ngx_directio_on_n`.
+pub const O_DIRECT_ARG: &str = "O_DIRECT";
 
 /// `cachestat(2)`'s number; the same on x86_64 and aarch64 (the generic table).
 /// libc does not export it yet.
@@ -845,6 +848,18 @@ pub fn set_nonblocking(fd: impl AsFd, on: bool) -> io::Result<()> {
     };
     // SAFETY: F_SETFL takes an integer argument.
     cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })?;
+    Ok(())
+}
+
+/// `fcntl(F_SETFL, +O_DIRECT)` on `fd`'s open file description: its reads
+/// go past the page cache, and must be aligned (`directio`). `EINVAL` where
+/// the file system has no direct I/O (tmpfs).
+pub fn set_direct(fd: impl AsFd) -> io::Result<()> {
+    let fd = fd.as_fd().as_raw_fd();
+    // SAFETY: F_GETFL takes no pointer argument.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: F_SETFL takes an integer argument.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT) })?;
     Ok(())
 }
 

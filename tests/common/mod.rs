@@ -52,6 +52,17 @@ pub use server::Server;
 pub use tmp::TempDir;
 pub use upstream::{Recorded, Upstream, UpstreamConn};
 
+/// `len` bytes of deterministic content in which every 4-byte-aligned
+/// word differs from its neighbours (the offset, scrambled), so a
+/// misplaced slice shows.
+#[allow(dead_code)]
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len.div_ceil(4))
+        .flat_map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ 0x9e37_79b9).to_le_bytes())
+        .take(len)
+        .collect()
+}
+
 /// A response body as text (lossy), for assertions.
 #[allow(dead_code)]
 pub fn body(r: &Response) -> String {
