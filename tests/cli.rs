@@ -222,7 +222,6 @@ fn version_claims_no_module_nowait_lacks() {
         "image_filter",
         "geoip",
         "slice",
-        "secure_link",
         "random_index",
         "--with-debug",
     ] {
@@ -230,7 +229,11 @@ fn version_claims_no_module_nowait_lacks() {
     }
     // The body filters nowait has are claimed, and no other flag holds
     // their words (the harness matches `sub` and `addition` bare).
-    for claimed in ["--with-http_addition_module", "--with-http_sub_module"] {
+    for claimed in [
+        "--with-http_addition_module",
+        "--with-http_sub_module",
+        "--with-http_secure_link_module",
+    ] {
         assert!(text.contains(claimed), "{claimed}: {}", r.stderr);
     }
     assert!(!text.contains("--without-http_ssi_module"), "{}", r.stderr);

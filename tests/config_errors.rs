@@ -1259,3 +1259,20 @@ fn directio_values() {
         5,
     );
 }
+
+#[test]
+fn secure_link_secret_is_not_mixed_with_the_new_form() {
+    // Reported where the http block ends, as nginx's merge does.
+    emerg(
+        "secure-link-mixed",
+        &server("        location / { secure_link_secret s; secure_link $arg_h; }\n"),
+        "\"secure_link_secret\" cannot be mixed with \"secure_link\" and \"secure_link_md5\"",
+        7,
+    );
+    ok(
+        "secure-link-levels",
+        &server(
+            "        secure_link_secret s;\n        location / { secure_link $arg_h; secure_link_md5 x; }\n",
+        ),
+    );
+}

@@ -174,6 +174,7 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
     for s in &mut h.servers {
         s.conf = finish_cache::resolve(&s.set, &h.conf);
         checks.level(b, &mut s.conf);
+        checks.secure_link(b, &s.set, &mut s.conf);
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
             s.listens.push(Listen::new(
@@ -206,6 +207,7 @@ fn merge_locations(
 fn merge_location(b: &mut Builder, checks: &mut MergeChecks, l: &mut Location, parent: &LocConf) {
     l.conf = finish_cache::resolve(&l.set, parent);
     checks.location(b, l);
+    checks.secure_link(b, &l.set, &mut l.conf);
     choose_handler(b, l);
     let conf = l.conf.clone();
     let (handler, proxy_pass) = (l.handler, l.proxy_pass.clone());

@@ -141,6 +141,21 @@ impl MergeChecks {
         }
     }
 
+    /// The secure_link module's merge of a level whose own settings are
+    /// `set` ([`super::set_access::merge_secure_link`]).
+    pub fn secure_link(
+        &mut self,
+        b: &mut Builder,
+        set: &super::inherit::LocSet,
+        conf: &mut LocConf,
+    ) {
+        if let Err(msg) = super::set_access::merge_secure_link(set, conf) {
+            if self.reported.insert(msg.to_string()) {
+                b.error(msg, &self.at);
+            }
+        }
+    }
+
     /// [`Self::level`] for a location, plus nginx's default `proxy_redirect`:
     /// with nothing set and a `proxy_pass` without variables here, the rule
     /// derived from that `proxy_pass` (which nested locations inherit).

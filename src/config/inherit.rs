@@ -404,6 +404,13 @@ inherited! {
         /// `auth_basic_user_file`, resolved against the configuration's
         /// folder when it evaluates to a relative path.
         auth_basic_user_file: Option<Template> = None,
+        /// `secure_link`: the hash (base64url) and, after a comma, the
+        /// expiry time `$secure_link` checks.
+        secure_link: Option<Template> = None,
+        /// `secure_link_md5`: the text whose MD5 the hash must be.
+        secure_link_md5: Option<Template> = None,
+        /// `secure_link_secret`: the old form's secret (empty: not set).
+        secure_link_secret: String = String::new(),
         /// `auth_delay`: how long a 401 from the access phase waits.
         auth_delay: Duration = Duration::ZERO,
         /// `limit_req`: a level's entries replace its parent's.

@@ -95,6 +95,58 @@ pub fn auth_basic(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
     set_once(&mut ls(scope).auth_basic, Some(t), &d.name)
 }
 
+/// `secure_link expression;`
+pub fn secure_link(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let t = b.template(d.arg(0), &d.loc)?;
+    set_once(&mut ls(scope).secure_link, Some(t), &d.name)
+}
+
+/// `secure_link_md5 expression;`
+pub fn secure_link_md5(
+    b: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let t = b.template(d.arg(0), &d.loc)?;
+    set_once(&mut ls(scope).secure_link_md5, Some(t), &d.name)
+}
+
+/// `secure_link_secret word;`
+pub fn secure_link_secret(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    set_once(
+        &mut ls(scope).secure_link_secret,
+        d.arg(0).to_owned(),
+        &d.name,
+    )
+}
+
+/// nginx's merge of the secure_link module's settings for a level whose
+/// own are `set` (merged generically into `conf` already): a level that
+/// writes `secure_link_secret` takes neither `secure_link` nor
+/// `secure_link_md5` (and may not write them); a level with either of those
+/// does not inherit the secret.
+pub fn merge_secure_link(
+    set: &LocSet,
+    conf: &mut super::inherit::LocConf,
+) -> Result<(), &'static str> {
+    if set.secure_link_secret.is_some() {
+        if set.secure_link.is_some() || set.secure_link_md5.is_some() {
+            return Err(
+                "\"secure_link_secret\" cannot be mixed with \"secure_link\" and \"secure_link_md5\"",
+            );
+        }
+        conf.secure_link = None;
+        conf.secure_link_md5 = None;
+    } else if conf.secure_link.is_some() || conf.secure_link_md5.is_some() {
+        conf.secure_link_secret.clear();
+    }
+    Ok(())
+}
+
 /// `auth_basic_user_file file;` (may hold variables; a relative value is
 /// taken from the configuration's folder, nginx's `conf_prefix`).
 pub fn auth_basic_user_file(

@@ -139,6 +139,11 @@ builtins! {
     ServerName = "server_name",
     /// Empty when the `Referer` is one `valid_referers` lists, else `1`.
     InvalidReferer = "invalid_referer",
+    /// `secure_link`'s verdict (`1`, `0` expired, not found), or the old
+    /// form's link.
+    SecureLink = "secure_link",
+    /// The expiry time `secure_link` was given.
+    SecureLinkExpires = "secure_link_expires",
     /// `HTTP/1.0` or `HTTP/1.1`.
     ServerProtocol = "server_protocol",
     /// `http`.

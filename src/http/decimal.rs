@@ -25,9 +25,36 @@ pub fn push_decimal(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(decimal(n, &mut buf));
 }
 
+/// Reads a number as nginx's `ngx_atoof` and `ngx_atotm` do: decimal
+/// digits only, at least one, at most `i64::MAX` (an `off_t`, a `time_t`);
+/// `None` where nginx returns `NGX_ERROR`.
+pub fn parse_signed_max(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    v.iter()
+        .try_fold(0u64, |n, &d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
+        .filter(|&n| n <= i64::MAX as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_as_ngx_atoof() {
+        assert_eq!(parse_signed_max(b"0"), Some(0));
+        assert_eq!(
+            parse_signed_max(b"9223372036854775807"),
+            Some(i64::MAX as u64)
+        );
+        assert_eq!(parse_signed_max(b"9223372036854775808"), None);
+        assert_eq!(parse_signed_max(b""), None);
+        assert_eq!(parse_signed_max(b"1x"), None);
+        assert_eq!(parse_signed_max(b"-1"), None);
+    }
 
     #[test]
     fn writes_as_display_does() {

@@ -125,6 +125,8 @@ impl<'a> Req<'a> {
                 });
                 borrowed(if valid { "" } else { "1" })
             }
+            Builtin::SecureLink => super::access::secure_link::value(self),
+            Builtin::SecureLinkExpires => super::access::secure_link::expires(self),
             Builtin::ServerProtocol => borrowed(match head.version {
                 Version::Http09 => "HTTP/0.9",
                 Version::Http10 => "HTTP/1.0",

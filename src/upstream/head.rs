@@ -452,17 +452,9 @@ fn framing_fields(headers: &Headers) -> (Option<u64>, bool, bool) {
     (content_length, chunked, close)
 }
 
-/// nginx's `ngx_atoof`: decimal digits only, at least one, at most
-/// `i64::MAX` (nginx's `off_t`); `None` where nginx returns `NGX_ERROR`.
+/// nginx's `ngx_atoof`.
 fn atoof(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    v.iter()
-        .try_fold(0u64, |n, &d| {
-            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-        })
-        .filter(|&n| n <= i64::MAX as u64)
+    crate::http::decimal::parse_signed_max(v)
 }
 
 /// nginx's `ngx_strlcasestrn`: whether `needle` (lowercase) occurs in

@@ -31,6 +31,7 @@ pub mod limit_req;
 mod limits;
 mod phase;
 pub mod realip;
+pub mod secure_link;
 mod slab;
 pub mod zones;
 
