@@ -110,6 +110,18 @@ fn direct_reads_skip_the_page_cache(aio: &str) {
             "{aio} {path} {first}-{last}: the body differs from the file"
         );
     }
+    // Two ranges: a multipart body whose parts are the file's bytes.
+    let r = request(
+        s.port(),
+        "GET /direct/big.bin HTTP/1.1\r\nHost: localhost\r\nRange: bytes=10-99,70000-70099\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 206, "{aio} multipart");
+    for part in [&data[10..100], &data[70_000..70_100]] {
+        assert!(
+            r.body.windows(part.len()).any(|w| w == part),
+            "{aio}: a part is missing from the multipart body"
+        );
+    }
     let cached = cached_pages(&dir, "big.bin");
     assert!(cached <= FEW_PAGES, "{aio}: ranges cached {cached} pages");
 

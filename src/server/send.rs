@@ -402,7 +402,10 @@ pub async fn send(
             write_paced(stream, &head, p).await?;
             metrics::ttfb(p.start.elapsed());
             w.total += head_len;
-            send_range(stream, pool_sock, file, *range, p, w).await?;
+            match direct_file(file, p).await {
+                Some(direct) => send_direct(stream, &direct, file, *range, p, w).await?,
+                None => send_range(stream, pool_sock, file, *range, p, w).await?,
+            }
             if cork {
                 let _ = stream.set_nopush(false);
             }
@@ -446,10 +449,14 @@ async fn send_parts(
     p: &SendParams<'_>,
     w: &mut Written,
 ) -> Result<(), SendError> {
+    let direct = direct_file(file, p).await;
     for (part_head, range) in parts.parts() {
         write_paced(stream, part_head, p).await?;
         w.count(part_head.len());
-        send_range(stream, pool_sock, file, range, p, w).await?;
+        match &direct {
+            Some(direct) => send_direct(stream, direct, file, range, p, w).await?,
+            None => send_range(stream, pool_sock, file, range, p, w).await?,
+        }
     }
     write_paced(stream, parts.trailer(), p).await?;
     w.count(parts.trailer().len());
@@ -569,17 +576,6 @@ async fn send_range(
     p: &SendParams<'_>,
     w: &mut Written,
 ) -> Result<(), SendError> {
-    if let Some(d) = p.direct_for(file) {
-        match p.files.open_direct(file).await {
-            Ok(Some(direct)) => return send_direct(stream, &direct, file, range, d, p, w).await,
-            // The path names another file now: the one open is read as
-            // any other.
-            Ok(None) => {}
-            // nginx's `[alert] fcntl(O_DIRECT) "…" failed`, and the file is
-            // read as any other.
-            Err(e) => (p.note)(crate::log::Level::Alert, &e),
-        }
-    }
     let fast = p.files.pool.is_some() && p.files.fast;
     // One buffer for the whole range when it is copied rather than sendfile'd.
     let mut scratch = Vec::new();
@@ -678,15 +674,29 @@ async fn send_range(
     Ok(())
 }
 
+/// `file` opened again for `directio` when that applies to it (once per
+/// response): `None` reads it as any other, also when the path names
+/// another file now, or when the reopening failed (nginx's `[alert]
+/// fcntl(O_DIRECT) "…" failed`, logged here).
+async fn direct_file(file: &OpenFile, p: &SendParams<'_>) -> Option<(DirectFile, Direct)> {
+    let d = p.direct_for(file)?;
+    match p.files.open_direct(file).await {
+        Ok(direct) => Some((direct?, d)),
+        Err(e) => {
+            (p.note)(crate::log::Level::Alert, &e);
+            None
+        }
+    }
+}
+
 /// Sends `range` of `file` read through `direct` (`directio`): pieces of
 /// `output_buffers`' size, each read past the page cache where `aio` says,
 /// never by the loop's fast paths nor with `sendfile()`, as nginx.
 async fn send_direct(
     stream: &ClientStream,
-    direct: &DirectFile,
+    (direct, d): &(DirectFile, Direct),
     file: &OpenFile,
     range: ByteRange,
-    d: Direct,
     p: &SendParams<'_>,
     w: &mut Written,
 ) -> Result<(), SendError> {
