@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
-use super::error::{SysError, SysResultExt};
+use super::error::SysError;
 
 /// Log name of [`replace`].
 pub const SETENV: &str = "setenv";
@@ -29,12 +29,21 @@ unsafe extern "C" {
 /// read the time zone from the environment the process started with
 /// (`tzset`): the local times of the logs stay in that zone, as nginx's
 /// do (its master reads the zone before its workers' environment is
-/// made, and `localtime_r` does not read it again). Fails, changing
-/// nothing, when another thread runs.
+/// made, and `localtime_r` does not read it again). Called before the
+/// process starts a thread; fails, changing nothing, when `/proc` shows
+/// another thread running (without `/proc`, the caller's word is taken).
 pub fn replace(vars: &[(OsString, OsString)]) -> Result<(), SysError> {
-    let threads = std::fs::read_dir(TASKS)
-        .on_path(OPENDIR, Path::new(TASKS))?
-        .count();
+    let threads = match std::fs::read_dir(TASKS) {
+        Ok(tasks) => tasks.count(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 1,
+        Err(e) => {
+            return Err(SysError::with_path(
+                OPENDIR,
+                Path::new(TASKS).to_path_buf(),
+                e,
+            ));
+        }
+    };
     if threads != 1 {
         return Err(SysError::new(
             SETENV,
@@ -46,9 +55,10 @@ pub fn replace(vars: &[(OsString, OsString)]) -> Result<(), SysError> {
     unsafe { tzset() };
     let inherited: Vec<OsString> = std::env::vars_os().map(|(name, _)| name).collect();
     for name in inherited {
-        // SAFETY: this thread is the process's only one (counted above),
-        // and only it could start another, so nothing reads or writes the
-        // environment meanwhile; `vars_os` gave a name without `=` or NUL.
+        // SAFETY: this thread is the process's only one (counted above, or
+        // the caller's contract without `/proc`), and only it could start
+        // another, so nothing reads or writes the environment meanwhile;
+        // `vars_os` gave a name without `=` or NUL.
         unsafe { std::env::remove_var(&name) };
     }
     for (name, value) in vars {
