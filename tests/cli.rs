@@ -222,7 +222,6 @@ fn version_claims_no_module_nowait_lacks() {
         "image_filter",
         "geoip",
         "slice",
-        "random_index",
         "--with-debug",
     ] {
         assert!(!text.contains(word), "{word} in {}", r.stderr);
@@ -233,6 +232,7 @@ fn version_claims_no_module_nowait_lacks() {
         "--with-http_addition_module",
         "--with-http_sub_module",
         "--with-http_secure_link_module",
+        "--with-http_random_index_module",
     ] {
         assert!(text.contains(claimed), "{claimed}: {}", r.stderr);
     }

@@ -254,3 +254,44 @@ fn names_are_escaped_and_cut_as_nginx_does() {
     let r = get(s.port(), "/names/esc-%3C%3E&/");
     assert!(text(&r).contains("<title>Index of /names/esc-&lt;&gt;&amp;/</title>"));
 }
+
+#[test]
+fn random_index_serves_a_random_regular_file_of_the_directory() {
+    let d = common::TempDir::new("random-index");
+    let root = d.path();
+    let dir = root.join("x");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::create_dir_all(root.join("only-dirs/sub")).unwrap();
+    for (name, text) in [("a", "A"), ("b", "B"), (".hidden", "H"), ("../target", "T")] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    std::os::unix::fs::symlink(root.join("target"), dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(root.join("missing"), dir.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(dir.join("sub"), dir.join("dir-link")).unwrap();
+    common::tmp::set_mode(root, 0o755);
+    let s = Server::tested(
+        &Conf::server(
+            "root {root};
+             location /x/ { random_index on; }
+             location /only-dirs/ { random_index on; index none.html; }",
+        )
+        .root(root)
+        .render(),
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        let r = get(s.port(), "/x/");
+        assert_eq!(r.status, 200);
+        seen.insert(text(&r));
+    }
+    // Regular files and a link to one; never a dot file, a directory, a
+    // link to one or a dangling link.
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(
+        seen.iter().all(|t| ["A", "B", "T"].contains(&t.as_str())),
+        "{seen:?}"
+    );
+    // No regular file: the index directives run (here: none, so 403).
+    assert_eq!(get(s.port(), "/only-dirs/").status, 403);
+    assert_eq!(get(s.port(), "/missing/").status, 404);
+}

@@ -291,6 +291,9 @@ inherited! {
         /// `autoindex`: a URI ending in `/` with no index file is answered
         /// with a listing of the directory.
         autoindex: bool = false,
+        /// `random_index`: a URI ending in `/` is served a random file of
+        /// its directory.
+        random_index: bool = false,
         /// `autoindex_format`.
         autoindex_format: AutoindexFormat = AutoindexFormat::Html,
         /// `autoindex_localtime`: listing times in the server's time zone.

@@ -14,6 +14,11 @@ pub fn autoindex(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resul
     set_flag(&mut ls(scope).autoindex, d)
 }
 
+/// `random_index on | off;` (location only, as nginx).
+pub fn random_index(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    set_flag(&mut ls(scope).random_index, d)
+}
+
 /// `autoindex_format html | xml | json | jsonp;`
 pub fn autoindex_format(
     _: &mut Builder,

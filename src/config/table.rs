@@ -326,6 +326,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_store", HSL, Exactly(1), false, Ready, set_cache::proxy_store, "proxy_store on | off | string;", "off"),
     spec!("proxy_store_access", HSL, Between(1, 3), false, Ready, set_cache::proxy_store_access, "proxy_store_access users:permissions ...;", "user:rw"),
     // autoindex
+    spec!("random_index", LOCATION, Exactly(1), false, Ready, set_autoindex::random_index, "random_index on | off;", "off"),
     spec!("autoindex", HSL, Exactly(1), false, Ready, set_autoindex::autoindex, "autoindex on | off;", "off"),
     spec!("autoindex_format", HSL, Exactly(1), false, Ready, set_autoindex::autoindex_format, "autoindex_format html | xml | json | jsonp;", "html"),
     spec!("autoindex_localtime", HSL, Exactly(1), false, Ready, set_autoindex::autoindex_localtime, "autoindex_localtime on | off;", "off"),

@@ -1,7 +1,8 @@
 //! The autoindex module's content handler (`ngx_http_autoindex_handler`):
 //! a GET or HEAD of a URI ending in `/` whose directory has no index file
 //! is answered, under `autoindex on`, with a listing of the directory in
-//! `autoindex_format`.
+//! `autoindex_format`. The random index module reads the directory the
+//! same way ([`random`], before the index files are looked for).
 //!
 //! The directory is read through the file layer ([`FileLayer::read_dir`]):
 //! its open tried on the loop with `RESOLVE_CACHED`, its entries read and
@@ -66,10 +67,7 @@ pub async fn serve(
         }
     }
     // nginx names the directory without its final slash.
-    let shown = match dir.to_str() {
-        Some(s) if s.len() > 1 && s.ends_with('/') => Path::new(&s[..s.len() - 1]),
-        _ => dir,
-    };
+    let shown = without_final_slash(dir);
     let found = match files.read_dir(shown, true).await {
         Ok(l) => l,
         Err(e) => return failed(r, e),
@@ -146,6 +144,50 @@ fn local_offset() -> i64 {
 }
 
 /// How a failed listing is answered, as nginx maps `opendir()` errors.
+/// `random_index`: an internal redirect to a regular file of the directory
+/// `dir` (a link to one counts; names starting with `.` do not), picked at
+/// random; `None` when it has none, and the `index` directives run (nginx's
+/// random index module, which runs before the index module).
+pub async fn random(r: &Req<'_>, uri: &str, dir: &Path, files: FileLayer<'_>) -> Option<Served> {
+    let shown = without_final_slash(dir);
+    let found = match files.read_dir(shown, true).await {
+        Ok(l) => l,
+        Err(e) => return Some(failed(r, e)),
+    };
+    if let Some(e) = found.skipped.first() {
+        // nginx stops at a `stat` that fails for another reason than a
+        // missing target.
+        r.error_log().log(
+            Level::Crit,
+            Some(r.conn_no),
+            format_args!("{e}{}", r.log_context()),
+        );
+        return Some(Served::Error(Status::INTERNAL_SERVER_ERROR, None));
+    }
+    let names: Vec<Vec<u8>> = found
+        .entries
+        .into_iter()
+        .filter(|e| e.meta.kind == FileKind::Regular)
+        .map(|e| e.name)
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut bytes = [0u8; 4];
+    let _ = crate::sys::random::getrandom(&mut bytes);
+    let pick = u32::from_ne_bytes(bytes) as usize % names.len();
+    let name = String::from_utf8_lossy(&names[pick]);
+    Some(Served::InternalRedirect(format!("{uri}{name}")))
+}
+
+/// `dir` without its final slash, as nginx names a directory in its logs.
+fn without_final_slash(dir: &Path) -> &Path {
+    match dir.to_str() {
+        Some(s) if s.len() > 1 && s.ends_with('/') => Path::new(&s[..s.len() - 1]),
+        _ => dir,
+    }
+}
+
 fn failed(r: &Req<'_>, e: FileError) -> Served {
     if let FileError::Overflow(o) = &e {
         return Served::Overflow(o.to_string());

@@ -254,6 +254,11 @@ async fn index(
     files: FileLayer<'_>,
     method: &Method,
 ) -> Served {
+    if conf.random_index {
+        if let Some(served) = super::autoindex::random(r, uri, &dir, files).await {
+            return served;
+        }
+    }
     for name in &conf.index {
         let name = r.expand_lossy(name);
         if name.starts_with('/') {
