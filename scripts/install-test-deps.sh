@@ -40,6 +40,15 @@ else
     }
 fi
 
+# strace: tests/core_files.rs watches the server's posix_fadvise() calls
+# (`read_ahead`), which leave no other trace outside the kernel.
+if ! command -v strace >/dev/null 2>&1; then
+    log "installing strace"
+    apt-get install -y --no-install-recommends strace >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends strace
+    }
+fi
+
 # The Perl modules nginx's own test suite uses in the files
 # scripts/conformance.py runs (WebSocket framing for proxy_websocket.t).
 PERL_MODULES=(libprotocol-websocket-perl)

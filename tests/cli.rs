@@ -158,6 +158,39 @@ fn test_fails_for_a_user_that_does_not_exist() {
     }
 }
 
+/// A directive that is accepted and has no effect says so under `-t`, with
+/// its reason and place, once per use, and the test still succeeds.
+#[test]
+fn test_says_which_directives_have_no_effect() {
+    let dir = TempDir::new("no-effect");
+    let conf = dir.write(
+        "nowait.conf",
+        "events {}\nhttp {\n    types_hash_max_size 2048;\n    server {\n        listen 127.0.0.1:1;\n        request_pool_size 8k;\n        location / { read_ahead 1m; }\n    }\n}\n",
+    );
+    let r = nowait(&["-t", "-p", dir.path(), "-c", &conf]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let notices: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("[notice]"))
+        .collect();
+    assert_eq!(notices.len(), 2, "{}", r.stderr);
+    assert!(
+        notices[0].starts_with("nowait: [notice] \"types_hash_max_size\" is accepted and has no effect in nowait (it sizes one of nginx's hash tables")
+            && notices[0].ends_with(&format!(" in {conf}:3")),
+        "{}",
+        notices[0]
+    );
+    assert!(
+        notices[1].contains("\"request_pool_size\" is accepted and has no effect")
+            && notices[1].ends_with(&format!(" in {conf}:6")),
+        "{}",
+        notices[1]
+    );
+    // `read_ahead` has an effect (tests/core_files.rs).
+    assert!(!r.stderr.contains("read_ahead"), "{}", r.stderr);
+}
+
 #[test]
 fn quiet_test_still_reports_errors() {
     let dir = TempDir::new("quiet-errors");

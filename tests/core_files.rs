@@ -204,3 +204,58 @@ fn errors_go_to_the_location_error_log() {
     let c = std::fs::read_to_string(logs.path().join("c.log")).unwrap_or_default();
     assert!(!c.contains("[error]"), "{c}");
 }
+
+/// The calls to `call` that `strace` saw the server make while `f` ran.
+fn traced(s: &Server, call: &str, f: impl FnOnce()) -> String {
+    let out = s.prefix().join("strace.out");
+    let _ = std::fs::remove_file(&out);
+    let pid = s.pid().expect("the server's pid").to_string();
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", &format!("trace={call},accept4"), "-o"])
+        .arg(&out)
+        .args(["-p", &pid])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("strace runs (scripts/install-test-deps.sh installs it)");
+    // Attached once it sees the worker accept a connection.
+    let attached = until(std::time::Duration::from_secs(10), || {
+        let _ = get(s.port(), "/attach");
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("accept4"))
+    });
+    assert!(attached, "strace did not attach to the server");
+    f();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &strace.id().to_string()])
+        .status();
+    let _ = strace.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains(call))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `read_ahead` as nginx on Linux: a file larger than 128 KiB is advised
+/// `POSIX_FADV_SEQUENTIAL` when sent; a smaller one, or `read_ahead 0`,
+/// is not.
+#[test]
+fn read_ahead_advises_sequential_reads_of_large_files() {
+    let f = Fixture::build();
+    std::fs::write(f.root().join("large.bin"), common::pattern(256 * 1024)).unwrap();
+    std::fs::write(f.root().join("small.bin"), common::pattern(64 * 1024)).unwrap();
+    let s = serve_http(
+        &f,
+        "location / { read_ahead 512k; }
+         location /off/ { alias {root}/; read_ahead 0; }",
+    );
+    let p = s.port();
+    let calls = traced(&s, "fadvise64", || {
+        assert_eq!(get(p, "/small.bin").status, 200);
+        assert_eq!(get(p, "/off/large.bin").status, 200);
+    });
+    assert!(!calls.contains("POSIX_FADV_SEQUENTIAL"), "{calls}");
+    let calls = traced(&s, "fadvise64", || {
+        assert_eq!(get(p, "/large.bin").status, 200);
+    });
+    assert!(calls.contains("POSIX_FADV_SEQUENTIAL"), "{calls}");
+}

@@ -276,6 +276,7 @@ fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32
     match loaded {
         Ok(l) => {
             report(&l.warnings);
+            report(&l.no_effect);
             // nginx finds these while parsing: before "syntax is ok".
             match crate::process::test_files(&l.config) {
                 Ok(warnings) => {

@@ -146,6 +146,9 @@ pub struct Builder {
     pub diags: Diagnostics,
     /// Directives that are parsed but not implemented yet.
     pub not_implemented: Vec<(String, Loc)>,
+    /// Uses of directives that are accepted and have no effect
+    /// ([`Status::NoEffect`]), which `-t` reports.
+    pub no_effect: Vec<ConfError>,
     /// Names of configuration-defined variables used anywhere, checked once
     /// all are defined.
     pub var_uses: Vec<(String, Loc)>,
@@ -200,6 +203,7 @@ impl Builder {
             prefix,
             diags: Diagnostics::default(),
             not_implemented: Vec::new(),
+            no_effect: Vec::new(),
             var_uses: Vec::new(),
             defined_vars: HashSet::new(),
             set_vars: HashSet::new(),
@@ -327,8 +331,18 @@ impl Builder {
             );
             return;
         }
-        if spec.status == Status::NotYet && ctx != table::UPSTREAM {
-            self.not_implemented.push((d.name.clone(), d.loc.clone()));
+        match spec.status {
+            Status::NotYet if ctx != table::UPSTREAM => {
+                self.not_implemented.push((d.name.clone(), d.loc.clone()));
+            }
+            Status::NoEffect(why) => self.no_effect.push(ConfError::notice(
+                format!(
+                    "\"{}\" is accepted and has no effect in nowait ({why})",
+                    d.name
+                ),
+                Some(d.loc.clone()),
+            )),
+            _ => {}
         }
         if let Err(msg) = (spec.set)(self, scope, d) {
             self.error(msg, &d.loc);

@@ -7,6 +7,9 @@ use super::source::Loc;
 /// The severity of a configuration message, as nginx names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// Something worth knowing that is not wrong (`[notice]`): a directive
+    /// that is accepted and has no effect in nowait, which `-t` reports.
+    Notice,
     /// A suspicious but usable configuration (`[warn]`).
     Warn,
     /// A file that cannot be read once opened (`[crit]`: nginx's
@@ -24,6 +27,7 @@ impl Level {
     /// nginx's bracketed name.
     pub fn as_str(self) -> &'static str {
         match self {
+            Level::Notice => "notice",
             Level::Warn => "warn",
             Level::Crit => "crit",
             Level::Emerg | Level::EmergIgnored => "emerg",
@@ -33,7 +37,7 @@ impl Level {
     /// Whether a message of this level stops the configuration from
     /// being used (all but `[warn]`).
     pub fn stops(self) -> bool {
-        !matches!(self, Level::Warn | Level::EmergIgnored)
+        !matches!(self, Level::Notice | Level::Warn | Level::EmergIgnored)
     }
 }
 
@@ -65,6 +69,15 @@ impl ConfError {
             level: Level::Crit,
             message: message.into(),
             loc: None,
+        }
+    }
+
+    /// A notice (see [`Level::Notice`]).
+    pub fn notice(message: impl Into<String>, loc: Option<Loc>) -> ConfError {
+        ConfError {
+            level: Level::Notice,
+            message: message.into(),
+            loc,
         }
     }
 

@@ -101,6 +101,10 @@ pub struct Loaded {
     pub config: Config,
     /// `[warn]` messages.
     pub warnings: Vec<ConfError>,
+    /// One `[notice]` per use of a directive that has no effect in nowait
+    /// ([`table::Status::NoEffect`]): `-t` prints them, a start does not
+    /// (Debian's own `nginx.conf` sets `types_hash_max_size`).
+    pub no_effect: Vec<ConfError>,
 }
 
 /// Reads, validates and merges a configuration. On failure, returns every
@@ -211,6 +215,7 @@ fn load_with(
             uses_request_body_file: b.uses_request_body_file,
         },
         warnings: b.diags.items,
+        no_effect: b.no_effect,
     })
 }
 

@@ -99,7 +99,7 @@ pub static HTTP_MODULES: &[Module] = &[
 pub fn implemented(m: &Module) -> bool {
     m.directives
         .iter()
-        .all(|d| table::lookup(d).any(|s| s.status == Status::Ready))
+        .all(|d| table::lookup(d).any(|s| s.status != Status::NotYet))
 }
 
 /// The module flags of `configure arguments:`: `--with-threads`, then

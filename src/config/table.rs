@@ -80,12 +80,24 @@ impl Args {
 /// Whether a directive works yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
-    /// Implemented.
+    /// Implemented: read at run time (`tests/directive_readers.rs` checks
+    /// that code outside `config/` reads it).
     Ready,
+    /// Accepted and checked as nginx checks it, and has no effect in nowait,
+    /// for the reason given: it sizes nginx's own memory (a hash, a pool) or
+    /// does nothing on Linux in nginx either. The reference says so, and
+    /// `-t` says so for every use (`[notice]`).
+    NoEffect(&'static str),
     /// Parsed and validated; starting the server with it fails until the
-    /// caching-proxy release.
+    /// release that serves it.
     NotYet,
 }
+
+/// Why a `*_hash_max_size` / `*_hash_bucket_size` directive has no effect.
+const HASH: &str = "it sizes one of nginx's hash tables; nowait's tables grow as needed, so there is nothing to size and no list is refused for outgrowing it";
+/// Why a `*_pool_size` directive has no effect.
+const POOL: &str =
+    "it sizes nginx's memory pools; nowait allocates what a connection or request needs";
 
 /// What applies a directive: checks its arguments and records its value
 /// in the scope; an `Err` is the message, to which the loader adds file:line.
@@ -113,7 +125,7 @@ pub struct Spec {
 
 use Args::{AtLeast, Between, Exactly};
 #[allow(unused_imports)] // no row is `NotYet` today; rows to come may be
-use Status::{NotYet, Ready};
+use Status::{NoEffect, NotYet, Ready};
 
 macro_rules! spec {
     ($name:literal, $ctx:expr, $args:expr, $block:expr, $status:expr, $set:path, $syntax:literal, $default:literal) => {
@@ -215,7 +227,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("lingering_time", HSL, Exactly(1), false, Ready, set_core_http::lingering_time, "lingering_time time;", "30s"),
     spec!("lingering_timeout", HSL, Exactly(1), false, Ready, set_core_http::lingering_timeout, "lingering_timeout time;", "5s"),
     spec!("reset_timedout_connection", HSL, Exactly(1), false, Ready, set_core_http::reset_timedout_connection, "reset_timedout_connection on | off;", "off"),
-    spec!("send_lowat", HSL, Exactly(1), false, Ready, set_core_http::send_lowat, "send_lowat size;", "0"),
+    spec!("send_lowat", HSL, Exactly(1), false, NoEffect("Linux has no SO_SNDLOWAT to set: nginx ignores it there too, with the same warning"), set_core_http::send_lowat, "send_lowat size;", "0"),
     spec!("read_ahead", HSL, Exactly(1), false, Ready, set_core_http::read_ahead, "read_ahead size;", "0"),
     spec!("recursive_error_pages", HSL, Exactly(1), false, Ready, set_core_http::recursive_error_pages, "recursive_error_pages on | off;", "off"),
     spec!("disable_symlinks", HSL, Between(1, 2), false, Ready, set_core_http::disable_symlinks, "disable_symlinks off | on | if_not_owner [from=part];", "off"),
@@ -223,13 +235,13 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("open_file_cache_valid", HSL, Exactly(1), false, Ready, set_core_http::open_file_cache_valid, "open_file_cache_valid time;", "60s"),
     spec!("open_file_cache_min_uses", HSL, Exactly(1), false, Ready, set_core_http::open_file_cache_min_uses, "open_file_cache_min_uses number;", "1"),
     spec!("open_file_cache_errors", HSL, Exactly(1), false, Ready, set_core_http::open_file_cache_errors, "open_file_cache_errors on | off;", "off"),
-    spec!("open_file_cache_events", HSL, Exactly(1), false, Ready, set_core_http::open_file_cache_events, "open_file_cache_events on | off;", "off"),
-    spec!("types_hash_max_size", HSL, Exactly(1), false, Ready, set_core_http::types_hash_max_size, "types_hash_max_size size;", "1024"),
-    spec!("types_hash_bucket_size", HSL, Exactly(1), false, Ready, set_core_http::types_hash_bucket_size, "types_hash_bucket_size size;", "64"),
-    spec!("variables_hash_max_size", HTTP, Exactly(1), false, Ready, set_core_http::variables_hash, "variables_hash_max_size size;", "1024"),
-    spec!("variables_hash_bucket_size", HTTP, Exactly(1), false, Ready, set_core_http::variables_hash, "variables_hash_bucket_size size;", "64"),
-    spec!("connection_pool_size", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::connection_pool_size, "connection_pool_size size;", "512"),
-    spec!("request_pool_size", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::request_pool_size, "request_pool_size size;", "4k"),
+    spec!("open_file_cache_events", HSL, Exactly(1), false, NoEffect("nginx uses it only with kqueue (BSD); on Linux it does nothing in nginx either"), set_core_http::open_file_cache_events, "open_file_cache_events on | off;", "off"),
+    spec!("types_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH), set_core_http::types_hash_max_size, "types_hash_max_size size;", "1024"),
+    spec!("types_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH), set_core_http::types_hash_bucket_size, "types_hash_bucket_size size;", "64"),
+    spec!("variables_hash_max_size", HTTP, Exactly(1), false, NoEffect(HASH), set_core_http::variables_hash, "variables_hash_max_size size;", "1024"),
+    spec!("variables_hash_bucket_size", HTTP, Exactly(1), false, NoEffect(HASH), set_core_http::variables_hash, "variables_hash_bucket_size size;", "64"),
+    spec!("connection_pool_size", HTTP | SERVER, Exactly(1), false, NoEffect(POOL), set_core_http::connection_pool_size, "connection_pool_size size;", "512"),
+    spec!("request_pool_size", HTTP | SERVER, Exactly(1), false, NoEffect(POOL), set_core_http::request_pool_size, "request_pool_size size;", "4k"),
     spec!("ignore_invalid_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::ignore_invalid_headers, "ignore_invalid_headers on | off;", "on"),
     spec!("underscores_in_headers", HTTP | SERVER, Exactly(1), false, Ready, set_core_http::underscores_in_headers, "underscores_in_headers on | off;", "off"),
     spec!("max_headers", HTTP | SERVER, Exactly(1), false, Ready, set_max_headers::max_headers, "max_headers number;", "1000"),
@@ -241,8 +253,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("server_name", SERVER, AtLeast(1), false, Ready, set_server::server_name, "server_name name ...;", "\"\""),
     spec!("location", SERVER | LOCATION, Between(1, 2), true, Ready, set_server::location, "location [ = | ~ | ~* | ^~ ] uri { ... } | location @name { ... }", "—"),
     spec!("merge_slashes", HTTP | SERVER, Exactly(1), false, Ready, set_http::merge_slashes, "merge_slashes on | off;", "on"),
-    spec!("server_names_hash_max_size", HTTP, Exactly(1), false, Ready, set_http::server_names_hash_max_size, "server_names_hash_max_size size;", "512"),
-    spec!("server_names_hash_bucket_size", HTTP, Exactly(1), false, Ready, set_http::server_names_hash_bucket_size, "server_names_hash_bucket_size size;", "32 | 64 | 128"),
+    spec!("server_names_hash_max_size", HTTP, Exactly(1), false, NoEffect(HASH), set_http::server_names_hash_max_size, "server_names_hash_max_size size;", "512"),
+    spec!("server_names_hash_bucket_size", HTTP, Exactly(1), false, NoEffect(HASH), set_http::server_names_hash_bucket_size, "server_names_hash_bucket_size size;", "32 | 64 | 128"),
     // rewrite
     spec!("rewrite", SCRIPT, Between(2, 3), false, Ready, set_rewrite::rewrite, "rewrite regex replacement [last | break | redirect | permanent];", "—"),
     spec!("return", SCRIPT, Between(1, 2), false, Ready, set_rewrite::return_, "return code [text] | code URL | URL;", "—"),
@@ -253,14 +265,14 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("uninitialized_variable_warn", HSL | SIF | LIF, Exactly(1), false, Ready, set_rewrite::uninitialized_variable_warn, "uninitialized_variable_warn on | off;", "on"),
     // map, split_clients
     spec!("map", HTTP, Exactly(2), true, Ready, set_map::map, "map string $variable { ... }", "—"),
-    spec!("map_hash_max_size", HTTP, Exactly(1), false, Ready, set_map::map_hash_max_size, "map_hash_max_size size;", "2048"),
-    spec!("map_hash_bucket_size", HTTP, Exactly(1), false, Ready, set_map::map_hash_bucket_size, "map_hash_bucket_size size;", "32 | 64 | 128"),
+    spec!("map_hash_max_size", HTTP, Exactly(1), false, NoEffect(HASH), set_map::map_hash_max_size, "map_hash_max_size size;", "2048"),
+    spec!("map_hash_bucket_size", HTTP, Exactly(1), false, NoEffect(HASH), set_map::map_hash_bucket_size, "map_hash_bucket_size size;", "32 | 64 | 128"),
     spec!("split_clients", HTTP, Exactly(2), true, Ready, set_split_clients::split_clients, "split_clients string $variable { ... }", "—"),
     // request bodies: parsed and validated, honoured with the proxy
     spec!("client_body_buffer_size", HSL, Exactly(1), false, Ready, set_proxy::client_body_buffer_size, "client_body_buffer_size size;", "8k"),
     spec!("client_body_timeout", HSL, Exactly(1), false, Ready, set_proxy::client_body_timeout, "client_body_timeout time;", "60s"),
     spec!("client_body_in_file_only", HSL, Exactly(1), false, Ready, set_proxy::client_body_in_file_only, "client_body_in_file_only on | clean | off;", "off"),
-    spec!("client_body_in_single_buffer", HSL, Exactly(1), false, Ready, set_proxy::client_body_in_single_buffer, "client_body_in_single_buffer on | off;", "off"),
+    spec!("client_body_in_single_buffer", HSL, Exactly(1), false, NoEffect("nowait always keeps a request body held in memory in one buffer"), set_proxy::client_body_in_single_buffer, "client_body_in_single_buffer on | off;", "off"),
     // upstream groups: parsed and validated, served with the proxy
     spec!("upstream", HTTP, Exactly(1), true, Ready, set_upstream::upstream, "upstream name { ... }", "—"),
     spec!("server", UPSTREAM, AtLeast(1), false, Ready, set_upstream::upstream_server, "server address [weight=number] [max_conns=number] [max_fails=number] [fail_timeout=time] [backup] [down];", "—"),
@@ -272,7 +284,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("keepalive_requests", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_requests, "keepalive_requests number;", "1000"),
     spec!("keepalive_timeout", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_timeout, "keepalive_timeout timeout;", "60s"),
     spec!("keepalive_time", UPSTREAM, Exactly(1), false, Ready, set_upstream::keepalive_time, "keepalive_time time;", "1h"),
-    spec!("zone", UPSTREAM, Between(1, 2), false, Ready, set_upstream::zone, "zone name [size];", "—"),
+    spec!("zone", UPSTREAM, Between(1, 2), false, NoEffect("nowait's workers are threads of one process, so a group's state (failures, connection counts, max_conns) is shared by all of them with or without a zone, as nginx shares it with one"), set_upstream::zone, "zone name [size];", "—"),
     // reverse proxy: parsed and validated, served in a later release
     spec!("proxy_pass", LOCATION | LIF | LMT, Exactly(1), false, Ready, set_proxy::proxy_pass, "proxy_pass URL;", "—"),
     spec!("proxy_redirect", HSL, Between(1, 2), false, Ready, set_proxy::proxy_redirect, "proxy_redirect default | off | redirect replacement;", "default"),
@@ -304,8 +316,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_force_ranges", HSL, Exactly(1), false, Ready, set_proxy::proxy_force_ranges, "proxy_force_ranges on | off;", "off"),
     spec!("proxy_socket_keepalive", HSL, Exactly(1), false, Ready, set_proxy::proxy_socket_keepalive, "proxy_socket_keepalive on | off;", "off"),
     spec!("proxy_ignore_client_abort", HSL, Exactly(1), false, Ready, set_proxy::proxy_ignore_client_abort, "proxy_ignore_client_abort on | off;", "off"),
-    spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, Ready, set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
-    spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, Ready, set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
+    spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH), set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
+    spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH), set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
     // proxy cache and store: parsed and validated, served with the cache engine
     spec!("proxy_cache_path", HTTP, AtLeast(2), false, Ready, set_cache_path::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time];", "—"),
     spec!("proxy_cache", HSL, Exactly(1), false, Ready, set_cache::proxy_cache, "proxy_cache zone | off;", "off"),
@@ -336,8 +348,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("gzip_buffers", HSL, Exactly(2), false, Ready, set_gzip::gzip_buffers, "gzip_buffers number size;", "32 4k"),
     spec!("gzip_types", HSL, AtLeast(1), false, Ready, set_gzip::gzip_types, "gzip_types mime-type ...;", "text/html"),
     spec!("gzip_comp_level", HSL, Exactly(1), false, Ready, set_gzip::gzip_comp_level, "gzip_comp_level level;", "1"),
-    spec!("gzip_window", HSL, Exactly(1), false, Ready, set_gzip::gzip_window, "gzip_window size;", "32k"),
-    spec!("gzip_hash", HSL, Exactly(1), false, Ready, set_gzip::gzip_hash, "gzip_hash size;", "64k"),
+    spec!("gzip_window", HSL, Exactly(1), false, NoEffect("the deflater (flate2's Rust backend) always uses a 32K window; the stream is standard gzip"), set_gzip::gzip_window, "gzip_window size;", "32k"),
+    spec!("gzip_hash", HSL, Exactly(1), false, NoEffect("the deflater (flate2's Rust backend) sizes its own hash; the stream is standard gzip"), set_gzip::gzip_hash, "gzip_hash size;", "64k"),
     spec!("postpone_gzipping", HSL, Exactly(1), false, Ready, set_gzip::postpone_gzipping, "postpone_gzipping size;", "0"),
     spec!("gzip_no_buffer", HSL, Exactly(1), false, Ready, set_gzip::gzip_no_buffer, "gzip_no_buffer on | off;", "off"),
     spec!("gzip_min_length", HSL, Exactly(1), false, Ready, set_gzip::gzip_min_length, "gzip_min_length length;", "20"),
@@ -359,9 +371,9 @@ pub static DIRECTIVES: &[Spec] = &[
     // ssi
     spec!("ssi", HSL | LIF, Exactly(1), false, Ready, set_ssi::ssi, "ssi on | off;", "off"),
     spec!("ssi_silent_errors", HSL, Exactly(1), false, Ready, set_ssi::ssi_silent_errors, "ssi_silent_errors on | off;", "off"),
-    spec!("ssi_ignore_recycled_buffers", HSL, Exactly(1), false, Ready, set_ssi::ssi_ignore_recycled_buffers, "ssi_ignore_recycled_buffers on | off;", "off"),
+    spec!("ssi_ignore_recycled_buffers", HSL, Exactly(1), false, NoEffect("it is about nginx's buffer recycling, which nowait's SSI does not have"), set_ssi::ssi_ignore_recycled_buffers, "ssi_ignore_recycled_buffers on | off;", "off"),
     spec!("ssi_last_modified", HSL, Exactly(1), false, Ready, set_ssi::ssi_last_modified, "ssi_last_modified on | off;", "off"),
-    spec!("ssi_min_file_chunk", HSL, Exactly(1), false, Ready, set_ssi::ssi_min_file_chunk, "ssi_min_file_chunk size;", "1k"),
+    spec!("ssi_min_file_chunk", HSL, Exactly(1), false, NoEffect("it sizes the file buffers nginx's SSI keeps; nowait's SSI reads a file in its own pieces"), set_ssi::ssi_min_file_chunk, "ssi_min_file_chunk size;", "1k"),
     spec!("ssi_value_length", HSL, Exactly(1), false, Ready, set_ssi::ssi_value_length, "ssi_value_length length;", "255"),
     spec!("ssi_types", HSL, AtLeast(1), false, Ready, set_ssi::ssi_types, "ssi_types mime-type ...;", "text/html"),
     // sub
@@ -381,8 +393,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("secure_link_md5", HSL, Exactly(1), false, Ready, set_access::secure_link_md5, "secure_link_md5 expression;", "—"),
     spec!("secure_link_secret", HSL, Exactly(1), false, Ready, set_access::secure_link_secret, "secure_link_secret word;", "—"),
     spec!("valid_referers", SERVER | LOCATION, AtLeast(1), false, Ready, set_access::valid_referers, "valid_referers none | blocked | server_names | string ...;", "—"),
-    spec!("referer_hash_max_size", HSL, Exactly(1), false, Ready, set_access::referer_hash_size, "referer_hash_max_size size;", "2048"),
-    spec!("referer_hash_bucket_size", HSL, Exactly(1), false, Ready, set_access::referer_hash_size, "referer_hash_bucket_size size;", "64"),
+    spec!("referer_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH), set_access::referer_hash_size, "referer_hash_max_size size;", "2048"),
+    spec!("referer_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH), set_access::referer_hash_size, "referer_hash_bucket_size size;", "64"),
     spec!("satisfy", HSL, Exactly(1), false, Ready, set_access::satisfy, "satisfy all | any;", "all"),
     spec!("auth_delay", HSL, Exactly(1), false, Ready, set_access::auth_delay, "auth_delay time;", "0s"),
     spec!("auth_basic", HSL | LMT, Exactly(1), false, Ready, set_access::auth_basic, "auth_basic string | off;", "off"),
@@ -407,6 +419,10 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("empty_gif", LOCATION, Exactly(0), false, Ready, set_realip::empty_gif, "empty_gif;", "—"),
 ];
 
+/// Directives nginx does not have: nowait's own, marked so in the
+/// reference. Each keeps nginx's behaviour when it is not written.
+pub const NOWAIT_OWN: &[&str] = &["aio_fast_path", "loop_turn_budget", "nowait_status"];
+
 /// The entries named `name`.
 pub fn lookup(name: &str) -> impl Iterator<Item = &'static Spec> + use<'_> {
     DIRECTIVES.iter().filter(move |s| s.name == name)
@@ -427,8 +443,10 @@ pub fn reference_markdown() -> String {
             })
             .collect();
         let status = match s.status {
-            Status::Ready => "yes",
-            Status::NotYet => "parsed; not implemented yet",
+            Status::Ready if NOWAIT_OWN.contains(&s.name) => "yes (nowait's own)".to_string(),
+            Status::Ready => "yes".to_string(),
+            Status::NoEffect(why) => format!("accepted, no effect: {why}"),
+            Status::NotYet => "parsed; not implemented yet".to_string(),
         };
         out.push_str(&format!(
             "| `{}` | `{}` | `{}` | {} | {} |\n",
