@@ -8,10 +8,11 @@
 //! Server name/version in error pages, the multipart boundary and each
 //! server's own port in `Location` are normalized first.
 //!
-//! Differences kept on purpose are listed, with their reason, in
-//! `differential/known-differences.txt`: those cases are reported but do not
-//! fail. Every other mismatch is reported (case, field, both values) and
-//! the test fails once at the end with the count.
+//! Differences kept on purpose are listed, with the fields that differ and
+//! their reason, in `differential/known-differences.txt`: those fields are
+//! reported but do not fail. Every other mismatch, in a listed case too, is
+//! reported (case, field, both values) and the test fails once at the end
+//! with the count.
 //!
 //! Needs `/usr/sbin/nginx` (Debian's nginx-light): run
 //! `scripts/install-test-deps.sh` as root. Tests run as root so that the

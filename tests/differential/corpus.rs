@@ -128,18 +128,42 @@ fn unescape(s: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// The known differences: whole cases by name, and fields excused in every
-/// case (a line `field header Allow: reason` excuses a mismatch of any
-/// field ending in `header Allow`, in any case).
+/// The known differences: cases by name, each with the fields it excuses,
+/// and fields excused in every case (a line `field header Allow: reason`
+/// excuses a mismatch of `header Allow` in any response of any case).
 #[derive(Debug, Default)]
 pub struct Known {
-    /// Case name → reason.
-    pub cases: BTreeMap<String, String>,
-    /// (field suffix, reason).
+    /// Case name → the fields it excuses and why.
+    pub cases: BTreeMap<String, KnownCase>,
+    /// (field, reason), for every case.
     pub fields: Vec<(String, String)>,
     /// Classes of the request fuzzer's differences (`fuzz CLASS: reason`,
-    /// see `differential/fuzz.rs`) → reason.
+    /// see `differential/fuzz.rs`) → reason. A class names the fields that
+    /// differ, so a class excuses only those.
     pub fuzz: BTreeMap<String, String>,
+}
+
+/// One case's entry: `case-name [field, field]: reason`.
+#[derive(Debug, Default, PartialEq)]
+pub struct KnownCase {
+    /// The fields whose mismatches the reason explains (see
+    /// [`field_matches`]); a mismatch of any other field still fails.
+    pub fields: Vec<String>,
+    /// Why nowait differs there.
+    pub reason: String,
+}
+
+/// Whether a mismatch's `field` (as `compare` names it: `response 2 header
+/// Connection`, `connection closed`) is the one a list `named`: the same,
+/// or `named` in any response (`header Connection`, `body`).
+pub fn field_matches(named: &str, field: &str) -> bool {
+    if field == named {
+        return true;
+    }
+    field
+        .strip_prefix("response ")
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(n, rest)| n.parse::<usize>().is_ok() && rest == named)
 }
 
 impl Known {
@@ -147,12 +171,56 @@ impl Known {
     pub fn field_reason(&self, field: &str) -> Option<&str> {
         self.fields
             .iter()
-            .find(|(suffix, _)| field.ends_with(suffix.as_str()))
+            .find(|(named, _)| field_matches(named, field))
             .map(|(_, reason)| reason.as_str())
+    }
+
+    /// Those of `fields` (a case's mismatches) that `case`'s entry does not
+    /// name: the mismatches that fail the case, listed or not.
+    pub fn not_named<'a>(&self, case: &str, fields: &[&'a str]) -> Vec<&'a str> {
+        let named = self.cases.get(case).map_or(&[][..], |k| &k.fields[..]);
+        fields
+            .iter()
+            .copied()
+            .filter(|f| !named.iter().any(|n| field_matches(n, f)))
+            .collect()
+    }
+
+    /// Those of `fields` that neither `case`'s entry nor a `field` line
+    /// excuses.
+    pub fn unexcused<'a>(&self, case: &str, fields: &[&'a str]) -> Vec<&'a str> {
+        self.not_named(case, fields)
+            .into_iter()
+            .filter(|f| self.field_reason(f).is_none())
+            .collect()
     }
 }
 
-/// Parses `known-differences.txt`: `case-name: reason`,
+/// Splits `case-name [field, field]` into the name and the fields.
+fn case_and_fields(head: &str) -> Result<(String, Vec<String>), String> {
+    let (name, rest) = head
+        .split_once('[')
+        .ok_or("name the fields the case excuses: `case-name [header Connection]: reason`")?;
+    let fields = rest
+        .trim()
+        .strip_suffix(']')
+        .ok_or("the field list has no closing `]`")?;
+    let fields: Vec<String> = fields
+        .split(',')
+        .map(|f| f.trim().to_string())
+        .filter(|f| !f.is_empty())
+        .collect();
+    if fields.is_empty() {
+        return Err("the field list is empty".into());
+    }
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("bad case name {name:?}"));
+    }
+    Ok((name.to_string(), fields))
+}
+
+/// Parses `known-differences.txt`: `case-name [field, ...]: reason`,
 /// `field FIELD: reason` and `fuzz CLASS: reason` lines, `#` comments.
 pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
     let mut known = Known::default();
@@ -164,27 +232,36 @@ pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
         }
         match line.split_once(':') {
             Some((name, reason)) if !reason.trim().is_empty() => {
+                let reason = reason.trim().to_string();
                 if let Some(field) = name.strip_prefix("field ") {
-                    known
-                        .fields
-                        .push((field.trim().to_string(), reason.trim().to_string()));
+                    known.fields.push((field.trim().to_string(), reason));
                 } else if let Some(class) = name.strip_prefix("fuzz ") {
                     if known
                         .fuzz
-                        .insert(class.trim().to_string(), reason.trim().to_string())
+                        .insert(class.trim().to_string(), reason)
                         .is_some()
                     {
                         errors.push(format!("line {}: {} listed twice", i + 1, name.trim()));
                     }
-                } else if known
-                    .cases
-                    .insert(name.trim().to_string(), reason.trim().to_string())
-                    .is_some()
-                {
-                    errors.push(format!("line {}: {} listed twice", i + 1, name.trim()));
+                } else {
+                    match case_and_fields(name) {
+                        Ok((case, fields)) => {
+                            if known
+                                .cases
+                                .insert(case.clone(), KnownCase { fields, reason })
+                                .is_some()
+                            {
+                                errors.push(format!("line {}: {case} listed twice", i + 1));
+                            }
+                        }
+                        Err(e) => errors.push(format!("line {}: {e}", i + 1)),
+                    }
                 }
             }
-            _ => errors.push(format!("line {}: want `case-name: reason`", i + 1)),
+            _ => errors.push(format!(
+                "line {}: want `case-name [field, ...]: reason`",
+                i + 1
+            )),
         }
     }
     if errors.is_empty() {
@@ -197,6 +274,76 @@ pub fn parse_known(text: &str) -> Result<Known, Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const KNOWN: &str = "# a comment\n\
+        case-a [header Connection]: nginx says keep-alive and closes\n\
+        case-b [response count, body]: two reasons\n\
+        field header Allow: nowait sends Allow with a 405\n";
+
+    #[test]
+    fn a_case_excuses_only_the_fields_it_names() {
+        let known = parse_known(KNOWN).unwrap();
+        let connection = "response 1 header Connection";
+        let body = "response 1 body";
+        assert!(known.unexcused("case-a", &[connection]).is_empty());
+        assert!(
+            known
+                .unexcused("case-a", &["response 3 header Connection"])
+                .is_empty(),
+            "a field without its response is named in every response"
+        );
+        assert_eq!(
+            known.unexcused("case-a", &[connection, body]),
+            vec![body],
+            "a field the entry does not name still fails the case"
+        );
+        assert_eq!(
+            known.unexcused("case-a", &["connection closed"]),
+            vec!["connection closed"]
+        );
+        assert_eq!(known.unexcused("case-c", &[connection]), vec![connection]);
+        assert!(
+            known
+                .unexcused("case-b", &["response count", body])
+                .is_empty()
+        );
+        assert_eq!(
+            known.unexcused("case-b", &["response 1 header Content-Length"]),
+            vec!["response 1 header Content-Length"]
+        );
+        // `field` lines excuse their field in any case; `not_named` leaves
+        // them out.
+        let allow = "response 2 header Allow";
+        assert!(known.unexcused("case-c", &[allow]).is_empty());
+        assert_eq!(known.not_named("case-c", &[allow]), vec![allow]);
+        // A field name is matched whole, not as a suffix.
+        assert!(!field_matches(
+            "header Connection",
+            "response 1 header X-Connection"
+        ));
+        assert!(!field_matches("body", "response x body"));
+    }
+
+    #[test]
+    fn an_entry_must_name_its_fields() {
+        for bad in [
+            "case-a: no fields\n",
+            "case-a []: none\n",
+            "case-a [header Connection: unclosed\n",
+            "two words [body]: a name with a space\n",
+            "case-a [body]: one\ncase-a [body]: twice\n",
+        ] {
+            assert!(parse_known(bad).is_err(), "{bad:?} is refused");
+        }
+        let known = parse_known(KNOWN).unwrap();
+        assert_eq!(
+            known.cases["case-b"],
+            KnownCase {
+                fields: vec!["response count".into(), "body".into()],
+                reason: "two reasons".into()
+            }
+        );
+    }
 
     #[test]
     fn unescapes() {

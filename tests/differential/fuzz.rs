@@ -367,13 +367,26 @@ pub fn classify(
     let (sa, sb) = (signature(&oa, a), signature(&ob, b));
     let (ra, ea) = sa.rsplit_once(' ').unwrap_or((&sa, ""));
     let (rb, eb) = sb.rsplit_once(' ').unwrap_or((&sb, ""));
-    if ra == rb && ea != eb {
-        // The same responses; only the connection's end differs.
-        return Some(format!("same responses, nginx {ea} / nowait {eb}"));
-    }
-    if sa != sb {
+    if ra != rb {
         return Some(format!("nginx {sa} / nowait {sb}"));
     }
+    // The same statuses: the class names every field that differs, so that
+    // a listed class excuses those fields only.
+    let fields = differing_fields(&oa, &ob);
+    match (ea != eb, fields.is_empty()) {
+        (false, true) => None,
+        // The same responses; only the connection's end differs.
+        (true, true) => Some(format!("same responses, nginx {ea} / nowait {eb}")),
+        (true, false) => Some(format!(
+            "nginx {sa} / nowait {eb} / differs in {}",
+            fields.join(", ")
+        )),
+        (false, false) => Some(format!("nginx {sa} / differs in {}", fields.join(", "))),
+    }
+}
+
+/// The fields of the responses two servers sent that differ, in order.
+fn differing_fields(oa: &Outcome, ob: &Outcome) -> Vec<String> {
     let mut fields = Vec::new();
     for (ra, rb) in oa.parsed.responses.iter().zip(&ob.parsed.responses) {
         if ra.status_line != rb.status_line {
@@ -392,7 +405,7 @@ pub fn classify(
         fields.push("unparsed bytes".into());
     }
     fields.dedup();
-    (!fields.is_empty()).then(|| format!("nginx {sa} / differs in {}", fields.join(", ")))
+    fields
 }
 
 /// A raw-bytes origin for proxy mode: answers every request with a fixed
