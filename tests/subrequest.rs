@@ -2,8 +2,9 @@
 //! subrequest shares with its parent (variables, `$request_id`, the request
 //! line) and what is its own (`$uri`, `$args`), its output in order while
 //! several run at once, streamed from an upstream or kept in memory
-//! (`set=`, `subrequest_output_buffer_size`), the nesting limit, and how
-//! its failures reach the client and the error log.
+//! (`set=`, `subrequest_output_buffer_size`), the nesting limit, how its
+//! failures reach the client and the error log, and how includes of one
+//! cache key wait on `proxy_cache_lock` (one upstream request for all).
 //!
 //! They use [`Server::tested`]: `NOWAIT_TEST_NGINX=1` runs them against
 //! nginx, which must pass them all.
@@ -273,38 +274,50 @@ fn an_upgrade_in_a_subrequest_ends_the_response() {
     assert!(s.logged("connection upgrade in subrequest").is_some());
 }
 
+/// How long the first client's `/locked` is held at most, should the test
+/// fail before releasing it (a bound, never waited for when it passes).
+const HELD: Duration = Duration::from_secs(10);
+
 #[test]
 fn a_locked_cache_entry_wakes_an_include_that_is_not_being_sent() {
     // nginx's proxy_cache_lock_ssi.t without limit_req: `/locked` is being
-    // fetched by another client (the upstream holds it), so the page's
-    // second include waits on the cache lock while the first is the one
-    // being sent; the lock's timeout must still wake it.
-    // Each `/locked` answer is numbered: the include must not wait for the
-    // first client's (which the cache would then give it), but go to the
-    // upstream itself once the lock times out.
+    // fetched by another client (the upstream holds it until the test lets
+    // it go), so the page's second include waits on the cache lock while
+    // the first is the one being sent; the lock's timeout must still wake
+    // it. Each `/locked` answer is numbered: the include must not wait for
+    // the first client's (which the cache would then give it), but go to
+    // the upstream itself once the lock times out. A request that went on
+    // after the lock's timeout does not store its answer (nginx's
+    // proxy_cache_lock_timeout), so while the first client's fill holds the
+    // lock, a later request goes to the upstream too (#3): without the
+    // lock, the include's #2 would be in the cache.
     let lockeds = Arc::new(AtomicUsize::new(0));
-    let up = Upstream::start(move |c| {
-        let Some(req) = c.read_request() else { return };
-        let t = req.target();
-        let mut text = format!("{t};");
-        if t == "/locked" {
-            let n = lockeds.fetch_add(1, Ordering::SeqCst) + 1;
-            text = format!("{t}#{n};");
-            if req.header("X-First").is_some() {
-                std::thread::sleep(Duration::from_secs(2));
+    let release = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let up = {
+        let (lockeds, release) = (lockeds.clone(), release.clone());
+        Upstream::start(move |c| {
+            let Some(req) = c.read_request() else { return };
+            let t = req.target();
+            let mut text = format!("{t};");
+            if t == "/locked" {
+                let n = lockeds.fetch_add(1, Ordering::SeqCst) + 1;
+                text = format!("{t}#{n};");
+                if req.header("X-First").is_some() {
+                    wait::until(HELD, || release.load(Ordering::SeqCst));
+                }
             }
-        }
-        if t == "/active" {
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        c.write(
-            format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            )
-            .as_bytes(),
-        );
-    });
+            if t == "/active" {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            c.write(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                )
+                .as_bytes(),
+            );
+        })
+    };
     let cache = TempDir::new("lockcache");
     let conf = Conf::http(&format!(
         "proxy_cache_path {} levels=1:2 keys_zone=NAME:1m;\n\
@@ -327,9 +340,71 @@ fn a_locked_cache_entry_wakes_an_include_that_is_not_being_sent() {
     first.send(
         b"GET /locked HTTP/1.1\r\nHost: localhost\r\nX-First: 1\r\nConnection: close\r\n\r\n",
     );
-    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        wait::until(WAIT, || lockeds.load(Ordering::SeqCst) == 1),
+        "the first client's /locked reaches the upstream"
+    );
     let r = get(server.port(), "/ssi.html");
     assert_eq!(body(&r), "/active;/locked#2;end");
+    // The first client's fill still holds the lock, and the include's
+    // answer was not stored.
+    assert_eq!(
+        body(&get(server.port(), "/locked")),
+        "/locked#3;",
+        "an answer fetched after the lock's timeout is not cached"
+    );
+    release.store(true, Ordering::SeqCst);
     let r = first.response().expect("the first client's answer");
     assert_eq!(body(&r), "/locked#1;");
+    // The fill that held the lock is the one stored.
+    assert_eq!(body(&get(server.port(), "/locked")), "/locked#1;");
+    assert_eq!(lockeds.load(Ordering::SeqCst), 3, "upstream requests");
+}
+
+#[test]
+fn includes_of_one_key_wait_on_the_cache_lock_for_one_upstream_request() {
+    // Three includes of the same key start at once: the first fills the
+    // cache, the other two wait on its lock and are given its answer, so
+    // the upstream sees one request (three without proxy_cache_lock).
+    let sames = Arc::new(AtomicUsize::new(0));
+    let up = {
+        let sames = sames.clone();
+        Upstream::start(move |c| {
+            let Some(req) = c.read_request() else { return };
+            let n = sames.fetch_add(1, Ordering::SeqCst) + 1;
+            // Long enough for the other includes to find the entry locked.
+            std::thread::sleep(Duration::from_millis(300));
+            let text = format!("{}#{n};", req.target());
+            c.write(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                )
+                .as_bytes(),
+            );
+        })
+    };
+    let cache = TempDir::new("lockcache");
+    let conf = Conf::http(&format!(
+        "proxy_cache_path {} levels=1:2 keys_zone=NAME:1m;\n\
+         server {{\n listen 127.0.0.1:{{port}};\n server_name localhost;\n\
+         location / {{ proxy_pass http://{}; proxy_cache NAME; proxy_cache_valid 1m;\n\
+         proxy_cache_lock on; proxy_cache_lock_timeout {}s; }}\n\
+         location = /three.html {{ ssi on; root {}; }}\n}}\n",
+        cache.path().display(),
+        up.addr(),
+        WAIT.as_secs(),
+        cache.path().display(),
+    ))
+    .render();
+    std::fs::write(
+        cache.path().join("three.html"),
+        "<!--#include virtual=\"/same\" --><!--#include virtual=\"/same\" -->\
+         <!--#include virtual=\"/same\" -->end",
+    )
+    .unwrap();
+    let server = Server::tested(&conf);
+    let r = get(server.port(), "/three.html");
+    assert_eq!(body(&r), "/same#1;/same#1;/same#1;end");
+    assert_eq!(sames.load(Ordering::SeqCst), 1, "upstream requests");
 }
