@@ -206,6 +206,28 @@ pub fn render(
             w.connections.load(std::sync::atomic::Ordering::Relaxed)
         );
     }
+    for (name, help, pick) in [
+        (
+            "nowait_connections_parked",
+            "Client connections parked between requests: held outside any task.",
+            (|w: &WorkerMetrics| &w.parked) as fn(&WorkerMetrics) -> &std::sync::atomic::AtomicU64,
+        ),
+        (
+            "nowait_connections_hot_waiting",
+            "Client connections waiting for their next request in their own task, before they park.",
+            |w| &w.hot_waiting,
+        ),
+    ] {
+        header(&mut out, name, "gauge", help);
+        for w in workers {
+            let _ = writeln!(
+                out,
+                "{name}{{worker=\"{}\"}} {}",
+                w.id,
+                pick(w).load(std::sync::atomic::Ordering::Relaxed)
+            );
+        }
+    }
     header(
         &mut out,
         "nowait_connection_buffers_bytes",

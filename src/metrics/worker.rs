@@ -130,6 +130,12 @@ pub struct WorkerMetrics {
     /// Bytes of read buffers the worker's client connections hold now
     /// (`server::conn_buf`): none for a connection waiting for a request.
     pub connection_buffers: AtomicU64,
+    /// Connections parked now (`server::park`): held outside any task
+    /// until their next request's first byte.
+    pub parked: AtomicU64,
+    /// Connections waiting for their next request in their own task now
+    /// (`server::hot_wait`), the moment before they would be parked.
+    pub hot_waiting: AtomicU64,
     /// The longest loop turn (µs) since the status ring last took it: the
     /// ring's per-second maximum, which cumulative counts cannot give.
     turn_max_window: AtomicU64,
@@ -145,6 +151,8 @@ impl WorkerMetrics {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             connection_buffers: AtomicU64::new(0),
+            parked: AtomicU64::new(0),
+            hot_waiting: AtomicU64::new(0),
             turn_max_window: AtomicU64::new(0),
         }
     }

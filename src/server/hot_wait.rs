@@ -26,7 +26,10 @@ use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::io::client_stream::ClientStream;
+use crate::metrics::worker as worker_metrics;
 
 /// How long a connection with no byte of a request waits in its task
 /// before it is parked. Longer than a busy client's pause between a
@@ -118,6 +121,7 @@ impl Drop for Ticket {
                     s.generation = s.generation.wrapping_add(1);
                     h.free.push(self.slot);
                     h.live -= 1;
+                    worker_metrics::with(|m| m.hot_waiting.fetch_sub(1, Relaxed));
                 }
             }
         })
@@ -149,6 +153,7 @@ fn enter(until: Instant) -> Option<Ticket> {
         s.used = true;
         let generation = s.generation;
         h.live += 1;
+        worker_metrics::with(|m| m.hot_waiting.fetch_add(1, Relaxed));
         let first = h.live == 1;
         h.order.push_back((until, slot, generation));
         Some((Ticket { slot, generation }, first))

@@ -33,7 +33,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use crate::io::client_stream::ClientStream;
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::metrics::connections::Tracked;
+use crate::metrics::worker as worker_metrics;
 use crate::sys::waker::{NumberWake, number_waker};
 
 use super::conn::ConnInfo;
@@ -248,6 +251,18 @@ thread_local! {
 }
 
 impl Lot {
+    /// Counts one more parked connection, here and on the status page.
+    fn one_more(&mut self) {
+        self.live += 1;
+        worker_metrics::with(|m| m.parked.fetch_add(1, Relaxed));
+    }
+
+    /// Counts one parked connection less, here and on the status page.
+    fn one_less(&mut self) {
+        self.live -= 1;
+        worker_metrics::with(|m| m.parked.fetch_sub(1, Relaxed));
+    }
+
     fn insert(&mut self, w: Box<Waiting>, deadline: Instant) -> (u32, u16) {
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -261,13 +276,14 @@ impl Lot {
         };
         let e = &mut self.entries[slot as usize];
         e.parked = Some(Parked::Hot(w));
-        self.live += 1;
-        self.deadlines.push(Reverse((deadline, slot, e.generation)));
+        let generation = e.generation;
+        self.one_more();
+        self.deadlines.push(Reverse((deadline, slot, generation)));
         if self.cold.is_some() {
             self.hot
-                .push_back((crate::metrics::timed::now(), slot, e.generation));
+                .push_back((crate::metrics::timed::now(), slot, generation));
         }
-        (slot, e.generation)
+        (slot, generation)
     }
 
     /// Takes the connection out of `slot` if it is still the one
@@ -283,7 +299,7 @@ impl Lot {
         }
         e.generation = e.generation.wrapping_add(1);
         self.free.push(slot);
-        self.live -= 1;
+        self.one_less();
         if !by_timer {
             self.stale += 1;
             if self.stale > STALE_REBUILD && self.stale > 2 * self.live {
@@ -343,7 +359,7 @@ impl Lot {
                 // Deregistering failed: the socket is gone.
                 self.free.push(slot);
                 e.generation = e.generation.wrapping_add(1);
-                self.live -= 1;
+                self.one_less();
                 self.stale += 1;
                 continue;
             };
@@ -364,7 +380,7 @@ impl Lot {
             } else {
                 self.free.push(slot);
                 e.generation = e.generation.wrapping_add(1);
-                self.live -= 1;
+                self.one_less();
                 self.stale += 1;
             }
         }
