@@ -1,8 +1,10 @@
 //! Black-box tests of the `nowait_status` location: each client gets its
 //! format (Prometheus text, the live page, the JSON ring), the counters
 //! belong to the process (several reloads under requests and they only
-//! grow), and the live page draws charts that move, in a real headless
-//! Chromium.
+//! grow), and the live page, in a real headless Chromium, draws the load
+//! it is given: quiet seconds, then a step of a known number of requests,
+//! read back from the charts' SVG paths with the charts' own scale and
+//! compared with the ring of per-second samples, second by second.
 //!
 //! The Chromium test needs Debian's `chromium` (scripts/install-test-deps.sh
 //! installs it). Where it is missing it says so and passes, unless
@@ -14,8 +16,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::client::{get, request};
@@ -226,12 +226,13 @@ fn run_chromium(bin: &Path, profile: &Path, url: &str, args: &[&str]) -> String 
 
 /// Whether a dumped DOM holds chart `id` with its SVG drawn.
 fn dom_has_chart(dom: &str, id: &str) -> bool {
-    dom.split(&format!("id=\"chart-{id}\""))
-        .nth(1)
-        .is_some_and(|rest| {
-            let rest = rest.split("class=\"chart\"").next().unwrap_or(rest);
-            rest.contains("<svg") && rest.contains("<line")
-        })
+    chart_section(dom, id).is_some_and(|rest| rest.contains("<svg") && rest.contains("<line"))
+}
+
+/// The part of a dumped DOM that is chart `id`'s box.
+fn chart_section<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    let rest = dom.split(&format!("id=\"chart-{id}\"")).nth(1)?;
+    Some(rest.split("class=\"chart\"").next().unwrap_or(rest))
 }
 
 /// The `d` of each chart's series path in a dumped DOM, by `data-series`.
@@ -251,8 +252,204 @@ fn series_paths(dom: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// One second of the ring, the figures the requests and ttfb charts draw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Sample {
+    /// When the second ended (Unix seconds): the sample was taken in
+    /// `[t, t + 1)` and counts what happened since the one before it.
+    t: u64,
+    requests: u64,
+    p50_us: u64,
+    p99_us: u64,
+}
+
+/// The number after `"name":` in `json`.
+fn json_number(json: &str, name: &str) -> Option<u64> {
+    let at = json.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let digits: String = json[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The ring as the page fetches it (`?format=json`), oldest first.
+fn ring(port: u16) -> Vec<Sample> {
+    let json = common::body(&get(port, "/status?format=json"));
+    json.split("{\"t\":")
+        .skip(1)
+        .map(|one| {
+            let one = format!("\"t\":{one}");
+            let field =
+                |name| json_number(&one, name).unwrap_or_else(|| panic!("no {name} in {one}"));
+            Sample {
+                t: field("t"),
+                requests: field("requests"),
+                p50_us: field("ttfb_p50_us"),
+                p99_us: field("ttfb_p99_us"),
+            }
+        })
+        .collect()
+}
+
+/// The wall clock, as the sampler reads it (Unix seconds).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs_f64()
+}
+
+// The page's chart geometry (status_page.html: W, H, PAD_L, PAD_R, PAD_T,
+// PAD_B, MIN_WINDOW, WINDOW), to read the drawn points back as values.
+const W: f64 = 600.0;
+const H: f64 = 140.0;
+const PAD_L: f64 = 48.0;
+const PAD_R: f64 = 6.0;
+const PAD_T: f64 = 8.0;
+const PAD_B: f64 = 16.0;
+const MIN_WINDOW: u64 = 60;
+const MAX_WINDOW: u64 = 300;
+
+/// The page's `niceMax`: the y axis' top for a largest value `v`.
+fn nice_max(v: f64) -> f64 {
+    if v <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|top| v <= *top)
+        .unwrap_or(10.0 * p)
+}
+
+/// The points of a series path (`M x,y L x,y …`), in order.
+fn path_points(d: &str) -> Vec<(f64, f64)> {
+    d.split(['M', 'L'])
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap_or_else(|| panic!("point {p:?}"));
+            (
+                x.parse().unwrap_or_else(|_| panic!("x {x:?}")),
+                y.parse().unwrap_or_else(|_| panic!("y {y:?}")),
+            )
+        })
+        .collect()
+}
+
+/// The window a chart says it draws (its `-N s` axis label), seconds.
+fn drawn_window(section: &str) -> u64 {
+    section
+        .split(">-")
+        .skip(1)
+        .find_map(|rest| rest.split_once(" s<")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("no window label in {section}"))
+}
+
+/// A series read back from its path: (seconds before the last drawn
+/// second, value), with the scale the page drew it with (`top`, the
+/// window).
+fn decode(d: &str, window: u64, top: f64) -> Vec<(i64, f64)> {
+    path_points(d)
+        .into_iter()
+        .map(|(x, y)| {
+            let before = (W - PAD_R - x) / (W - PAD_L - PAD_R) * window as f64;
+            let rounded = before.round();
+            assert!(
+                (before - rounded).abs() < 0.1,
+                "x {x} is no whole second of a {window} s window"
+            );
+            let v = (1.0 - (y - PAD_T) / (H - PAD_T - PAD_B)) * top;
+            (-(rounded as i64), v)
+        })
+        .collect()
+}
+
+/// Largest error of a value read back: `y` is drawn to 0.1 of a unit.
+fn tolerance(top: f64) -> f64 {
+    top * 0.06 / (H - PAD_T - PAD_B)
+}
+
+/// A series the page drew: its name and each second's expected value.
+type Expected<'a> = (&'a str, fn(&Sample) -> f64);
+
+/// Finds the last second the page drew (it fetched the ring some time
+/// before `samples` was read): the one for which every series of a chart
+/// reads back, point for point, as `samples` say, one point per second of
+/// the window. Returns it, with the decoded series.
+fn match_drawn(
+    dom: &str,
+    chart: &str,
+    series: &[Expected<'_>],
+    samples: &[Sample],
+) -> (u64, Vec<Vec<(i64, f64)>>) {
+    let section = chart_section(dom, chart).unwrap_or_else(|| panic!("no {chart} chart"));
+    let paths = series_paths(section);
+    let label = drawn_window(section);
+    let mut tried = Vec::new();
+    for end in samples.iter().rev() {
+        let shown: Vec<&Sample> = samples.iter().filter(|x| x.t <= end.t).collect();
+        let span = end.t - shown[0].t;
+        let window = span.clamp(MIN_WINDOW, MAX_WINDOW);
+        let drawn: Vec<&Sample> = shown
+            .into_iter()
+            .filter(|x| x.t + window >= end.t)
+            .collect();
+        let top = nice_max(
+            series
+                .iter()
+                .flat_map(|(_, value)| drawn.iter().map(|x| value(x)))
+                .fold(0.0, f64::max),
+        );
+        let decoded: Vec<Vec<(i64, f64)>> = series
+            .iter()
+            .map(|(name, _)| {
+                let d = paths
+                    .get(*name)
+                    .unwrap_or_else(|| panic!("no {name:?} path in {chart}: {paths:?}"));
+                decode(d, window, top)
+            })
+            .collect();
+        let fits = window == label
+            && series.iter().zip(&decoded).all(|((_, value), points)| {
+                points.len() == drawn.len()
+                    && points.iter().zip(&drawn).all(|((before, v), x)| {
+                        *before == x.t as i64 - end.t as i64
+                            && (v - value(x)).abs() <= tolerance(top)
+                    })
+            });
+        if fits {
+            return (end.t, decoded);
+        }
+        tried.push(format!("ending {}: {decoded:?}", end.t));
+    }
+    panic!(
+        "the {chart} chart does not draw the ring's seconds: window {label} s, \
+         read back {:?}\nring: {samples:?}",
+        tried.first()
+    );
+}
+
+/// The requests/s chart's series, and the ttfb chart's (ms, as drawn).
+const REQUESTS: &[Expected<'_>] = &[("requests/s", |x| x.requests as f64)];
+const TTFB: &[Expected<'_>] = &[
+    ("p50", |x| x.p50_us as f64 / 1000.0),
+    ("p99", |x| x.p99_us as f64 / 1000.0),
+];
+
+/// Requests of the load step.
+const LOAD: u64 = 120;
+/// Pause between two of them: the step lasts over a second.
+const LOAD_PAUSE: Duration = Duration::from_millis(10);
+/// Silence before the step: two whole seconds without a request.
+const QUIET_BEFORE: Duration = Duration::from_millis(3500);
+/// Silence after it, so that a second ends after the step before the
+/// ring is read.
+const QUIET_AFTER: Duration = Duration::from_millis(2200);
+
 #[test]
-fn the_live_page_draws_charts_that_move_in_chromium() {
+fn the_live_page_draws_the_load_it_is_given_in_chromium() {
     let Some(bin) = chromium() else {
         let required = std::env::var_os("NOWAIT_REQUIRE_CHROMIUM").is_some_and(|v| v == "1");
         assert!(
@@ -260,34 +457,126 @@ fn the_live_page_draws_charts_that_move_in_chromium() {
             "chromium is missing: scripts/install-test-deps.sh installs it"
         );
         eprintln!(
-            "SKIPPED the_live_page_draws_charts_that_move_in_chromium: chromium is not installed \
-             (scripts/install-test-deps.sh installs it; scripts/test.sh requires it)"
+            "SKIPPED the_live_page_draws_the_load_it_is_given_in_chromium: chromium is not \
+             installed (scripts/install-test-deps.sh installs it; scripts/test.sh requires it)"
         );
         return;
     };
     let root = fixture();
     let s = Server::nowait(&conf(root.path(), 0));
     let port = s.port();
-    // A little load for the charts, paced so as not to take the machine.
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut i = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let _ = get(port, &format!("/f{}.txt", i % 8));
-                i += 1;
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
-    assert!(until(WAIT, || ring_seconds(port) >= 3), "the ring fills");
+    // Each of the test's requests counts, its polls of the ring too: after
+    // the last poll, nothing for a while, then LOAD requests, then nothing.
+    assert!(until(WAIT, || ring_seconds(port) >= 2), "the ring fills");
+    let polled = unix_now();
+    std::thread::sleep(QUIET_BEFORE);
+    let start = unix_now();
+    for i in 0..LOAD {
+        assert_eq!(get(port, &format!("/f{}.txt", i % 8)).status, 200);
+        std::thread::sleep(LOAD_PAUSE);
+    }
+    let end = unix_now();
+    std::thread::sleep(QUIET_AFTER);
+    let read = unix_now();
+    let before = ring(port);
+
+    // The ring: a second taken after the last poll and ending before the
+    // step began counts nothing; the seconds from the one the step began
+    // in to the first that ended after it count the step's requests, all
+    // of them; the seconds after, until the ring was read, nothing again.
+    let quiet = |x: &&Sample| x.t as f64 + 1.0 <= start;
+    let idle: Vec<&Sample> = before
+        .windows(2)
+        .filter(|w| w[0].t as f64 >= polled.ceil())
+        .map(|w| &w[1])
+        .filter(quiet)
+        .collect();
+    assert!(
+        !idle.is_empty(),
+        "no whole quiet second before the step: {before:?}"
+    );
+    for x in &idle {
+        assert_eq!(
+            (x.requests, x.p50_us, x.p99_us),
+            (0, 0, 0),
+            "a quiet second: {x:?}"
+        );
+    }
+    let last = before
+        .iter()
+        .find(|x| x.t as f64 >= end.ceil())
+        .filter(|x| x.t as f64 + 1.0 <= read)
+        .unwrap_or_else(|| panic!("no second ended between the step and the read: {before:?}"));
+    let step: Vec<&Sample> = before
+        .iter()
+        .filter(|x| x.t >= start as u64 && x.t <= last.t)
+        .collect();
+    assert_eq!(
+        step.iter().map(|x| x.requests).sum::<u64>(),
+        LOAD,
+        "the step's seconds count its requests: {step:?}"
+    );
+    for x in step.iter().filter(|x| x.requests > 0) {
+        assert!(x.p50_us > 0 && x.p99_us >= x.p50_us, "ttfb of {x:?}");
+    }
+    for x in before
+        .iter()
+        .filter(|x| x.t > last.t && x.t as f64 + 1.0 <= read)
+    {
+        assert_eq!(x.requests, 0, "a quiet second after the step: {x:?}");
+    }
+
+    // The page: each chart's path, read back with the chart's scale, is
+    // the ring, one point per second.
     let profile = TempDir::new("chromium-profile");
     let url = format!("http://127.0.0.1:{port}/status");
-    let first = series_paths(&run_chromium(&bin, profile.path(), &url, &["--dump-dom"]));
-    std::thread::sleep(Duration::from_millis(2500));
-    let second_dom = run_chromium(&bin, profile.path(), &url, &["--dump-dom"]);
-    let second = series_paths(&second_dom);
+    let dom = run_chromium(&bin, profile.path(), &url, &["--dump-dom"]);
+    let after = ring(port);
+    let (drawn_end, requests) = match_drawn(&dom, "requests", REQUESTS, &after);
+    let (ttfb_end, ttfb) = match_drawn(&dom, "ttfb", TTFB, &after);
+    assert_eq!(drawn_end, ttfb_end, "both charts draw the same fetch");
+    assert!(drawn_end >= last.t, "the page drew the step's seconds");
+    let at = |series: &[(i64, f64)], t: u64| -> f64 {
+        series
+            .iter()
+            .find(|(before, _)| *before == t as i64 - drawn_end as i64)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("second {t} is not drawn: {series:?}"))
+    };
+    let requests = &requests[0];
+    for x in &idle {
+        assert!(at(requests, x.t).abs() < 0.5, "drawn quiet second {}", x.t);
+    }
+    let drawn_step: f64 = step.iter().map(|x| at(requests, x.t)).sum();
+    assert!(
+        (drawn_step - LOAD as f64).abs() < 0.5 * step.len() as f64,
+        "the drawn step is {drawn_step} requests, want {LOAD}"
+    );
+    let (p50, p99) = (&ttfb[0], &ttfb[1]);
+    for x in step.iter().filter(|x| x.requests > 0) {
+        assert!(at(p50, x.t) > 0.0, "p50 drawn for second {}", x.t);
+        assert!(at(p99, x.t) >= at(p50, x.t), "p99 drawn for second {}", x.t);
+    }
+
+    // The other charts and a screenshot.
+    let paths = series_paths(&dom);
+    for series in ["worker 1 p99", "worker 2 max", "disk"] {
+        let d = paths
+            .get(series)
+            .unwrap_or_else(|| panic!("no {series:?} path in the page: {paths:?}"));
+        assert!(path_points(d).len() >= 2, "{series}: {d}");
+    }
+    for chart in [
+        "requests",
+        "ttfb",
+        "turn",
+        "pool_depth",
+        "pool_wait",
+        "fast",
+        "cache",
+    ] {
+        assert!(dom_has_chart(&dom, chart), "the page has the {chart} chart");
+    }
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page");
     std::fs::create_dir_all(&artifacts).expect("artifact directory");
     let shot = artifacts.join("status-page.png");
@@ -298,40 +587,6 @@ fn the_live_page_draws_charts_that_move_in_chromium() {
         &url,
         &[&format!("--screenshot={}", shot.display())],
     );
-    stop.store(true, Ordering::Relaxed);
-    let _ = load.join();
-    for series in [
-        "requests/s",
-        "p50",
-        "p99",
-        "worker 1 p99",
-        "worker 2 max",
-        "disk",
-    ] {
-        let d = first
-            .get(series)
-            .unwrap_or_else(|| panic!("no {series:?} path in the page: {first:?}"));
-        assert!(d.starts_with('M') && d.contains('L'), "{series}: {d}");
-    }
-    assert_ne!(
-        first["requests/s"], second["requests/s"],
-        "the requests chart moves between two loads 2.5 s apart"
-    );
-    assert_ne!(first["worker 1 p99"], second["worker 1 p99"]);
-    for chart in [
-        "requests",
-        "ttfb",
-        "turn",
-        "pool_depth",
-        "pool_wait",
-        "fast",
-        "cache",
-    ] {
-        assert!(
-            dom_has_chart(&second_dom, chart),
-            "the page has the {chart} chart"
-        );
-    }
     let png = std::fs::read(&shot).expect("the screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG at {}", shot.display());
     eprintln!("status page screenshot: {}", shot.display());
