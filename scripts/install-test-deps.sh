@@ -64,8 +64,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 # libfuse2 and fusepy: the FUSE file system whose reads start failing on
-# demand (tests/faults/eio_fs.py), for the read-error-mid-response test on
-# kernels without device-mapper.
+# demand (tests/faults/eio_fs.py), for the read-error-mid-response test
+# (device-mapper, which CI's kernel lacks, is tried besides where there).
 if ! dpkg -s libfuse2 >/dev/null 2>&1; then
     log "installing libfuse2"
     apt-get install -y --no-install-recommends libfuse2 >/dev/null 2>&1 || {

@@ -22,6 +22,8 @@
 //! - [`metrics`]: loop blocked time, latency histograms, pool counters.
 //! - [`sys`]: every raw system call, behind safe wrappers. The only module
 //!   allowed `unsafe`.
+//! - `testing` (test builds only): what a test does when the machine lacks
+//!   what it needs (`NOWAIT_REQUIRE_ALL`).
 //!
 //! The protocol engine and the I/O layer are internal: the library exists so
 //! that unit tests, benchmarks and fuzz targets can reach them, not as an API.
@@ -39,6 +41,8 @@ pub mod metrics;
 pub mod process;
 pub mod server;
 pub mod sys;
+#[cfg(any(test, feature = "test-faults"))]
+pub mod testing;
 pub mod upstream;
 
 /// The name printed in `Server` headers, error pages and log lines.

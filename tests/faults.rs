@@ -1,19 +1,20 @@
 //! Black-box tests of disk faults the server survives (issue: faults stay
 //! contained), each needing root to make the fault; without root, or
-//! without the kernel feature, a test says why on stderr and passes
-//! without checking (the CI runs them as root):
+//! without the kernel feature, a test says `SKIPPED` on the terminal, and
+//! fails under `NOWAIT_REQUIRE_ALL=1` (scripts/test.sh: CI runs them as
+//! root):
 //!
-//! - a full disk under the access log: lines are lost and counted
-//!   (`nowait_log_write_errors_total`), the event loops never wait on it,
-//!   and the server keeps serving;
+//! - a full disk under the access log (a 64 KiB tmpfs): lines are lost and
+//!   counted (`nowait_log_write_errors_total`), the event loops never wait
+//!   on it, and the server keeps serving;
 //! - a read error (EIO) in the middle of a response: nginx's
 //!   `ngx_read_file` message, `pread() "…" failed (5: Input/output error)`,
-//!   the connection closed, the worker serving on. Made with
-//!   device-mapper's `error` target, swapped in under a mounted file
-//!   system (skipped where the kernel has no device-mapper), and with a
-//!   FUSE file system whose reads start failing on demand
-//!   (`tests/faults/eio_fs.py`; fusepy and libfuse2, which
-//!   scripts/install-test-deps.sh installs).
+//!   the connection closed, the worker serving on. Made with a FUSE file
+//!   system whose reads start failing on demand (`tests/faults/eio_fs.py`;
+//!   fusepy and libfuse2, which scripts/install-test-deps.sh installs), and
+//!   also, where the kernel has device-mapper, with its `error` target
+//!   swapped in under a mounted file system (kernels built without it,
+//!   such as CI's, say so and test the FUSE failure only).
 //!
 //! A client that stops reading mid-body (`send_timeout`) is tested in
 //! tests/reliability.rs.
@@ -27,14 +28,10 @@ use std::time::Duration;
 
 use common::cached::Cached;
 use common::client::{Conn, get};
-use common::{TempDir, wait};
+use common::{TempDir, is_root, require_or_skip, wait};
 
 /// How long a test waits for an effect that follows a request.
 const SETTLE: Duration = Duration::from_secs(10);
-
-fn is_root() -> bool {
-    nowait::sys::process::geteuid() == 0
-}
 
 /// Runs a command; its success.
 fn run(cmd: &str, args: &[&str]) -> bool {
@@ -56,14 +53,11 @@ impl Drop for Mount {
 
 #[test]
 fn a_full_disk_under_the_access_log_loses_counted_lines_and_serving_goes_on() {
-    if !is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
-    }
+    require_or_skip!(is_root(), "mounting a small tmpfs needs root");
     let dir = TempDir::new("full-disk");
     let logs = dir.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
-    if !run(
+    let mounted = run(
         "mount",
         &[
             "-t",
@@ -73,10 +67,8 @@ fn a_full_disk_under_the_access_log_loses_counted_lines_and_serving_goes_on() {
             "tmpfs",
             &logs.to_string_lossy(),
         ],
-    ) {
-        eprintln!("skipped: mount -t tmpfs failed");
-        return;
-    }
+    );
+    require_or_skip!(mounted, "mount -t tmpfs failed");
     let _mount = Mount(logs.clone());
     let log = logs.join("access.log");
     let s = Cached::start_text(
@@ -159,16 +151,47 @@ fn evict(path: &Path) {
     assert_eq!(r, 0, "posix_fadvise");
 }
 
+/// Whether the kernel has device-mapper (`dmsetup version` reaches its
+/// driver).
+fn device_mapper() -> bool {
+    Command::new("dmsetup")
+        .arg("version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether a FUSE file system can be served here: the device, and fusepy.
+fn fuse() -> bool {
+    Path::new("/dev/fuse").exists() && run("python3", &["-c", "import fuse"])
+}
+
 #[test]
 fn a_read_error_mid_response_is_logged_as_nginx_and_closes_only_that_connection() {
-    if !is_root() {
-        eprintln!("skipped: device-mapper needs root");
-        return;
+    require_or_skip!(
+        is_root(),
+        "mounting a file system whose reads fail needs root"
+    );
+    require_or_skip!(
+        fuse(),
+        "no /dev/fuse, or no fusepy for python3 (scripts/install-test-deps.sh installs it)"
+    );
+    from_a_failing_file_system();
+    if device_mapper() {
+        from_a_failing_disk();
+    } else {
+        common::say(&format!(
+            "{}: this kernel has no device-mapper: the read error came from the FUSE \
+             file system only, not from a failing block device",
+            common::test_name!()
+        ));
     }
-    if !run("dmsetup", &["version"]) {
-        eprintln!("skipped: this kernel has no device-mapper (dmsetup version failed)");
-        return;
-    }
+}
+
+/// The read error from device-mapper's `error` target, swapped in under a
+/// mounted ext2 file system on a loop device.
+fn from_a_failing_disk() {
     let dir = TempDir::new("eio");
     let image = dir.path().join("disk.img");
     const SECTORS: u64 = 64 * 1024 * 2; // 64 MiB
@@ -277,21 +300,10 @@ impl Drop for FuseFs {
     }
 }
 
-/// The read error again, from a FUSE file system whose reads fail once a
-/// flag file exists: the kernel hands the server's read the EIO a failing
-/// disk gives. Runs where device-mapper is missing (this kernel has FUSE).
-#[test]
-fn a_read_error_from_a_failing_file_system_is_logged_as_nginx() {
-    if !is_root() {
-        eprintln!("skipped: mounting a FUSE file system with allow_other needs root");
-        return;
-    }
-    if !Path::new("/dev/fuse").exists() || !run("python3", &["-c", "import fuse"]) {
-        eprintln!(
-            "skipped: no /dev/fuse, or no fusepy for python3 (scripts/install-test-deps.sh installs it)"
-        );
-        return;
-    }
+/// The read error from a FUSE file system whose reads fail once a flag
+/// file exists: the kernel hands the server's read the EIO a failing disk
+/// gives.
+fn from_a_failing_file_system() {
     let dir = TempDir::new("eio-fuse");
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();

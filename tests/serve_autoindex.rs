@@ -194,21 +194,14 @@ fn errors_around_listings() {
 
 #[test]
 fn an_unreadable_directory_is_forbidden() {
-    if !nix_root() {
-        return; // Workers run as `nobody` only when started as root.
-    }
+    common::require_or_skip!(
+        common::is_root(),
+        "the workers run as nobody, who cannot read the directory, only when started as root"
+    );
     let f = Fixture::build();
     std::fs::remove_file(f.root().join("private/index.html")).ok();
     let s = serve(&f, "");
     assert_eq!(get(s.port(), "/private/").status, 403);
-}
-
-/// Whether the tests run as root.
-fn nix_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
 
 #[test]

@@ -99,17 +99,17 @@ fn bound(t: &[Task]) -> bool {
     t.iter().all(|t| t.cpus.len() == 1)
 }
 
-/// The first two CPUs this test may run on, or `None` (said on stderr)
-/// when there is only one.
-fn two_cpus() -> Option<(usize, usize)> {
+/// The first two CPUs `test` may run on, or `None` when there is only one
+/// (`test` is then skipped, or fails under `NOWAIT_REQUIRE_ALL=1`).
+fn two_cpus(test: &str) -> Option<(usize, usize)> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    match allowed_cpus(&status)[..] {
-        [a, b, ..] => Some((a, b)),
-        _ => {
-            eprintln!("one CPU only: the workers cannot be told apart by their CPUs; skipped");
-            None
-        }
-    }
+    let cpus = allowed_cpus(&status);
+    let two = common::require(
+        cpus.len() >= 2,
+        test,
+        "one CPU only: the workers cannot be told apart by their CPUs",
+    );
+    two.then(|| (cpus[0], cpus[1]))
 }
 
 /// A binary mask of `cpu` alone (`100` for CPU 2).
@@ -126,7 +126,9 @@ fn conf(main: &str) -> String {
 
 #[test]
 fn workers_take_their_priority_and_masks() {
-    let Some((a, b)) = two_cpus() else { return };
+    let Some((a, b)) = two_cpus(common::test_name!()) else {
+        return;
+    };
     let s = Server::nowait(&conf(&format!(
         "worker_processes 2;\nworker_priority 5;\nworker_cpu_affinity {} {};\nthread_pool p threads=1;",
         mask(a),
@@ -159,7 +161,9 @@ fn workers_take_their_priority_and_masks() {
 
 #[test]
 fn auto_gives_each_worker_a_cpu_of_its_own() {
-    let Some((a, b)) = two_cpus() else { return };
+    let Some((a, b)) = two_cpus(common::test_name!()) else {
+        return;
+    };
     let s = Server::nowait(&conf("worker_processes 2;\nworker_cpu_affinity auto;"));
     let workers = wait_tasks(&s, "worker#", 2, bound);
     assert_eq!(workers[0].cpus, [a], "{workers:?}");
@@ -175,7 +179,9 @@ fn auto_gives_each_worker_a_cpu_of_its_own() {
 
 #[test]
 fn more_workers_than_masks_reuse_the_last() {
-    let Some((a, b)) = two_cpus() else { return };
+    let Some((a, b)) = two_cpus(common::test_name!()) else {
+        return;
+    };
     let s = Server::nowait(&conf(&format!(
         "worker_processes 3;\nworker_cpu_affinity {} {};",
         mask(a),
@@ -194,7 +200,9 @@ fn more_workers_than_masks_reuse_the_last() {
 
 #[test]
 fn a_reload_starts_workers_with_the_new_values() {
-    let Some((a, b)) = two_cpus() else { return };
+    let Some((a, b)) = two_cpus(common::test_name!()) else {
+        return;
+    };
     let before = format!(
         "worker_processes 2;\nworker_priority 3;\nworker_cpu_affinity {} {};\nthread_pool p threads=1;",
         mask(a),

@@ -918,10 +918,10 @@ mod tests {
     #[test]
     fn a_locked_mapping_holds_its_pages_until_dropped() {
         let _ = crate::sys::process::raise_memlock_limit(1 << 20);
-        if crate::sys::process::memlock_limit().unwrap() < 256 * 1024 {
-            eprintln!("RLIMIT_MEMLOCK below 256 KiB: skipped");
-            return;
-        }
+        crate::require_or_skip!(
+            crate::sys::process::memlock_limit().unwrap() >= 256 * 1024,
+            "RLIMIT_MEMLOCK is below 256 KiB and cannot be raised"
+        );
         let f = TempFile::new("locked", &vec![7u8; 256 * 1024]);
         let fd = open_read(&f.0).unwrap();
         let before = locked_kib();

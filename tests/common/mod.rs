@@ -23,6 +23,11 @@
 //!   of scripted upstreams).
 //! - [`fixture`]: the document root every test serves, with fixed mtimes.
 //! - [`nginx_t`]: `nowait -t` against `nginx -t`, first `[emerg]` line.
+//! - [`require`], [`require_or_skip!`]: what a test does when the machine
+//!   lacks what it needs (root, a kernel feature, a second CPU): it fails
+//!   under `NOWAIT_REQUIRE_ALL=1` (scripts/test.sh, CI), else says
+//!   `SKIPPED: <test>: <reason>` on the terminal and returns. Never a
+//!   silent early return.
 //!
 //! Each test crate uses a different subset of these helpers, so the unused
 //! rest is not dead code.
@@ -51,6 +56,18 @@ pub use response::{Parsed, Response, parse_responses};
 pub use server::Server;
 pub use tmp::TempDir;
 pub use upstream::{Recorded, Upstream, UpstreamConn};
+
+// The crate's own (`nowait::testing`), so that its unit tests and these
+// tests skip and fail alike.
+pub use nowait::testing::{require, say};
+pub use nowait::{require_or_skip, test_name};
+
+/// Whether the tests run as root (the privilege, fault and confinement
+/// tests need it; CI runs them as root).
+#[allow(dead_code)]
+pub fn is_root() -> bool {
+    nowait::sys::process::geteuid() == 0
+}
 
 /// `len` bytes of deterministic content in which every 4-byte-aligned
 /// word differs from its neighbours (the offset, scrambled), so a

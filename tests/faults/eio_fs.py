@@ -5,9 +5,10 @@
 
 serves `big.bin` (SIZE bytes of 0x42) at MOUNTPOINT; once the file FLAG
 exists every read of it fails with EIO (errno 5), as a disk that dies in
-the middle of a response. Used by tests/faults.rs where device-mapper's
-`error` target is not available. Needs fusepy (`pip install fusepy`) and
-libfuse2; runs in the foreground until unmounted.
+the middle of a response. Used by tests/faults.rs on every kernel (with
+device-mapper's `error` target besides where the kernel has it). Needs
+fusepy (`pip install fusepy`) and libfuse2; runs in the foreground until
+unmounted.
 """
 import errno
 import os
