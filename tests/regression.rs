@@ -4,7 +4,7 @@
 mod common;
 
 use common::client::get;
-use common::{Conf, Fixture, Server};
+use common::{Conf, Fixture, Server, Upstream};
 
 /// `error_page 404 @named` with `return 200 "text"` in the named location
 /// answered 200; nginx keeps the error's status for a page served without
@@ -76,4 +76,41 @@ fn try_get_body(port: u16) -> Option<String> {
     c.try_send(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .ok()?;
     c.response().map(|r| common::body(&r))
+}
+
+/// The request lines an echoing upstream received for each path in
+/// `paths`, proxied by a server with `server_block` (`UP` is the
+/// upstream's address).
+fn upstream_request_lines(server_block: &str, paths: &[&str]) -> Vec<String> {
+    let up = Upstream::echo();
+    let s = common::proxy::start(&up, "", server_block);
+    for path in paths {
+        let r = get(s.port(), path);
+        assert_eq!(r.status, 200, "{path}: {}", s.stderr());
+    }
+    up.requests().iter().map(|r| r.request_line()).collect()
+}
+
+/// `set $suffix "?x=1"; proxy_pass http://127.0.0.1:8000$suffix;` (Laravel
+/// Octane's documented configuration) sent `GET ?x=1 HTTP/1.0` upstream:
+/// nginx's `ngx_http_proxy_eval` puts a `/` before an evaluated URI that
+/// is only a query. Fixed in `src/config/proxy_url.rs` (`evaluate`).
+#[test]
+fn proxy_pass_with_a_variable_holding_only_a_query_sends_a_path() {
+    let lines = upstream_request_lines(
+        "location / { set $suffix \"?x=1\"; proxy_pass http://UP$suffix; }\n\
+         location /args/ { proxy_pass http://UP$is_args$args; }\n\
+         location /empty/ { set $suffix \"\"; proxy_pass http://UP$suffix; }",
+        &["/index.php?a=1", "/args/x?b=2", "/args/y", "/empty/z?c=3"],
+    );
+    assert_eq!(
+        lines,
+        [
+            "GET /?x=1 HTTP/1.0",
+            "GET /?b=2 HTTP/1.0",
+            // An empty URI part: the client's URI, as with no variables.
+            "GET /args/y HTTP/1.0",
+            "GET /empty/z?c=3 HTTP/1.0",
+        ]
+    );
 }

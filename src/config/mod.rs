@@ -27,6 +27,7 @@ pub mod model;
 pub mod modules;
 pub mod names;
 pub mod proxy_model;
+pub mod proxy_url;
 pub mod referer;
 pub mod regex;
 pub mod script;

@@ -170,8 +170,13 @@ pub struct ProxyUrl {
     /// default (80); `localhost` for a Unix socket. Shared with each
     /// request's `$proxy_host`.
     pub host_header: std::sync::Arc<str>,
-    /// `$proxy_port`: the port (80 when none is written; 0 for a socket).
-    pub port: u16,
+    /// `$proxy_port`: the port as written, `80` when none is written or it
+    /// is the default; empty for a socket. Shared with each request's
+    /// `$proxy_port`.
+    pub port: std::sync::Arc<str>,
+    /// Where the default cache key's first part ends in the URL as
+    /// written (see [`super::proxy_url::ProxyVars::key_start`]).
+    pub key_start: usize,
     /// The URI part after the host (`/`, `/x/`, `?a=1`); `None` when absent.
     pub uri: Option<String>,
     /// The URL names a Unix socket (`http://unix:/path:/uri`).

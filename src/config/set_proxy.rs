@@ -13,24 +13,12 @@ use super::model::{
     BodyInFile, IGNORABLE_HEADERS, LocationMatch, NextUpstream, ProxyHttpVersion, ProxyPass,
     ProxyRedirect, ProxyTarget, ProxyUrl, RedirectFrom, RedirectRule,
 };
+use super::proxy_url::{HTTP_PREFIX, HTTPS_PREFIX, PASS_URL, proxy_vars};
 use super::set_upstream;
 use super::slot;
 use super::syntax::Directive;
 use super::template::Template;
-use super::url::{self, UrlOptions};
-
-/// How `proxy_pass` URLs are read: a URI may follow, names are resolved
-/// once the whole http block is known.
-const PASS_URL: UrlOptions = UrlOptions {
-    default_port: 80,
-    uri_part: true,
-    resolve: false,
-};
-
-/// The one scheme nowait proxies to.
-const HTTP_PREFIX: &str = "http://";
-/// The scheme nowait does not proxy to yet.
-const HTTPS_PREFIX: &str = "https://";
+use super::url;
 
 /// The inherited settings of the directive's level.
 pub(super) fn ls<'a>(scope: &'a mut Scope<'_>) -> &'a mut LocSet {
@@ -102,23 +90,14 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
                 .into(),
         );
     }
-    // nginx's ngx_http_proxy_set_vars.
-    let host_header = if parsed.unix {
-        "localhost".to_string()
-    } else {
-        match &parsed.port_text {
-            Some(text) if parsed.port != PASS_URL.default_port => {
-                format!("{}:{text}", parsed.host)
-            }
-            _ => parsed.host.clone(),
-        }
-    };
+    let vars = proxy_vars(&parsed, HTTP_PREFIX.len(), written.len());
     l.proxy_pass = Some(ProxyPass {
         url: Template::literal(written),
         target: ProxyTarget::Static(ProxyUrl {
             upstream,
-            host_header: host_header.into(),
-            port: parsed.port,
+            host_header: vars.host_header.into(),
+            port: vars.port.into(),
+            key_start: vars.key_start,
             uri: (!parsed.uri.is_empty()).then_some(parsed.uri),
             unix: parsed.unix,
         }),
@@ -523,17 +502,17 @@ mod tests {
              location /f { proxy_pass http://[::1]:81; }",
         );
         let want = [
-            ("127.0.0.1:8080", 8080, Some("/x/"), false),
-            ("localhost", 80, None, false),
-            ("127.0.0.2", 80, None, false),
-            ("localhost:08080", 8080, Some("?q"), false),
-            ("localhost", 0, Some("/u"), true),
-            ("[::1]:81", 81, None, false),
+            ("127.0.0.1:8080", "8080", Some("/x/"), false),
+            ("localhost", "80", None, false),
+            ("127.0.0.2", "80", None, false),
+            ("localhost:08080", "08080", Some("?q"), false),
+            ("localhost", "", Some("/u"), true),
+            ("[::1]:81", "81", None, false),
         ];
         for (l, (host, port, uri, unix)) in l.iter().zip(want) {
             let u = url(l);
             assert_eq!(&*u.host_header, host);
-            assert_eq!(u.port, port, "{host}");
+            assert_eq!(&*u.port, port, "{host}");
             assert_eq!(u.uri.as_deref(), uri, "{host}");
             assert_eq!(u.unix, unix, "{host}");
         }

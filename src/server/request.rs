@@ -218,8 +218,9 @@ pub struct UpstreamTry {
 pub struct UpstreamVars {
     /// `$proxy_host`.
     pub proxy_host: Option<std::sync::Arc<str>>,
-    /// `$proxy_port`.
-    pub proxy_port: Option<u16>,
+    /// `$proxy_port`: the port as the URL wrote it (see
+    /// [`crate::config::proxy_url::ProxyVars::port`]).
+    pub proxy_port: Option<std::sync::Arc<str>>,
     /// Every try, in order; a new group after an internal redirect is
     /// separated by `" : "` as nginx does (see `group_starts`).
     pub tries: Vec<UpstreamTry>,

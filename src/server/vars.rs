@@ -202,7 +202,7 @@ impl<'a> Req<'a> {
             },
             Builtin::ProxyPort => match self.shadowed(|| b.name().to_string()) {
                 Some(v) => Some(v),
-                None => owned(self.upstream.proxy_port?.to_string()),
+                None => borrowed(self.upstream.proxy_port.as_deref()?),
             },
             Builtin::ProxyAddXForwardedFor => {
                 let ip = self.peer.to_string();

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::config::model::{NextUpstream, ProxyHttpVersion, ProxyTarget};
-use crate::config::url::{UrlOptions, parse_url};
+use crate::config::proxy_url::{self, Evaluated};
 use crate::http::request::Method;
 use crate::http::status::Status;
 use crate::io::deadline::{self, Deadline};
@@ -310,12 +310,9 @@ async fn target<'a>(
                 Status::INTERNAL_SERVER_ERROR
             })?;
             r.upstream.proxy_host = Some(url.host_header.clone());
-            r.upstream.proxy_port = Some(url.port);
+            r.upstream.proxy_port = Some(url.port.clone());
             let source = &pass.url.source;
-            let url_prefix = match &url.uri {
-                Some(u) if source.ends_with(u.as_str()) => &source[..source.len() - u.len()],
-                _ => source.as_str(),
-            };
+            let url_prefix = source.get(..url.key_start).unwrap_or(source);
             Ok(Target {
                 url_prefix: Cow::Borrowed(url_prefix),
                 group,
@@ -338,46 +335,19 @@ async fn dynamic_target(
     pass: &crate::config::model::ProxyPass,
 ) -> Result<Target<'static>, Status> {
     let url = r.expand_lossy(&pass.url);
-    let lower = url.to_ascii_lowercase();
-    let rest = if lower.starts_with("http://") {
-        &url[7..]
-    } else {
-        let what = if lower.starts_with("https://") {
-            "https proxying is not implemented yet"
-        } else {
-            "invalid URL prefix"
-        };
+    let Evaluated { parsed, vars } = proxy_url::evaluate(&url).map_err(|e| {
         r.error_log().log(
             Level::Error,
             Some(r.conn_no),
-            format_args!("{what} in \"{url}\"{}", r.log_context()),
-        );
-        return Err(Status::INTERNAL_SERVER_ERROR);
-    };
-    let opts = UrlOptions {
-        default_port: 80,
-        uri_part: true,
-        resolve: false,
-    };
-    let parsed = parse_url(rest, opts).map_err(|e| {
-        r.error_log().log(
-            Level::Error,
-            Some(r.conn_no),
-            format_args!("{e} in upstream \"{rest}\"{}", r.log_context()),
+            format_args!("{e}{}", r.log_context()),
         );
         Status::INTERNAL_SERVER_ERROR
     })?;
-    let host_header = if parsed.unix {
-        "localhost".to_string()
-    } else if parsed.port == 80 {
-        parsed.host.clone()
-    } else {
-        format!("{}:{}", parsed.host, parsed.port)
-    };
-    r.upstream.proxy_host = Some(host_header.into());
-    r.upstream.proxy_port = Some(parsed.port);
+    let rest = &url[proxy_url::HTTP_PREFIX.len()..];
+    r.upstream.proxy_host = Some(vars.host_header.into());
+    r.upstream.proxy_port = Some(vars.port.into());
     let uri = (!parsed.uri.is_empty()).then(|| Cow::Owned(parsed.uri.clone()));
-    let url_prefix = Cow::Owned(url[..url.len() - parsed.uri.len()].to_string());
+    let url_prefix = Cow::Owned(url.get(..vars.key_start).unwrap_or(&url).to_string());
     if let Some(g) = site
         .upstreams
         .find(&parsed.host, parsed.port, !parsed.no_port)
