@@ -114,3 +114,29 @@ fn proxy_pass_with_a_variable_holding_only_a_query_sends_a_path() {
         ]
     );
 }
+
+/// `rewrite … break` (or `last`) before a `proxy_pass` without a URI part
+/// sent the client's original request target upstream, and `rewrite …
+/// last` could not reach an `internal` location: a rewrite did not make
+/// the request internal (nginx's `ngx_http_script_regex_start_code` sets
+/// `r->internal` and clears `r->valid_unparsed_uri`); `set $args` did not
+/// clear `valid_unparsed_uri` either. Fixed in `src/server/rewrite.rs` and
+/// `src/server/request.rs` (`valid_unparsed_uri`).
+#[test]
+fn rewrite_before_proxy_pass_sends_the_rewritten_uri() {
+    let lines = upstream_request_lines(
+        "location /api/ { rewrite ^/api/(.*)$ /$1 break; proxy_pass http://UP; }\n\
+         location /old/ { rewrite ^/old/(.*)$ /new/$1 last; }\n\
+         location /new/ { internal; proxy_pass http://UP; }\n\
+         location /args/ { set $args b=2; proxy_pass http://UP; }",
+        &["/api/users?id=1", "/old/a%20b?c=3", "/args/x?a=1"],
+    );
+    assert_eq!(
+        lines,
+        [
+            "GET /users?id=1 HTTP/1.0",
+            "GET /new/a%20b?c=3 HTTP/1.0",
+            "GET /args/x?b=2 HTTP/1.0",
+        ]
+    );
+}

@@ -71,7 +71,8 @@ pub struct Req<'a> {
     /// The decoded, normalized path (`$uri`): the head's own until a
     /// rewrite or an internal redirect replaces it.
     pub uri: Cow<'a, str>,
-    /// `$args` when a rewrite changed them; `None` keeps the head's.
+    /// `$args` when a rewrite or `set $args` changed them; `None` keeps
+    /// the head's.
     pub args: Option<Option<String>>,
     /// The client's address (`realip` may replace it).
     pub peer: ClientAddr,
@@ -384,9 +385,10 @@ impl<'a> Req<'a> {
     }
 
     /// Whether the request target as received still names this request
-    /// (nginx's `r->valid_unparsed_uri`).
+    /// (nginx's `r->valid_unparsed_uri`): not after a rewrite or an
+    /// internal redirect, nor once `set $args` replaced the arguments.
     pub fn valid_unparsed_uri(&self) -> bool {
-        !self.internal
+        !self.internal && self.args.is_none()
     }
 
     /// `$args`: a rewrite's, else the head's.

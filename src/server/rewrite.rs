@@ -276,6 +276,11 @@ fn rewrite<'a>(r: &mut Req<'a>, rw: &Rewrite, run: &mut Run) -> Step<'a> {
         reply.location = Some(location);
         return Step::Stop(Flow::Reply(Box::new(reply)));
     }
+    // ngx_http_script_regex_start_code: a rewritten URI is the request's
+    // own no longer (`r->internal`, and `r->valid_unparsed_uri` cleared):
+    // the proxy sends the new one, escaped, and `internal` locations take
+    // it.
+    r.internal = true;
     if rw.flag == RewriteFlag::Break {
         r.valid_location = false;
         run.uri_changed = false;

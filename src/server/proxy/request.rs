@@ -87,7 +87,7 @@ pub fn request_target(
         out.extend_from_slice(uri_part.as_bytes());
     }
     let rest = &r.uri.as_bytes()[prefix_len..];
-    if r.internal || r.head.uri.request_uri.contains(&b'%') {
+    if r.internal || r.quoted_uri() {
         escape_uri(rest, &mut out);
     } else {
         out.extend_from_slice(rest);
