@@ -140,3 +140,31 @@ fn rewrite_before_proxy_pass_sends_the_rewritten_uri() {
         ]
     );
 }
+
+/// `proxy_pass_header X-Foo` did not pass a field that `proxy_hide_header
+/// X-Foo` hid, at the same level or inherited (a location hiding `Server`
+/// under one passing it hid it too): nginx's
+/// `ngx_http_upstream_hide_headers_hash` takes the pass list's names off
+/// the whole hide list, its defaults and `proxy_hide_header`'s names
+/// alike. Fixed in `src/server/proxy/response.rs` (`withheld`).
+#[test]
+fn proxy_pass_header_passes_a_field_proxy_hide_header_named() {
+    let up = Upstream::fixed(
+        b"HTTP/1.1 200 OK\r\nServer: up\r\nX-Foo: foo\r\nX-Bar: bar\r\n\
+          Content-Length: 2\r\nConnection: close\r\n\r\nok",
+    );
+    let s = common::proxy::start(
+        &up,
+        "",
+        "location /same/ { proxy_pass http://UP; proxy_hide_header X-Foo; proxy_pass_header X-Foo; }\n\
+         location /outer/ { proxy_pass_header Server; proxy_pass_header X-Foo;\n\
+           location /outer/in/ { proxy_pass http://UP; proxy_hide_header Server;\n\
+             proxy_hide_header X-Foo; proxy_hide_header X-Bar; } }",
+    );
+    let r = get(s.port(), "/same/x");
+    assert_eq!(r.header("X-Foo").as_deref(), Some("foo"));
+    let r = get(s.port(), "/outer/in/x");
+    assert_eq!(r.header("X-Foo").as_deref(), Some("foo"));
+    assert_eq!(r.header("Server").as_deref(), Some("up"));
+    assert_eq!(r.header("X-Bar"), None);
+}

@@ -213,7 +213,8 @@ inherited! {
         /// `proxy_hide_header`: hidden beyond nginx's own list (Date, Server,
         /// X-Pad, X-Accel-*); a level's entries replace the parent's.
         proxy_hide_header: Vec<String> = Vec::new(),
-        /// `proxy_pass_header`: passed although hidden by default.
+        /// `proxy_pass_header`: passed although hidden, by default or by
+        /// `proxy_hide_header` (at this level or inherited).
         proxy_pass_header: Vec<String> = Vec::new(),
         /// `proxy_pass_request_headers`.
         proxy_pass_request_headers: bool = true,

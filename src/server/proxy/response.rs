@@ -112,15 +112,18 @@ fn listed(list: &[String], name: &[u8]) -> bool {
 }
 
 /// Whether a field named `name` (which is `known`) is not passed on: one
-/// of [`Known::Hop`], or hidden by default and not `proxy_pass_header`, or
-/// `proxy_hide_header`.
+/// of [`Known::Hop`], or hidden (by default or by `proxy_hide_header`) and
+/// not `proxy_pass_header`. As in nginx's
+/// `ngx_http_upstream_hide_headers_hash`, the pass list takes names off
+/// the whole hide list, `proxy_hide_header`'s own names included, whatever
+/// level each list comes from.
 fn withheld(conf: &LocConf, name: &[u8], known: Option<Known>) -> bool {
-    match known {
-        Some(Known::Hop) => return true,
-        Some(k) if k.hidden_by_default() && !listed(&conf.proxy_pass_header, name) => return true,
-        _ => {}
+    if known == Some(Known::Hop) {
+        return true;
     }
-    listed(&conf.proxy_hide_header, name)
+    let hidden =
+        known.is_some_and(Known::hidden_by_default) || listed(&conf.proxy_hide_header, name);
+    hidden && !listed(&conf.proxy_pass_header, name)
 }
 
 /// The reply for `head` (its body is the caller's), and what `X-Accel-*`
@@ -352,5 +355,16 @@ mod tests {
         assert!(withheld(&conf, b"Date", Some(Known::Date)));
         assert!(withheld(&conf, b"Connection", Some(Known::Hop)));
         assert!(withheld(&conf, b"etag", None));
+        // It takes a name off `proxy_hide_header`'s list too, a default
+        // one named again included.
+        let conf = LocConf {
+            proxy_pass_header: vec!["x-foo".into(), "Date".into()],
+            proxy_hide_header: vec!["X-Foo".into(), "date".into(), "X-Bar".into()],
+            ..LocConf::default()
+        };
+        assert!(!withheld(&conf, b"X-Foo", None));
+        assert!(!withheld(&conf, b"Date", Some(Known::Date)));
+        assert!(withheld(&conf, b"X-Bar", None));
+        assert!(withheld(&conf, b"Server", Some(Known::Server)));
     }
 }
