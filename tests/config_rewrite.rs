@@ -92,6 +92,10 @@ fn good_configurations() {
         ("split-clients", format!("split_clients $remote_addr $v {{ 50% a; * b; }} {}", s("return 200 $v;"))),
         ("merge-slashes", s("merge_slashes off;")),
         ("server-names-hash", format!("server_names_hash_max_size 1024; server_names_hash_bucket_size 128; {}", s(""))),
+        // Keys hashed in a machine word, as nginx's ngx_hash_key_lc: in 32
+        // bits the first set fit in three buckets and the second did not.
+        ("map-hash-word", format!("map_hash_max_size 3; map $uri $x {{ alpha-beta 1; epsilon-zeta 2; theta-iota 3; kappa-lambda 4; }} {}", s("return 200 $x;"))),
+        ("map-hash-word-fits", format!("map_hash_max_size 3; map $uri $x {{ epsilon-zeta 1; theta-iota 2; kappa-lambda 3; omicron-pi 4; }} {}", s("return 200 $x;"))),
     ]);
 }
 

@@ -179,6 +179,20 @@ pub fn check_hash(
     bucket_size: u64,
     name: &str,
 ) -> Result<Option<String>, String> {
+    let slots: Vec<Option<&[u8]>> = keys.iter().copied().map(Some).collect();
+    check_hash_slots(&slots, max_size, bucket_size, name)
+}
+
+/// [`check_hash`] for keys some of which were taken out after the list
+/// was made (`None`, nginx's `key.data = NULL`): they are placed nowhere
+/// but still count towards the first table size tried, as in nginx.
+pub fn check_hash_slots(
+    slots: &[Option<&[u8]>],
+    max_size: u64,
+    bucket_size: u64,
+    name: &str,
+) -> Result<Option<String>, String> {
+    let keys: Vec<&[u8]> = slots.iter().flatten().copied().collect();
     let ptr = std::mem::size_of::<usize>() as u64;
     if max_size == 0 {
         return Err(format!(
@@ -205,19 +219,21 @@ pub fn check_hash(
     // ngx_hash_init: the smallest table size whose buckets all fit (every
     // key fits a bucket, checked above, so `bucket >= 2 * ptr`).
     let bucket = bucket_size - ptr;
-    let n = keys.len() as u64;
+    let n = slots.len() as u64;
     let mut start = (n / (bucket / (2 * ptr))).max(1);
     if max_size > 10000 && n > 0 && max_size / n < 100 {
         start = max_size - 1000;
     }
-    let hashes: Vec<u64> = keys.iter().map(|k| u64::from(hash_key_lc(k))).collect();
-    let mut test = vec![0u64; max_size as usize];
+    let hashes: Vec<u64> = keys.iter().map(|k| hash_key_lc(k) as u64).collect();
+    // The bytes taken in each bucket a key falls in: only those, so that
+    // a large `max_size` costs no memory.
+    let mut test: HashMap<u64, u64> = HashMap::with_capacity(keys.len());
     'size: for size in start..=max_size {
-        test[..size as usize].iter_mut().for_each(|t| *t = 0);
+        test.clear();
         for (k, h) in keys.iter().zip(&hashes) {
-            let slot = (h % size) as usize;
-            test[slot] += hash_elt_size(k.len());
-            if test[slot] > bucket {
+            let taken = test.entry(h % size).or_insert(0);
+            *taken += hash_elt_size(k.len());
+            if *taken > bucket {
                 continue 'size;
             }
         }
@@ -228,11 +244,13 @@ pub fn check_hash(
     )))
 }
 
-/// nginx's `ngx_hash_key_lc`: `key = key * 31 + lowercase(byte)`.
-fn hash_key_lc(k: &[u8]) -> u32 {
-    k.iter().fold(0u32, |h, &c| {
+/// nginx's `ngx_hash_key_lc`: `key = key * 31 + lowercase(byte)`, in an
+/// `ngx_uint_t`, a machine word (on a 64-bit machine a name of seven bytes
+/// or more lands elsewhere than a 32-bit sum would put it).
+fn hash_key_lc(k: &[u8]) -> usize {
+    k.iter().fold(0usize, |h, &c| {
         h.wrapping_mul(31)
-            .wrapping_add(u32::from(c.to_ascii_lowercase()))
+            .wrapping_add(usize::from(c.to_ascii_lowercase()))
     })
 }
 
