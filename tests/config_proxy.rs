@@ -240,6 +240,42 @@ fn good_configurations() {
     ]);
 }
 
+/// The header tables nginx builds while merging (`proxy_headers_hash`):
+/// a size nothing fits is an `[emerg]` without a place, at the first level
+/// that builds a table with it.
+#[test]
+#[rustfmt::skip]
+fn bad_header_hash_sizes() {
+    check_bad(vec![
+        ("max-size-zero", format!("proxy_headers_hash_max_size 0; {}", s("")), "could not build proxy_headers_hash, you should increase proxy_headers_hash_max_size: 0", None),
+        ("bucket-too-large", format!("proxy_headers_hash_bucket_size 100000; {}", s("")), "could not build proxy_headers_hash, too large proxy_headers_hash_bucket_size: 100032", None),
+        ("location-hides", s("location / { proxy_headers_hash_max_size 0; proxy_hide_header X-A; }"), "could not build proxy_headers_hash, you should increase proxy_headers_hash_max_size: 0", None),
+        ("location-sets", s("location / { proxy_headers_hash_max_size 0; proxy_set_header X-A a; }"), "could not build proxy_headers_hash, you should increase proxy_headers_hash_max_size: 0", None),
+        ("long-name", s(&format!("location / {{ proxy_hide_header X-{}; }}", "a".repeat(45))), "could not build proxy_headers_hash, you should increase proxy_headers_hash_bucket_size: 64", None),
+    ]);
+}
+
+/// Where nginx builds the header tables, and so prints its `could not
+/// build optimal proxy_headers_hash` warning: each server that writes no
+/// `proxy_set_header` under an http level that wrote none builds its own
+/// set table; a level builds its hidden table only with lists of its own
+/// (or under an http level none built yet), its set table only with
+/// entries of its own, a caching one its cache table once.
+#[test]
+#[rustfmt::skip]
+fn header_hash_warnings_where_nginx_builds_tables() {
+    check_good(vec![
+        ("location-inherits", s("location / { proxy_headers_hash_max_size 0; }")),
+        ("two-servers", format!("proxy_headers_hash_max_size 2; {} {}", s(""), s("").replace("18080", "18081"))),
+        ("two-servers-entries", format!("proxy_headers_hash_max_size 2; proxy_set_header X-A a; {} {}", s(""), s("").replace("18080", "18081"))),
+        ("nested", format!("proxy_headers_hash_max_size 2; {}", s("location / { proxy_set_header A b; location /x { proxy_pass_header Date; } location /y { } }"))),
+        ("hidden-at-http", format!("proxy_headers_hash_max_size 5; proxy_hide_header X-Aaaa; proxy_hide_header X-Bbbbbbbb; proxy_pass_header Date; {} {}", s(""), s("proxy_hide_header Y;").replace("18080", "18081"))),
+        ("cached", format!("proxy_cache_path cache keys_zone=z:1m; proxy_headers_hash_max_size 3; {}", s("location / { proxy_cache z; location /a { } } location /b { proxy_cache z; proxy_set_header X y; } location /c { proxy_store on; }"))),
+        ("a-default-table-at-eight", s("location / { proxy_headers_hash_max_size 8; proxy_pass_header X-Foo; }")),
+        ("passed-names-leave", s(&format!("location / {{ proxy_hide_header X-{0}; proxy_pass_header X-{0}; }}", "a".repeat(45)))),
+    ]);
+}
+
 /// nowait has no TLS yet: an `https://` upstream is refused at load time
 /// (nginx built with OpenSSL accepts it), never silently sent in clear.
 #[test]

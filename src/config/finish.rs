@@ -16,6 +16,7 @@ use super::model::{
     AccessLogs, AccessTarget, DEFAULT_POOL, Handler, HttpConf, Listen, Location, LogTarget,
     MainConf, Root, ThreadPoolConf, VarDef,
 };
+use super::proxy_hash::Tables;
 use super::template::{Part, Template, Var};
 
 /// Merges and checks; errors go to the builder's diagnostics.
@@ -171,9 +172,13 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
         line: 0,
     });
     let mut checks = MergeChecks::new(at, finish_cache::zone_names(h));
+    // The http level's header tables: the first server to need them
+    // builds them for the others (see `proxy_hash`).
+    let mut http_tables = Tables::http(h.set.proxy_set_header.is_some());
     for s in &mut h.servers {
         s.conf = finish_cache::resolve(&s.set, &h.conf);
         checks.level(b, &mut s.conf);
+        let mut tables = checks.header_tables(b, &s.set, &s.conf, &mut http_tables);
         checks.secure_link(b, &s.set, &mut s.conf);
         s.srv = s.srv_set.resolve(&srv_http);
         if s.listens.is_empty() {
@@ -185,7 +190,7 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
                 }),
             ));
         }
-        merge_locations(b, &mut checks, &mut s.locations, &s.conf);
+        merge_locations(b, &mut checks, &mut s.locations, &s.conf, &mut tables);
     }
 }
 
@@ -194,9 +199,10 @@ fn merge_locations(
     checks: &mut MergeChecks,
     list: &mut [Location],
     parent: &LocConf,
+    tables: &mut Tables,
 ) {
     for l in list {
-        merge_location(b, checks, l, parent);
+        merge_location(b, checks, l, parent, tables);
     }
 }
 
@@ -204,9 +210,16 @@ fn merge_locations(
 /// nested locations, and the anonymous locations of its `if` blocks, which
 /// take the location's content handler (and `proxy_pass`) unless they
 /// name their own, as nginx's `noname` locations do.
-fn merge_location(b: &mut Builder, checks: &mut MergeChecks, l: &mut Location, parent: &LocConf) {
+fn merge_location(
+    b: &mut Builder,
+    checks: &mut MergeChecks,
+    l: &mut Location,
+    parent: &LocConf,
+    parent_tables: &mut Tables,
+) {
     l.conf = finish_cache::resolve(&l.set, parent);
     checks.location(b, l);
+    let mut tables = checks.header_tables(b, &l.set, &l.conf, parent_tables);
     checks.secure_link(b, &l.set, &mut l.conf);
     choose_handler(b, l);
     let conf = l.conf.clone();
@@ -216,7 +229,7 @@ fn merge_location(b: &mut Builder, checks: &mut MergeChecks, l: &mut Location, p
             child.proxy_pass = proxy_pass.clone();
             child.status_page = handler == Handler::Status;
         }
-        merge_location(b, checks, child, &conf);
+        merge_location(b, checks, child, &conf, &mut tables);
         if child.noname && child.handler == Handler::Static {
             child.handler = handler;
         }

@@ -3,17 +3,20 @@
 //! names resolved, groups without usable servers refused) and the checks
 //! and derived values of `ngx_http_proxy_merge_loc_conf` (buffer sizes,
 //! `proxy_next_upstream off`, the default `proxy_redirect`, the zone of
-//! `proxy_cache`).
+//! `proxy_cache`, the header tables' sizes).
 //!
 //! nginx reports merge problems where the `http` block closes, and so does
-//! this; a problem inherited by several servers is reported once.
+//! this (the header tables' without a place, as nginx's); a problem
+//! inherited by several servers is reported once.
 
 use std::collections::HashSet;
 
 use super::build::Builder;
+use super::error::ConfError;
 use super::finish_cache;
 use super::inherit::LocConf;
 use super::model::{HttpConf, Location, NextUpstream, ProxyRedirect, ProxyTarget, Upstream};
+use super::proxy_hash::Tables;
 use super::set_proxy::default_redirect;
 use super::source::Loc;
 use super::url;
@@ -141,6 +144,31 @@ impl MergeChecks {
         }
     }
 
+    /// The proxy module's header tables of a merged level (`set`: what it
+    /// wrote) under a parent whose tables are `parent`: nginx's messages
+    /// where it builds them ([`super::proxy_hash::level`]), an `[emerg]`
+    /// reported once. Returns the level's tables, for its children.
+    pub fn header_tables(
+        &mut self,
+        b: &mut Builder,
+        set: &super::inherit::LocSet,
+        conf: &LocConf,
+        parent: &mut Tables,
+    ) -> Tables {
+        let (tables, problems) = super::proxy_hash::level(set, conf, parent);
+        for p in problems {
+            match p {
+                Ok(warning) => b.diags.push(ConfError::warn(warning, None)),
+                Err(emerg) => {
+                    if self.reported.insert(emerg.clone()) {
+                        b.diags.push(ConfError::emerg(emerg, None));
+                    }
+                }
+            }
+        }
+        tables
+    }
+
     /// The secure_link module's merge of a level whose own settings are
     /// `set` ([`super::set_access::merge_secure_link`]).
     pub fn secure_link(
@@ -218,7 +246,7 @@ pub fn check_zones(b: &mut Builder) {
         .map(|z| format!("zero size shared memory zone \"{}\"", z.name))
         .collect();
     for p in problems {
-        b.diags.push(super::error::ConfError::emerg(p, None));
+        b.diags.push(ConfError::emerg(p, None));
     }
 }
 

@@ -26,6 +26,7 @@ pub mod map;
 pub mod model;
 pub mod modules;
 pub mod names;
+pub mod proxy_hash;
 pub mod proxy_model;
 pub mod proxy_url;
 pub mod referer;
