@@ -95,6 +95,9 @@ pub enum Status {
 
 /// Why a `*_hash_max_size` / `*_hash_bucket_size` directive has no effect.
 const HASH: &str = "it sizes one of nginx's hash tables; nowait's tables grow as needed, so there is nothing to size and no list is refused for outgrowing it";
+/// Why a `*_hash_max_size` / `*_hash_bucket_size` directive whose hash
+/// nginx builds from the configuration has no effect beyond its checks.
+const HASH_CHECKED: &str = "it sizes one of nginx's hash tables; nowait's tables grow as needed, so there is nothing to size, but a list is checked against the sizes as nginx checks it (the same [emerg] and [warn])";
 /// Why a `*_pool_size` directive has no effect.
 const POOL: &str =
     "it sizes nginx's memory pools; nowait allocates what a connection or request needs";
@@ -265,8 +268,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("uninitialized_variable_warn", HSL | SIF | LIF, Exactly(1), false, Ready, set_rewrite::uninitialized_variable_warn, "uninitialized_variable_warn on | off;", "on"),
     // map, split_clients
     spec!("map", HTTP, Exactly(2), true, Ready, set_map::map, "map string $variable { ... }", "—"),
-    spec!("map_hash_max_size", HTTP, Exactly(1), false, NoEffect(HASH), set_map::map_hash_max_size, "map_hash_max_size size;", "2048"),
-    spec!("map_hash_bucket_size", HTTP, Exactly(1), false, NoEffect(HASH), set_map::map_hash_bucket_size, "map_hash_bucket_size size;", "32 | 64 | 128"),
+    spec!("map_hash_max_size", HTTP, Exactly(1), false, NoEffect(HASH_CHECKED), set_map::map_hash_max_size, "map_hash_max_size size;", "2048"),
+    spec!("map_hash_bucket_size", HTTP, Exactly(1), false, NoEffect(HASH_CHECKED), set_map::map_hash_bucket_size, "map_hash_bucket_size size;", "32 | 64 | 128"),
     spec!("split_clients", HTTP, Exactly(2), true, Ready, set_split_clients::split_clients, "split_clients string $variable { ... }", "—"),
     // request bodies: parsed and validated, honoured with the proxy
     spec!("client_body_buffer_size", HSL, Exactly(1), false, Ready, set_proxy::client_body_buffer_size, "client_body_buffer_size size;", "8k"),
@@ -316,8 +319,8 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_force_ranges", HSL, Exactly(1), false, Ready, set_proxy::proxy_force_ranges, "proxy_force_ranges on | off;", "off"),
     spec!("proxy_socket_keepalive", HSL, Exactly(1), false, Ready, set_proxy::proxy_socket_keepalive, "proxy_socket_keepalive on | off;", "off"),
     spec!("proxy_ignore_client_abort", HSL, Exactly(1), false, Ready, set_proxy::proxy_ignore_client_abort, "proxy_ignore_client_abort on | off;", "off"),
-    spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH), set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
-    spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH), set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
+    spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH_CHECKED), set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
+    spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH_CHECKED), set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
     // proxy cache and store: parsed and validated, served with the cache engine
     spec!("proxy_cache_path", HTTP, AtLeast(2), false, Ready, set_cache_path::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time];", "—"),
     spec!("proxy_cache", HSL, Exactly(1), false, Ready, set_cache::proxy_cache, "proxy_cache zone | off;", "off"),
