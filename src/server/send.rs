@@ -132,6 +132,10 @@ pub struct SendParams<'a> {
     pub pace: Option<&'a super::pace::Pace>,
     /// The end of a chunked body: the last chunk with the trailers made now.
     pub trailer: &'a dyn Fn(&Written) -> Vec<u8>,
+    /// Kept up to date with [`Written::total`] as a streamed body is
+    /// written, for a filtered body's subrequests (their log lines give
+    /// what the connection has sent so far).
+    pub sent_so_far: Option<&'a std::cell::Cell<u64>>,
     /// `directio`, when set.
     pub direct: Option<Direct>,
     /// Logs a line about the request that does not end it, with the

@@ -267,6 +267,9 @@ pub async fn send_stream_after(
                     head_left -= head_part;
                     w.total += head_part as u64;
                     w.count(n - head_part);
+                    if let Some(c) = p.sent_so_far {
+                        c.set(w.total);
+                    }
                     if let Some(pace) = p.pace {
                         pace.wrote(n, std::time::Instant::now());
                     }
