@@ -644,6 +644,7 @@ async fn respond(
         start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
+        busy: reply.busy,
         spill: reply.spill.map(|limits| super::stream::SpillTo {
             dir: &conf.proxy_temp_path,
             limits,
