@@ -1,6 +1,7 @@
 //! How a response body travels from the upstream to the client: with
 //! `proxy_buffering on` a slow client does not hold the upstream (what
-//! does not fit in memory spills to `proxy_temp_path`), unless
+//! does not fit in memory spills to `proxy_temp_path`: what follows the
+//! `proxy_busy_buffers_size` bytes kept for the client), unless
 //! `proxy_max_temp_file_size 0`; with it off (or `X-Accel-Buffering: no`)
 //! bytes go on as they come; `proxy_limit_rate` paces the reading.
 //!
@@ -92,6 +93,134 @@ fn without_temp_files_a_slow_client_holds_the_upstream() {
     assert!(
         !slow_client("proxy_max_temp_file_size 0;"),
         "nothing may spill: the upstream must wait for the client"
+    );
+}
+
+/// A body of 16-byte records, each its own offset in decimal: a piece of
+/// it says where in the body it was.
+fn records(n: usize) -> Vec<u8> {
+    (0..n / 16)
+        .flat_map(|i| format!("{:015}\n", i * 16).into_bytes())
+        .collect()
+}
+
+/// The first 64 bytes of the temp files (possibly unlinked) some process
+/// holds open under `dir`, found through `/proc/*/fd`.
+fn open_temp_files(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l.starts_with(dir)) {
+                if let Ok(mut f) = std::fs::File::open(fd.path()) {
+                    let mut head = vec![0; 64];
+                    if let Ok(n) = std::io::Read::read(&mut f, &mut head) {
+                        head.truncate(n);
+                        found.push(head);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Where in the body the first whole record of `head` (the start of a
+/// temp file) is.
+fn first_offset(head: &[u8]) -> u64 {
+    let start = head.iter().position(|&b| b == b'\n').expect("a record end") + 1;
+    let digits = std::str::from_utf8(&head[start..start + 15]).expect("digits");
+    digits.parse::<u64>().expect("an offset") - start as u64
+}
+
+/// With `proxy_busy_buffers_size busy`, a client that reads nothing, and
+/// more body than the buffers hold: where in the body the temp file
+/// begins, once the upstream has sent it all.
+fn spilled_from(busy: &str) -> u64 {
+    const SIZE: usize = 1 << 20;
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let up = Upstream::start(move |c| {
+        if c.read_request().is_some() {
+            let mut out =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {SIZE}\r\nConnection: close\r\n\r\n")
+                    .into_bytes();
+            out.extend_from_slice(&records(SIZE));
+            if c.write(&out) {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+    });
+    let temp = common::TempDir::new("busy");
+    // The workers may run as another user than the test.
+    common::tmp::set_mode(temp.path(), 0o777);
+    let text = conf(
+        Some(&up),
+        "",
+        &format!(
+            "location / {{ proxy_pass http://UP; proxy_buffers 16 4k; proxy_buffer_size 4k; \
+             proxy_busy_buffers_size {busy}; proxy_temp_file_write_size 8k; \
+             proxy_temp_path {}; }}",
+            temp.path().display()
+        ),
+    )
+    .replace(
+        "listen 127.0.0.1:{port};",
+        "listen 127.0.0.1:{port} sndbuf=4k;",
+    );
+    let server = Server::tested(&text);
+    let mut c = Conn::open(server.port());
+    // A small window: what the sockets take is little beside the busy sizes.
+    socket2::SockRef::from(&c.stream)
+        .set_recv_buffer_size(4096)
+        .expect("SO_RCVBUF");
+    c.send(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert!(
+        until(Duration::from_secs(8), || done.load(Ordering::SeqCst)),
+        "busy {busy}: the upstream should finish into the temp file"
+    );
+    let mut files = Vec::new();
+    until(Duration::from_secs(5), || {
+        files = open_temp_files(temp.path());
+        !files.is_empty()
+    });
+    assert_eq!(files.len(), 1, "busy {busy}: the temp file of the response");
+    // The whole body through the clamped window would take long: that a
+    // spilled body arrives whole is
+    // `a_slow_client_does_not_hold_the_upstream_when_the_body_spills`.
+    first_offset(&files[0])
+}
+
+/// `proxy_busy_buffers_size` is how much of what the slow client has not
+/// taken stays in memory for it; what was read after that is what goes to
+/// the temp file when the buffers are full (nginx's `p->in`), so the temp
+/// file begins further into the body the larger the busy size. Ignored,
+/// the file would begin where the buffers end, whatever the busy size.
+#[test]
+fn the_busy_buffers_stay_in_memory_and_what_follows_spills() {
+    let small = spilled_from("8k");
+    let large = spilled_from("56k");
+    // The busy bytes were not spilled (one 4k buffer of slack: nginx
+    // counts the buffer the head came in).
+    assert!(small >= 4 << 10, "busy 8k: the file begins at {small}");
+    assert!(large >= 52 << 10, "busy 56k: the file begins at {large}");
+    // 48k apart, less what the sockets took in each run.
+    assert!(
+        large >= small + (24 << 10),
+        "the file begins at {small} with busy 8k, at {large} with busy 56k"
     );
 }
 

@@ -122,6 +122,31 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
     tickets
 }
 
+/// The lines of a subrequest that is over, under `log_subrequest on`
+/// (nginx's `ngx_http_log_request` on it): its location's logs, its own
+/// `$uri`, `$args`, `$status`, `$request_time` and response fields, the
+/// main request's `$request` and `$request_uri`; no `$request_length`
+/// (0) nor `$request_completion`; `$bytes_sent` and `$body_bytes_sent`
+/// are what the connection has written for the main request so far
+/// (`sent`: nginx's `c->sent`, a subrequest sending no head of its own).
+/// Nothing waits for these lines: the main request's, written after them
+/// to the same files, are the ones a closing connection waits for.
+pub fn subrequest(sr: &Req<'_>, conf: &LocConf, reply: &super::reply::Reply, sent: u64) {
+    let sent = Sent {
+        status: reply.status.0,
+        body_bytes: sent,
+        bytes: sent,
+        complete: false,
+    };
+    let resp = Response {
+        sent: &sent,
+        reply,
+        keep_alive: false,
+        keep_alive_header: None,
+    };
+    let _ = request(sr.site, sr, conf, resp);
+}
+
 /// The lines a request's log lines are, in their writers: awaited before
 /// the connection closes (see [`crate::log::LogWriter::written`] and
 /// [`crate::log::dynamic::Progress::written`]).

@@ -559,12 +559,17 @@ async fn respond(
         || (reply.status.0 == 101 && !matches!(reply.body, Body::Upgrade(_))))
         && !http09;
     // The body filters (SSI …) run as the body is sent, with the request
-    // at hand; a body none of them changes is sent as it is.
+    // at hand; a body none of them changes is sent as it is. What has been
+    // written so far is there for the subrequests' log lines.
+    let sent_so_far = std::cell::Cell::new(0);
     let mut filtered = if bodiless(&reply, head_only) {
         None
     } else {
         super::filter::body(
-            super::subrequest::Env { stream },
+            super::subrequest::Env {
+                stream,
+                sent: &sent_so_far,
+            },
             r,
             &mut reply,
             pool.as_ref(),
@@ -639,6 +644,7 @@ async fn respond(
         start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,
+        busy: reply.busy,
         spill: reply.spill.map(|limits| super::stream::SpillTo {
             dir: &conf.proxy_temp_path,
             limits,
@@ -650,6 +656,7 @@ async fn respond(
         },
         pace: pace.as_ref(),
         trailer: &trailer,
+        sent_so_far: filtered.is_some().then_some(&sent_so_far),
         direct: conf.directio.map(|min_size| send::Direct {
             min_size,
             alignment: conf.directio_alignment,

@@ -166,6 +166,9 @@ pub struct Reply {
     pub http09: bool,
     /// Where a streamed body spills past `read_ahead`.
     pub spill: Option<super::stream::Spill>,
+    /// How much of a streamed body stays in memory for a slow client
+    /// (`proxy_busy_buffers_size`; 0: all of `read_ahead`).
+    pub busy: usize,
     /// Ranges may be cut from this reply (nginx's `r->allow_ranges`): the
     /// range filter answers `Range` on its whole 200 body, and says
     /// `Accept-Ranges: bytes` otherwise.
@@ -222,6 +225,7 @@ impl Reply {
             status_line: None,
             http09: false,
             spill: None,
+            busy: 0,
             allow_ranges: false,
             charset: None,
             content_type_len: None,

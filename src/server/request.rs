@@ -29,6 +29,10 @@ use super::site::Site;
 /// lowercase name.
 pub type UserVars = Vec<(Arc<str>, Vec<u8>)>;
 
+/// Response variables as first read in a subrequest tree, by lowercase
+/// name; `None`: not found (see [`Req::tree_vars`]).
+pub type TreeVars = Vec<(String, Option<Vec<u8>>)>;
+
 /// A value a request shares with its subrequests, made on first use: most
 /// requests never set a variable or read `$request_id`, and then allocate
 /// nothing for them.
@@ -127,6 +131,13 @@ pub struct Req<'a> {
     /// `$request_id`, made on first use; shared with subrequests, as
     /// nginx's cached variable value is.
     pub request_id: Shared<OnceCell<String>>,
+    /// The response variables nginx computes once for a whole subrequest
+    /// tree (`$sent_http_*`, `$sent_trailer_*`, `$request_completion`: cacheable
+    /// ones in the `r->variables` a subrequest shares with its parent), as
+    /// first read with a response, by lowercase name. Made when a
+    /// subrequest is: a request without any computes them each time, the
+    /// same values.
+    pub tree_vars: Shared<RefCell<TreeVars>>,
     /// `$realpath_root`, resolved (through the file layer) when a location
     /// is entered and the configuration uses it.
     pub realpath_root: Option<String>,
@@ -306,6 +317,7 @@ impl<'a> Req<'a> {
             valid_location: true,
             limit_rate: None,
             request_id: Shared::new(),
+            tree_vars: Shared::new(),
             realpath_root: None,
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
@@ -343,7 +355,8 @@ impl<'a> Req<'a> {
             start: crate::metrics::timed::now(),
             head_read: self.head_read,
             head_len: self.head_len,
-            pipelined: self.pipelined,
+            // nginx's `sr->pipeline` is never set (`$pipe` is `.`).
+            pipelined: false,
             internal: true,
             site: self.site,
             captures: RefCell::new(None),
@@ -352,6 +365,7 @@ impl<'a> Req<'a> {
             valid_location: true,
             limit_rate: None,
             request_id: self.request_id.share(),
+            tree_vars: self.tree_vars.share(),
             realpath_root: None,
             body: self.body.clone(),
             upstream: UpstreamVars::default(),

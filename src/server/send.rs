@@ -123,6 +123,11 @@ pub struct SendParams<'a> {
     pub read_ahead: usize,
     /// Where a streamed body spills past `read_ahead` (buffered proxying).
     pub spill: Option<super::stream::SpillTo<'a>>,
+    /// How much of a streamed body stays in memory for a socket that does
+    /// not take it, when memory is full and the rest spills
+    /// (`proxy_busy_buffers_size` with `proxy_buffering on`; 0: all of
+    /// `read_ahead`). See [`super::stream::buffers`].
+    pub busy: usize,
     /// `postpone_output` for a body a filter produced (0 otherwise): the
     /// head and the body are gathered until this many bytes wait or the
     /// body ends, as nginx's write filter holds them; a body that fails
@@ -132,6 +137,10 @@ pub struct SendParams<'a> {
     pub pace: Option<&'a super::pace::Pace>,
     /// The end of a chunked body: the last chunk with the trailers made now.
     pub trailer: &'a dyn Fn(&Written) -> Vec<u8>,
+    /// Kept up to date with [`Written::total`] as a streamed body is
+    /// written, for a filtered body's subrequests (their log lines give
+    /// what the connection has sent so far).
+    pub sent_so_far: Option<&'a std::cell::Cell<u64>>,
     /// `directio`, when set.
     pub direct: Option<Direct>,
     /// Logs a line about the request that does not end it, with the

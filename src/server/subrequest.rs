@@ -25,8 +25,17 @@
 //! that fails after its output began, or that nginx would terminate
 //! (`return 444`, an upgrade), ends its parent's body with an error: the
 //! client's response is cut, as nginx terminates the main request.
+//!
+//! `log_subrequest on` in the subrequest's location writes it to that
+//! location's access logs when it is over and its parent has taken the
+//! last of its output — nginx logs a subrequest when it is done and the
+//! active one (`r == c->data` in `ngx_http_finalize_request`), so its line
+//! comes before its parent's, in output order (one whose output went to
+//! memory is polled, as a source of nothing, where it stands in its
+//! parent's output, and logged then). A subrequest that failed is not
+//! logged: nginx terminates the whole request.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -60,11 +69,16 @@ pub const PIPE_BYTES: usize = 64 * 1024;
 
 /// What every request of a connection's subrequest tree can reach: the
 /// client's socket (a subrequest never reads from it, but the walk's
-/// content handlers are handed the connection).
+/// content handlers are handed the connection), and how much the
+/// connection has written.
 #[derive(Clone, Copy)]
 pub struct Env<'r> {
     /// The client connection.
     pub stream: &'r ClientStream,
+    /// Bytes written to the client for the main request so far, head
+    /// included (nginx's `c->sent`): a subrequest's `$bytes_sent` and
+    /// `$body_bytes_sent` in the access log.
+    pub sent: &'r Cell<u64>,
 }
 
 /// What a subrequest inherits, kept in its [`Req`].
@@ -135,6 +149,9 @@ struct Pipe {
     status: Option<(u16, bool)>,
     /// Output kept in memory.
     memory: Vec<u8>,
+    /// The parent has taken the end of the output: the subrequest is the
+    /// active one and done, and is logged now.
+    taken: bool,
 }
 
 /// A running subrequest, as its parent holds it.
@@ -217,13 +234,13 @@ impl Subrequest<'_> {
                 self.task = None;
             }
         }
-        self.task.is_none()
+        self.is_done()
     }
 
     /// Whether it has finished (nginx's `sr->done`): its output is all in
-    /// the pipe or in memory.
+    /// the pipe or in memory (its runner may still wait to log it).
     pub fn is_done(&self) -> bool {
-        self.task.is_none()
+        self.task.is_none() || self.pipe.borrow().end.is_some()
     }
 
     /// The output kept in memory, once done (for [`Output::Memory`]);
@@ -254,11 +271,16 @@ impl Source for Subrequest<'_> {
                     }
                     return Poll::Ready(Ok(Some(b)));
                 }
-                if let Some(end) = &pipe.end {
-                    return Poll::Ready(end.clone().map(|()| None));
+                if let Some(end) = pipe.end.clone() {
+                    pipe.taken = true;
+                    drop(pipe);
+                    // The runner, waiting for this, logs the subrequest
+                    // before its parent goes on.
+                    self.drive(cx);
+                    return Poll::Ready(end.map(|()| None));
                 }
             }
-            if self.is_done() {
+            if self.task.is_none() {
                 // The runner ended without saying how: nothing more comes.
                 return Poll::Ready(Ok(None));
             }
@@ -300,17 +322,43 @@ async fn run<'r, 'a: 'r>(
         None => walk.content(&mut sr, &mut client).await,
     };
     drop(client);
-    let Handled { reply, conf, pool } = handled;
-    let result = output(env, &sr, reply, conf, pool, &opts, &pipe).await;
-    let mut p = pipe.borrow_mut();
-    p.end = Some(result);
+    let Handled {
+        mut reply,
+        conf,
+        pool,
+    } = handled;
+    // The length as its header filters left it (nginx's SSI and sub
+    // filters clear only the main request's), before the body moves.
+    let length = filter::content_length(&reply, &sr);
+    let result = output(env, &sr, &mut reply, conf, pool, &opts, &pipe).await;
+    let ok = result.is_ok();
+    pipe.borrow_mut().end = Some(result);
+    if !ok || !conf.log_subrequest {
+        return;
+    }
+    // Logged once it is the active request: when the parent has taken the
+    // end of its output (for output in memory, the parent polls it as a
+    // source of nothing where it stands in the output).
+    std::future::poll_fn(|cx| {
+        let mut p = pipe.borrow_mut();
+        if p.taken {
+            Poll::Ready(())
+        } else {
+            p.producer = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    })
+    .await;
+    let mut head = reply.head_copy();
+    head.length_override = length;
+    super::access_log::subrequest(&sr, conf, &head, env.sent.get());
 }
 
 /// Sends a subrequest's reply (or its fallback) into the pipe.
 async fn output(
     env: Env<'_>,
     sr: &Req<'_>,
-    reply: Box<Reply>,
+    reply: &mut Reply,
     conf: &crate::config::inherit::LocConf,
     pool: Option<std::sync::Arc<crate::io::Pool>>,
     opts: &Options,
@@ -376,17 +424,18 @@ async fn send_fallback(
             let _ = filter::headers(&mut reply, sr);
         }
     }
-    send_reply(env, sr, Box::new(reply), conf, pool, opts, pipe)
+    send_reply(env, sr, &mut reply, conf, pool, opts, pipe)
         .await
         .map(|_| ())
 }
 
-/// Sends `reply`'s body through the subrequest's filters into the pipe;
-/// `Ok(true)` when it produced output.
+/// Sends `reply`'s body through the subrequest's filters into the pipe
+/// (the reply keeps its head, for the log); `Ok(true)` when it produced
+/// output.
 async fn send_reply(
     env: Env<'_>,
     sr: &Req<'_>,
-    mut reply: Box<Reply>,
+    reply: &mut Reply,
     conf: &crate::config::inherit::LocConf,
     pool: Option<std::sync::Arc<crate::io::Pool>>,
     opts: &Options,
@@ -408,7 +457,7 @@ async fn send_reply(
             }
         }
     }
-    let mut body = match filter::body(env, sr, &mut reply, pool.as_ref()) {
+    let mut body = match filter::body(env, sr, reply, pool.as_ref()) {
         Some(b) => b,
         None => match reply.body {
             Body::Multipart { .. } | Body::Upgrade(_) => return Ok(false),

@@ -31,6 +31,20 @@ pub struct Response<'r> {
     pub keep_alive_header: Option<u64>,
 }
 
+/// Whether nginx caches `var` in the variables a request shares with its
+/// subrequests while its value is a request's own: the response fields
+/// and `$request_completion` (the others that are cached are the same for
+/// the whole tree, or are the access log's own, computed per line:
+/// `$status`, `$bytes_sent`, `$body_bytes_sent`, `$request_length`,
+/// `$request_time`).
+fn cached_in_tree(var: &Var) -> bool {
+    matches!(
+        var,
+        Var::Family(Family::SentHttp | Family::SentTrailer, _)
+            | Var::Builtin(Builtin::RequestCompletion)
+    )
+}
+
 fn owned(s: String) -> Option<Cow<'static, [u8]>> {
     Some(Cow::Owned(s.into_bytes()))
 }
@@ -48,6 +62,29 @@ impl<'a> Req<'a> {
     /// The value of `var` for this request; `resp` once the response is
     /// known (the access log).
     pub fn var<'s>(&'s self, var: &Var, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
+        if resp.is_some() && self.tree_vars.peek().is_some() && cached_in_tree(var) {
+            return self.tree_var(var, resp);
+        }
+        self.var_now(var, resp)
+    }
+
+    /// A response variable of a request with subrequests: the value the
+    /// first request of the tree to read it found (with log_subrequest on,
+    /// the main request's log line shows the first subrequest's
+    /// `$sent_http_content_type`, as nginx's does).
+    fn tree_var<'s>(&'s self, var: &Var, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
+        let name = var.name().to_ascii_lowercase();
+        let vars = self.tree_vars.get();
+        if let Some((_, v)) = vars.borrow().iter().find(|(n, _)| *n == name) {
+            return v.clone().map(Cow::Owned);
+        }
+        let v = self.var_now(var, resp).map(Cow::into_owned);
+        vars.borrow_mut().push((name, v.clone()));
+        v.map(Cow::Owned)
+    }
+
+    /// The value of `var` computed now.
+    fn var_now<'s>(&'s self, var: &Var, resp: Option<Response<'s>>) -> Option<Cow<'s, [u8]>> {
         match var {
             Var::Builtin(b) => self.builtin(*b, resp),
             Var::Family(f, name) => match self.shadowed(|| var.name()) {
@@ -137,6 +174,8 @@ impl<'a> Req<'a> {
             Builtin::Connection => owned(self.conn_no.to_string()),
             Builtin::ConnectionRequests => owned(self.conn_requests.to_string()),
             Builtin::ConnectionTime => owned(secs(self.conn_start.elapsed())),
+            // A subrequest read nothing (nginx's `sr->request_length` is 0).
+            Builtin::RequestLength if !self.is_main() => borrowed("0"),
             Builtin::RequestLength => {
                 owned((self.head_len as u64 + self.body.received).to_string())
             }

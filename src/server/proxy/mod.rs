@@ -1712,6 +1712,10 @@ fn respond(
     } else {
         conf.proxy_buffer_size as usize
     };
+    if buffering {
+        // nginx's `p->busy_size`: see `server::stream::buffers`.
+        rep.busy = conf.busy_buffers_size() as usize;
+    }
     if buffering && conf.max_temp_file_size() > 0 {
         rep.spill = Some(crate::server::stream::Spill {
             max: conf.max_temp_file_size(),

@@ -403,7 +403,14 @@ impl<'r, 'a: 'r> Filter<'r, 'a> {
             }
         };
         if over {
-            self.wait = None;
+            if let Some(Wait::Memory { sub, .. }) = self.wait.take() {
+                // Its place in the output, though it has none: it is
+                // logged when the output before it has gone, as nginx logs
+                // a subrequest once it is the active one.
+                let id = self.next_sub;
+                self.next_sub += 1;
+                self.queue.push_back(Out::Sub(id, sub));
+            }
         }
         Ok(over)
     }

@@ -4,89 +4,32 @@
 //! The source is read while there is room: `read_ahead` bytes
 //! (`proxy_buffers` with `proxy_buffering on`, one `proxy_buffer_size`
 //! buffer with it off), so a slow client slows the upstream read once the
-//! room is full — back-pressure, never unbounded memory. Pieces go out in
-//! order, framed as `Transfer-Encoding: chunked` when the client needs it.
-//! A source that fails mid-body stops the response: what was read is sent,
+//! room is full — back-pressure, never unbounded memory — unless the body
+//! may spill: then what is not busy for the client
+//! (`proxy_busy_buffers_size`) goes to a temp file and the source is read
+//! on ([`buffers`] keeps the memory, the file and that split). Pieces go
+//! out in order, framed as `Transfer-Encoding: chunked` when the client
+//! needs it (framed as they are read: the temp file holds them framed). A
+//! source that fails mid-body stops the response: what was read is sent,
 //! then the connection is closed without a last chunk, so the client never
 //! takes a cut body for a complete one.
 
-use std::collections::VecDeque;
-use std::io::IoSlice;
 use std::pin::pin;
 
 use bytes::Bytes;
 
-use crate::body::{Source, chunked};
+use crate::body::Source;
 use crate::config::model::TempPath;
 use crate::io::client_stream::ClientStream;
-use crate::io::temp::TempFile;
 
 use super::send::{SendError, SendParams, Written};
 
+pub mod buffers;
+
+use buffers::Buffers;
+
 /// The read-ahead when the caller sets none.
 pub const DEFAULT_READ_AHEAD: usize = 64 * 1024;
-
-/// The most one read from the temp file takes back.
-const READ_BACK: u64 = 64 * 1024;
-
-/// The most pieces one `writev()` sends.
-const MAX_IOV: usize = 64;
-
-/// Pieces read and not yet written, framing included.
-struct Queue {
-    pieces: VecDeque<Bytes>,
-    bytes: usize,
-}
-
-impl Queue {
-    fn push(&mut self, b: Bytes) {
-        if !b.is_empty() {
-            self.bytes += b.len();
-            self.pieces.push_back(b);
-        }
-    }
-
-    /// Drops `n` written bytes from the front.
-    fn consume(&mut self, mut n: usize) {
-        self.bytes -= n;
-        while n > 0 {
-            let Some(front) = self.pieces.front_mut() else {
-                return;
-            };
-            if front.len() <= n {
-                n -= front.len();
-                self.pieces.pop_front();
-            } else {
-                let _ = front.split_to(n);
-                n = 0;
-            }
-        }
-    }
-
-    /// Writes what the socket takes now, at most `max` bytes; `Ok(0)` when
-    /// it takes nothing.
-    fn try_write(&self, stream: &ClientStream, max: usize) -> std::io::Result<usize> {
-        let mut left = max;
-        let slices: Vec<IoSlice<'_>> = self
-            .pieces
-            .iter()
-            .take(MAX_IOV)
-            .map_while(|b| {
-                if left == 0 {
-                    return None;
-                }
-                let take = b.len().min(left);
-                left -= take;
-                Some(IoSlice::new(&b[..take]))
-            })
-            .collect();
-        match stream.try_write_vectored(&slices) {
-            Ok(n) => Ok(n),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
-            Err(e) => Err(e),
-        }
-    }
-}
 
 /// Where a buffered body spills when the read-ahead memory is full
 /// (`proxy_temp_path`, `proxy_max_temp_file_size`,
@@ -100,7 +43,7 @@ impl Queue {
 pub struct Spill {
     /// The most bytes the file may hold (nginx's default 1024m).
     pub max: u64,
-    /// How much is gathered before one write.
+    /// How much is written to it at a time.
     pub write_size: usize,
 }
 
@@ -111,46 +54,6 @@ pub struct SpillTo<'a> {
     pub dir: &'a TempPath,
     /// The limits.
     pub limits: Spill,
-}
-
-impl Queue {
-    /// Queues a piece of payload, framed for the client.
-    fn push_payload(&mut self, piece: Bytes, chunked_framing: bool) {
-        if piece.is_empty() {
-            return;
-        }
-        if chunked_framing {
-            let mut head = Vec::with_capacity(10);
-            chunked::chunk_head(piece.len(), &mut head);
-            self.push(Bytes::from(head));
-            self.push(piece);
-            self.push(Bytes::from_static(chunked::CHUNK_END));
-        } else {
-            self.push(piece);
-        }
-    }
-}
-
-/// The spilled part of a body: a temp file read back in order, and what is
-/// gathered for its next write.
-struct Spilled {
-    file: Option<TempFile>,
-    /// Bytes of the file already moved to the queue.
-    read: u64,
-    /// Payload read from the source and not yet written to the file.
-    pending: Vec<u8>,
-}
-
-impl Spilled {
-    /// Bytes the file holds that the client has not been given.
-    fn unread(&self) -> u64 {
-        self.file.as_ref().map_or(0, |f| f.len - self.read)
-    }
-
-    /// Whether payload waits outside the queue (order: file, then pending).
-    fn active(&self) -> bool {
-        self.unread() > 0 || !self.pending.is_empty()
-    }
 }
 
 /// Sends `head`, then `source`, counting into `w` (the head in `total`
@@ -168,15 +71,7 @@ pub async fn send_stream_after(
     } else {
         p.read_ahead
     };
-    let mut q = Queue {
-        pieces: VecDeque::new(),
-        bytes: 0,
-    };
-    let mut spill = Spilled {
-        file: None,
-        read: 0,
-        pending: Vec::new(),
-    };
+    let mut b = Buffers::new(limit, p.busy);
     let mut ended = false;
     let mut framing_closed = false;
     let mut failure = None;
@@ -189,7 +84,7 @@ pub async fn send_stream_after(
     // Head bytes still in the queue (counted in `total` only).
     let mut head_left = head.len();
     let mut first_write = head_left > 0;
-    q.push(Bytes::from(head));
+    b.q.push(Bytes::from(head));
     // A failure met before the head went out: it takes effect once the
     // head is written, as when the head was sent before the first poll
     // (output that is not gathered, see `SendParams::postpone`).
@@ -198,7 +93,7 @@ pub async fn send_stream_after(
         // What the source has now joins the head in the first write (a
         // small response is one `writev()`, as nginx's write filter sends
         // the postponed header with the first buffer).
-        while q.bytes < limit {
+        while b.room() {
             let now = std::future::poll_fn(|cx| {
                 std::task::Poll::Ready(match source.poll_chunk(cx) {
                     std::task::Poll::Ready(r) => Some(r),
@@ -207,7 +102,7 @@ pub async fn send_stream_after(
             })
             .await;
             match now {
-                Some(Ok(Some(piece))) => q.push_payload(piece, p.chunked),
+                Some(Ok(Some(piece))) => b.push_read(piece, p.chunked),
                 Some(Ok(None)) => {
                     ended = true;
                     break;
@@ -245,11 +140,11 @@ pub async fn send_stream_after(
             && !source.flushes()
             && !ended
             && failure.is_none()
-            && q.bytes < p.postpone
-            && q.bytes < limit
-            && !spill.active();
+            && b.q.bytes() < p.postpone
+            && b.room()
+            && !b.waiting();
         // Write what the socket (and the pace) takes without waiting.
-        while q.bytes > 0 && !gathering && !pacing {
+        while !b.q.is_empty() && !gathering && !pacing {
             let max = match p.pace.map(|pace| pace.allowance(std::time::Instant::now())) {
                 None => usize::MAX,
                 Some(Ok(n)) => usize::try_from(n).unwrap_or(usize::MAX),
@@ -259,14 +154,17 @@ pub async fn send_stream_after(
                     break;
                 }
             };
-            match q.try_write(stream, max).map_err(SendError::Io)? {
+            match b.q.try_write(stream, max).map_err(SendError::Io)? {
                 0 => break,
                 n => {
-                    q.consume(n);
+                    b.q.consume(n);
                     let head_part = n.min(head_left);
                     head_left -= head_part;
                     w.total += head_part as u64;
                     w.count(n - head_part);
+                    if let Some(c) = p.sent_so_far {
+                        c.set(w.total);
+                    }
                     if let Some(pace) = p.pace {
                         pace.wrote(n, std::time::Instant::now());
                     }
@@ -277,58 +175,55 @@ pub async fn send_stream_after(
                 }
             }
         }
-        // Feed the queue from the spill, in order, when it has room.
-        if q.bytes < limit && spill.active() {
-            if spill.unread() > 0 {
-                let file = spill.file.as_ref().expect("unread bytes have a file");
-                let want = ((limit - q.bytes) as u64)
-                    .min(READ_BACK)
-                    .min(spill.unread()) as usize;
-                let piece = p
-                    .files
-                    .read_temp(file, spill.read, want)
-                    .await
-                    .map_err(SendError::File)?;
-                if piece.len() < want {
-                    return Err(SendError::Truncated(super::send::Truncation::Read {
-                        path: file.path.clone(),
-                        got: piece.len(),
-                        wanted: want,
-                    }));
-                }
-                spill.read += piece.len() as u64;
-                q.push_payload(Bytes::from(piece), p.chunked);
-            } else {
-                let piece = std::mem::take(&mut spill.pending);
-                q.push_payload(Bytes::from(piece), p.chunked);
+        // Feed the queue from the temp file, in order, as far as the busy
+        // size lets it (all of memory once nothing more is read).
+        let want = b.read_back_wanted(head_left, ended || failure.is_some());
+        if want > 0 {
+            let file = b.file.as_ref().expect("unread bytes have a file");
+            let piece = p
+                .files
+                .read_temp(file, b.read_at(), want)
+                .await
+                .map_err(SendError::File)?;
+            if piece.len() < want {
+                return Err(SendError::Truncated(super::send::Truncation::Read {
+                    path: file.path.clone(),
+                    got: piece.len(),
+                    wanted: want,
+                }));
             }
+            b.read_back(piece);
             continue;
         }
-        if ended && !spill.active() && !framing_closed {
+        if ended && !b.waiting() && !framing_closed {
             framing_closed = true;
             if p.chunked {
-                q.push(Bytes::from((p.trailer)(w)));
+                b.q.push(Bytes::from((p.trailer)(w)));
                 continue;
             }
         }
-        if (framing_closed || failure.is_some()) && q.bytes == 0 && !spill.active() {
+        if (framing_closed || failure.is_some()) && b.q.is_empty() && !b.waiting() {
             break;
         }
-        // Gathered enough for one write to the temp file.
-        if let Some(sp) = &p.spill {
-            if spill.pending.len() >= sp.limits.write_size
-                || (ended && !spill.pending.is_empty() && spill.file.is_some())
-            {
-                let file = match &mut spill.file {
+        // Memory is full and the socket takes nothing more: what is not
+        // busy goes to the temp file, so that the source is read on.
+        if let (Some(sp), false) = (&p.spill, ended || failure.is_some()) {
+            let held = b.file.as_ref().map_or(0, |f| f.len);
+            let room = sp.limits.max.saturating_sub(held);
+            let max =
+                usize::try_from(room).map_or(sp.limits.write_size, |r| r.min(sp.limits.write_size));
+            let data = b.spill_out(head_left, max);
+            if !data.is_empty() {
+                let file = match &mut b.file {
                     Some(f) => f,
-                    None => spill.file.insert(
+                    None => b.file.insert(
                         p.files
                             .create_temp(sp.dir, false)
                             .await
                             .map_err(SendError::File)?,
                     ),
                 };
-                let data: std::sync::Arc<[u8]> = std::mem::take(&mut spill.pending).into();
+                let data: std::sync::Arc<[u8]> = data.into();
                 p.files
                     .append_temp(file, data)
                     .await
@@ -336,17 +231,11 @@ pub async fn send_stream_after(
                 continue;
             }
         }
-        let room_in_queue = q.bytes < limit && !spill.active();
-        let room_in_spill = p.spill.as_ref().is_some_and(|sp| {
-            let held = spill.file.as_ref().map_or(0, |f| f.len) + spill.pending.len() as u64;
-            held < sp.limits.max && spill.pending.len() < sp.limits.write_size
-        });
-        let can_read =
-            !ended && failure.is_none() && early.is_none() && (room_in_queue || room_in_spill);
-        let must_write = q.bytes > 0 && !gathering && !pacing;
+        let can_read = !ended && failure.is_none() && early.is_none() && b.room();
+        let must_write = !b.q.is_empty() && !gathering && !pacing;
         if !can_read && !must_write && !pacing {
             // Nothing to read (ended or full) and nothing to write: the
-            // spill is all that is left, handled above.
+            // temp file is all that is left, handled above.
             continue;
         }
         if must_write && armed != due {
@@ -356,13 +245,12 @@ pub async fn send_stream_after(
         tokio::select! {
             biased;
             r = std::future::poll_fn(|cx| source.poll_chunk(cx)), if can_read => {
-                if q.bytes == 0 {
+                if b.q.is_empty() {
                     // The client's clock starts when there is something to send.
                     due = tokio::time::Instant::from_std(crate::metrics::timed::now()) + p.timeout;
                 }
                 match r {
-                    Ok(Some(piece)) if room_in_queue => q.push_payload(piece, p.chunked),
-                    Ok(Some(piece)) => spill.pending.extend_from_slice(&piece),
+                    Ok(Some(piece)) => b.push_read(piece, p.chunked),
                     Ok(None) => ended = true,
                     Err(e) => failure = Some(e),
                 }
