@@ -3,8 +3,12 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::client::get;
-use common::{Conf, Fixture, Server, Upstream};
+use common::server::{Kind, NGINX_BIN};
+use common::wait::read_text;
+use common::{Conf, Fixture, Server, TempDir, Upstream};
 
 /// `error_page 404 @named` with `return 200 "text"` in the named location
 /// answered 200; nginx keeps the error's status for a page served without
@@ -167,4 +171,98 @@ fn proxy_pass_header_passes_a_field_proxy_hide_header_named() {
     assert_eq!(r.header("X-Foo").as_deref(), Some("foo"));
     assert_eq!(r.header("Server").as_deref(), Some("up"));
     assert_eq!(r.header("X-Bar"), None);
+}
+
+/// Runs `case` against nowait, then against nginx 1.22 (the reference the
+/// expectations were read from): a test that expects nginx's behaviour
+/// checks it against nginx too. Without nginx the second run is skipped
+/// and said so (a failure under `NOWAIT_REQUIRE_ALL=1`).
+fn against_both(test: &str, case: impl Fn(Kind)) {
+    case(Kind::Nowait);
+    if common::require(
+        Path::new(NGINX_BIN).exists(),
+        test,
+        &format!("{NGINX_BIN} is missing: the nginx half (apt-get install nginx-light)"),
+    ) {
+        case(Kind::Nginx);
+    }
+}
+
+/// A directory the servers' workers can write logs to.
+fn log_dir() -> TempDir {
+    let logs = TempDir::new("regression-logs");
+    common::tmp::set_mode(logs.path(), 0o777);
+    logs
+}
+
+/// The lines of the log `name` in `logs`.
+fn log_lines(logs: &TempDir, name: &str) -> Vec<String> {
+    read_text(&logs.path().join(name))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `access_log … if=$status` logged nothing, nor did `if=$loggable` with
+/// the nginx documentation's `map $status $loggable { ~^[23] 0; default
+/// 1; }`: the condition, and the maps it reads, were evaluated without the
+/// response, so `$status`, `$sent_http_*` and `$body_bytes_sent` were not
+/// found. nginx evaluates `if=` once the request is over, with every
+/// variable of the finished request (`ngx_http_log_handler`). Fixed in
+/// `src/server/access_log.rs` (`request`) and `src/server/named.rs` (a
+/// map or split reads the response when it is given one).
+#[test]
+fn access_log_if_condition_sees_the_response_variables() {
+    against_both(common::test_name!(), |kind| {
+        let root = TempDir::new("log-if-root");
+        std::fs::write(root.path().join("a.txt"), "text").unwrap();
+        std::fs::write(root.path().join("index.html"), "<p>page</p>").unwrap();
+        let logs = log_dir();
+        let conf = Conf::http(
+            &"log_format t \"$request_method $uri $status\";\n\
+              map $status $loggable {\n ~^[23] 0;\n default 1;\n}\n\
+              map $sent_http_content_type $html {\n ~^text/html 1;\n default 0;\n}\n\
+              server {\n listen 127.0.0.1:{port};\n server_name localhost;\n root {root};\n \
+              access_log LOGS/loggable.log t if=$loggable;\n \
+              access_log LOGS/status.log t if=$status;\n \
+              access_log LOGS/html.log t if=$html;\n \
+              access_log LOGS/body.log t if=$body_bytes_sent;\n}\n"
+                .replace("LOGS", &logs.path().display().to_string()),
+        )
+        .root(root.path())
+        .render();
+        let s = Server::start(kind, &conf);
+        assert_eq!(get(s.port(), "/a.txt").status, 200);
+        assert_eq!(get(s.port(), "/missing").status, 404);
+        let head = common::client::request(
+            s.port(),
+            "HEAD /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(head.status, 200);
+        drop(s);
+        let who = kind.name();
+        // The docs' example: errors only.
+        assert_eq!(
+            log_lines(&logs, "loggable.log"),
+            ["GET /missing 404"],
+            "{who}"
+        );
+        assert_eq!(
+            log_lines(&logs, "status.log"),
+            ["GET /a.txt 200", "GET /missing 404", "HEAD /index.html 200"],
+            "{who}"
+        );
+        // The error page is HTML too.
+        assert_eq!(
+            log_lines(&logs, "html.log"),
+            ["GET /missing 404", "HEAD /index.html 200"],
+            "{who}"
+        );
+        // A HEAD sent no body: `$body_bytes_sent` is 0, which is false.
+        assert_eq!(
+            log_lines(&logs, "body.log"),
+            ["GET /a.txt 200", "GET /missing 404"],
+            "{who}"
+        );
+    });
 }

@@ -67,7 +67,10 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
     let var = |v: &Var| r.var(v, Some(resp));
     for l in logs {
         if let Some(cond) = &l.condition {
-            let v = r.expand(cond);
+            // Evaluated with the response, as nginx's
+            // `ngx_http_log_handler` evaluates it once the request is
+            // over: `if=$status` and maps of it see what the line shows.
+            let v = r.expand_with(cond, Some(resp));
             if v.is_empty() || v == b"0" {
                 continue;
             }
@@ -89,7 +92,7 @@ pub fn request(site: &Site, r: &Req<'_>, conf: &LocConf, resp: Response<'_>) -> 
                 };
                 let path: std::path::PathBuf =
                     <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(
-                        r.expand(name),
+                        r.expand_with(name, Some(resp)),
                     )
                     .into();
                 let root = std::path::PathBuf::from(r.document_root());

@@ -22,6 +22,7 @@ use crate::log::Level;
 use crate::upstream::split;
 
 use super::request::Req;
+use super::vars::Response;
 
 /// nginx's `ngx_http_variable_depth`: how deeply variables may be read
 /// through one another.
@@ -29,8 +30,11 @@ pub const MAX_VARIABLE_DEPTH: u32 = 100;
 
 impl Req<'_> {
     /// The value of the configuration-defined variable `name`; `None` is
-    /// "not found".
-    pub fn named(&self, name: &Arc<str>) -> Option<Vec<u8>> {
+    /// "not found". `resp` is the response once it is known (the access
+    /// log and its `if=`): a map or split of `$status`, `$sent_http_*` or
+    /// `$body_bytes_sent` reads them as the log line does, as nginx
+    /// evaluates `if=` with every variable of the finished request.
+    pub fn named(&self, name: &Arc<str>, resp: Option<Response<'_>>) -> Option<Vec<u8>> {
         if let Some(v) = self.user_var(name) {
             return Some(v);
         }
@@ -50,8 +54,8 @@ impl Req<'_> {
         }
         self.var_depth.set(depth + 1);
         let value = match def {
-            VarDef::Map(i) => Some(self.map_value(&http.maps[i])),
-            VarDef::Split(i) => Some(self.split_value(&http.split_clients[i])),
+            VarDef::Map(i) => Some(self.map_value(&http.maps[i], resp)),
+            VarDef::Split(i) => Some(self.split_value(&http.split_clients[i], resp)),
             VarDef::Capture => None,
             VarDef::Set => {
                 if self.conf.uninitialized_variable_warn {
@@ -72,15 +76,15 @@ impl Req<'_> {
     }
 
     /// `map`: looks the source up and expands the value found.
-    fn map_value(&self, m: &Map) -> Vec<u8> {
-        let mut key = self.expand(&m.source);
+    fn map_value(&self, m: &Map, resp: Option<Response<'_>>) -> Vec<u8> {
+        let mut key = self.expand_with(&m.source, resp);
         if m.hostnames && key.last() == Some(&b'.') {
             key.pop();
         }
         let subject = String::from_utf8_lossy(&key);
         let found = m.find(&key, |re| self.regex_exec(re, &subject));
         let value = match m.value(found) {
-            Some(t) => self.expand(t),
+            Some(t) => self.expand_with(t, resp),
             None => Vec::new(),
         };
         if !m.volatile {
@@ -90,8 +94,8 @@ impl Req<'_> {
     }
 
     /// `split_clients`: the part the hashed string falls in.
-    fn split_value(&self, sc: &SplitClients) -> Vec<u8> {
-        let key = self.expand(&sc.key);
+    fn split_value(&self, sc: &SplitClients, resp: Option<Response<'_>>) -> Vec<u8> {
+        let key = self.expand_with(&sc.key, resp);
         let percents: Vec<u32> = sc.parts.iter().map(|(p, _)| *p).collect();
         let value = match split::split_index(&percents, &key) {
             Some(i) => sc.parts[i].1.as_bytes().to_vec(),

@@ -95,7 +95,7 @@ impl<'a> Req<'a> {
                 let c = self.captures.borrow();
                 Some(Cow::Owned(c.as_ref()?.get(*n as usize).as_bytes().to_vec()))
             }
-            Var::Named(name) => self.named(name).map(Cow::Owned),
+            Var::Named(name) => self.named(name, resp).map(Cow::Owned),
         }
     }
 
