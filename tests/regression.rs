@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::client::get;
 use common::server::{Kind, NGINX_BIN};
@@ -264,5 +265,101 @@ fn access_log_if_condition_sees_the_response_variables() {
             ["GET /a.txt 200", "GET /missing 404"],
             "{who}"
         );
+    });
+}
+
+/// The current Unix time in seconds, with its fraction.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Sleeps until the Unix time `t` (seconds).
+fn sleep_until(t: f64) {
+    let left = t - unix_now();
+    if left > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(left));
+    }
+}
+
+/// How many times a test that must place requests inside given seconds
+/// starts again when the machine was too slow to.
+const SECOND_ATTEMPTS: usize = 5;
+
+/// A cache entry expired during the last second of its validity: an
+/// entry with `valid_sec == now` was `EXPIRED` (`STALE` with a background
+/// update), where nginx's `ngx_http_file_cache_read` expires an entry
+/// only when `c->valid_sec < now` — with `proxy_cache_valid 1s`, an
+/// answer stored in second T is a `HIT` through second T+1. Likewise
+/// `stale-while-revalidate=N` still lets the stale entry be sent (and
+/// updated in the background) in second `valid_sec + N`
+/// (`c->valid_sec + c->updating_sec >= now`). Fixed in
+/// `src/server/proxy/cache.rs` (`expired`, `prepare`).
+///
+/// Each request is sent at least 0.1 s after the start of its second and
+/// its answer must come before 0.9 s; on a machine too slow for that, the
+/// attempt starts again with new keys.
+#[test]
+fn cache_entry_is_fresh_through_the_last_second_of_its_validity() {
+    against_both(common::test_name!(), |kind| {
+        let up = Upstream::start(|c| {
+            while let Some(req) = c.read_request() {
+                let target = req.target();
+                let extra = if target.starts_with("/swr") {
+                    "Cache-Control: max-age=1, stale-while-revalidate=1\r\n"
+                } else {
+                    ""
+                };
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{extra}\r\n{target}",
+                    target.len()
+                );
+                if !c.write(resp.as_bytes()) || !req.keep_alive() {
+                    return;
+                }
+            }
+        });
+        let conf = common::proxy::conf(
+            Some(&up),
+            "proxy_cache_path {prefix}/c keys_zone=z:1m;",
+            "location / {\n proxy_pass http://UP;\n proxy_cache z;\n \
+             proxy_cache_valid 200 1s;\n proxy_cache_background_update on;\n \
+             add_header X-Cache $upstream_cache_status always;\n}",
+        );
+        let conf = format!("user root;\n{conf}");
+        let s = Server::start(kind, &conf);
+        let cache = |path: &str| {
+            let r = get(s.port(), path);
+            assert_eq!((r.status, common::body(&r)), (200, path.to_string()));
+            r.header("X-Cache").unwrap_or_default()
+        };
+        let who = kind.name();
+        for attempt in 0..SECOND_ATTEMPTS {
+            let (valid, swr) = (format!("/valid{attempt}"), format!("/swr{attempt}"));
+            let t = unix_now().floor() + 1.0;
+            sleep_until(t + 0.1);
+            assert_eq!(cache(&valid), "MISS", "{who}");
+            assert_eq!(cache(&swr), "MISS", "{who}");
+            if unix_now() >= t + 0.9 {
+                continue;
+            }
+            // Stored in second t, valid until t + 1.
+            sleep_until(t + 1.1);
+            let at_last_second = cache(&valid);
+            if unix_now() >= t + 1.9 {
+                continue;
+            }
+            assert_eq!(at_last_second, "HIT", "{who}: second valid_sec");
+            // Expired in t + 2, within stale-while-revalidate.
+            sleep_until(t + 2.1);
+            let stale = cache(&swr);
+            if unix_now() >= t + 2.9 {
+                continue;
+            }
+            assert_eq!(stale, "STALE", "{who}: second valid_sec + updating_sec");
+            return;
+        }
+        panic!("{who}: no attempt placed its requests inside their seconds");
     });
 }

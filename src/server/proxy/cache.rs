@@ -199,6 +199,14 @@ fn now_secs() -> i64 {
     crate::http::date::unix_secs(std::time::SystemTime::now())
 }
 
+/// Whether `entry` has expired at `now` (seconds): nginx's
+/// `ngx_http_file_cache_read` tests `c->valid_sec < now`, so an entry is
+/// still fresh during the second its validity names (`proxy_cache_valid
+/// 1s` on an answer stored in second T is a HIT through second T+1).
+fn expired(entry: &Hit, now: i64) -> bool {
+    entry.header.valid_sec < now
+}
+
 /// Looks the request up; see [`Prep`].
 pub async fn prepare(
     site: &Site,
@@ -351,7 +359,7 @@ pub async fn prepare(
             // `proxy_cache_background_update`: the entry went to the client
             // stale; refresh it (revalidating it if so configured), one
             // update at a time, unless another request did already.
-            if entry.header.valid_sec > now_s {
+            if !expired(&entry, now_s) {
                 return Prep::Skip;
             }
             ctx.lock = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);
@@ -363,7 +371,7 @@ pub async fn prepare(
             ctx.entry = Some(entry);
             return Prep::Upstream(Box::new(ctx));
         }
-        if entry.header.valid_sec > now_s {
+        if !expired(&entry, now_s) {
             count(&zone, CacheStatus::Hit);
             r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
             return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Hit)));
@@ -371,7 +379,7 @@ pub async fn prepare(
         // Expired.
         let stale_while_updating = conf.proxy_cache_use_stale.contains(NextUpstream::UPDATING)
             || (entry.header.updating_sec > 0
-                && now_s < entry.header.valid_sec + entry.header.updating_sec);
+                && now_s <= entry.header.valid_sec + entry.header.updating_sec);
         let being_updated = zone.fill_state(&ctx.md5).0.is_some();
         if stale_while_updating && conf.proxy_cache_background_update && !being_updated {
             // Served stale now; the connection refreshes it after the
