@@ -4,12 +4,15 @@
 mod common;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::client::get;
 use common::server::{Kind, NGINX_BIN};
 use common::wait::read_text;
-use common::{Conf, Fixture, Server, TempDir, Upstream};
+use common::{Conf, Conn, Fixture, Server, TempDir, Upstream};
 
 /// `error_page 404 @named` with `return 200 "text"` in the named location
 /// answered 200; nginx keeps the error's status for a page served without
@@ -362,4 +365,113 @@ fn cache_entry_is_fresh_through_the_last_second_of_its_validity() {
         }
         panic!("{who}: no attempt placed its requests inside their seconds");
     });
+}
+
+/// A gate an upstream's answer waits at until the test opens it.
+#[derive(Clone)]
+struct Gate(Arc<Mutex<Receiver<()>>>);
+
+impl Gate {
+    fn wait(&self) {
+        let rx = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("the test opens the gate");
+    }
+}
+
+/// With `proxy_cache_background_update on` and `log_subrequest on`,
+/// nowait wrote no line for the background update and logged the main
+/// request before the update; nginx logs the update as a subrequest (its
+/// own `$status`, `EXPIRED`, `$request_length` 0) and then the main
+/// request, which it logs — `log_subrequest` on or off — only when the
+/// update is over (`ngx_http_free_request` once `r->main->count` is 0):
+/// a request of another connection answered during the update is logged
+/// before it. Fixed in `src/server/conn.rs` (`HeldLine`) and
+/// `src/server/proxy/mod.rs` (`background_update`, on a clone of the
+/// request: `Req::background_clone`).
+#[test]
+fn background_update_is_logged_before_the_request_it_follows() {
+    against_both(common::test_name!(), |kind| {
+        for log_subrequest in ["on", "off"] {
+            background_update_log(kind, log_subrequest);
+        }
+    });
+}
+
+fn background_update_log(kind: Kind, log_subrequest: &str) {
+    let (open, held) = channel();
+    let held = Gate(Arc::new(Mutex::new(held)));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let n = asked.clone();
+    let up = Upstream::start(move |c| {
+        while c.read_request().is_some() {
+            if n.fetch_add(1, Ordering::SeqCst) == 0 {
+                // Stored already expired.
+                c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-Accel-Expires: @1\r\n\r\nold");
+            } else {
+                held.wait();
+                c.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nCache-Control: max-age=600\r\n\r\nnew");
+            }
+        }
+    });
+    let logs = log_dir();
+    let conf = common::proxy::conf(
+        Some(&up),
+        &format!(
+            "log_format t \"$uri|$status|$upstream_cache_status|$request_length\";\n\
+             log_subrequest {log_subrequest};\n\
+             proxy_cache_path {{prefix}}/c keys_zone=z:1m;"
+        ),
+        &format!(
+            "access_log {}/t.log t;\n\
+             location /done {{ return 200 \"done\"; }}\n\
+             location / {{\n proxy_pass http://UP;\n proxy_cache z;\n \
+             proxy_cache_use_stale updating;\n proxy_cache_background_update on;\n \
+             add_header X-Cache $upstream_cache_status always;\n}}",
+            logs.path().display()
+        ),
+    );
+    let s = Server::start(kind, &format!("user root;\n{conf}"));
+    let who = format!("{}, log_subrequest {log_subrequest}", kind.name());
+    let r = get(s.port(), "/p");
+    assert_eq!(r.header("X-Cache").as_deref(), Some("MISS"), "{who}");
+    // Answered stale; its update waits at the origin.
+    let mut a = Conn::open(s.port());
+    a.send(b"GET /p HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    let r = a.response().expect("the stale answer");
+    assert_eq!(
+        (r.header("X-Cache").as_deref(), common::body(&r).as_str()),
+        (Some("STALE"), "old"),
+        "{who}"
+    );
+    assert!(
+        common::wait::until(Duration::from_secs(10), || asked.load(Ordering::SeqCst)
+            == 2),
+        "{who}: the update reached the origin"
+    );
+    // Another connection meanwhile: served stale, logged at once.
+    let r = get(s.port(), "/p");
+    assert_eq!(r.header("X-Cache").as_deref(), Some("UPDATING"), "{who}");
+    open.send(()).expect("the origin waits");
+    // The connection goes on once the update is over.
+    a.send(b"GET /done HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let r = a.response().expect("the next request's answer");
+    assert_eq!(common::body(&r), "done", "{who}");
+    drop(s);
+    let lines = log_lines(&logs, "t.log");
+    // `$request_length` is the main requests' own, 0 for the update.
+    let shown: Vec<String> = lines
+        .iter()
+        .map(|l| match l.rsplit_once('|') {
+            Some((rest, "0")) => format!("{rest}|0"),
+            Some((rest, _)) => format!("{rest}|n"),
+            None => l.clone(),
+        })
+        .collect();
+    let mut want = vec!["/p|200|MISS|n", "/p|200|UPDATING|n"];
+    if log_subrequest == "on" {
+        want.push("/p|200|EXPIRED|0");
+    }
+    want.extend(["/p|200|STALE|n", "/done|200|-|n"]);
+    assert_eq!(shown, want, "{who}: {lines:#?}");
 }

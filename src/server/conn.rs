@@ -318,6 +318,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
             r.uri = String::from_utf8_lossy(&path).into_owned().into();
         }
     }
+    let mut held = None;
     let next = {
         let mut client = Client::new(stream, buf);
         let mut walk = Walk::new(site);
@@ -340,6 +341,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
             progress,
             requests,
             closing,
+            &mut held,
         )
         .await
     };
@@ -350,7 +352,15 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
         // The stale entry was sent; now refresh it, before the next
         // request, as nginx's background subrequest does.
         let mut client = Client::new(stream, buf);
-        super::proxy::background_update(site, &mut r, &mut client).await;
+        let sent = held.as_ref().map_or(0, |h| h.sent.bytes);
+        super::proxy::background_update(site, &r, &mut client, sent).await;
+    }
+    if let Some(line) = held {
+        let lines = line.write(site, &r);
+        if matches!(next, Next::Close { .. }) {
+            // As nginx, which logs before it closes.
+            access_log::written(lines).await;
+        }
     }
     match next {
         Next::KeepAlive => stats.waiting(),
@@ -412,6 +422,7 @@ async fn fail_with_page(
         BodyProgress::Failed,
         1,
         true,
+        &mut None,
     )
     .await;
 }
@@ -492,20 +503,46 @@ async fn reject(
     access_log::rejected(site, &server.conf, &info.peer, buf, &sent);
 }
 
+/// A request's access-log line held back while the background update of
+/// the stale entry it was answered with runs: nginx logs the main request
+/// when the last request of its tree is over (`ngx_http_free_request`
+/// once `r->main->count` falls to 0), after the update, whether or not
+/// `log_subrequest` logs the update itself. The next request on the
+/// connection waits for the update anyway.
+struct HeldLine<'c> {
+    /// The settings in force where the request ended.
+    conf: &'c LocConf,
+    /// The reply's head, as sent.
+    reply: Reply,
+    /// What the connection wrote.
+    sent: Sent,
+    /// Whether the connection is kept alive after it.
+    keep_alive: bool,
+}
+
+impl HeldLine<'_> {
+    /// Writes the line for `r`, its update over.
+    fn write(self, site: &Site, r: &Req<'_>) -> access_log::Written {
+        log_request(site, r, self.conf, &self.reply, &self.sent, self.keep_alive)
+    }
+}
+
 /// Sends the reply, discards the rest of an unread body, logs, and says
-/// whether the connection goes on.
+/// whether the connection goes on. A request with a background update to
+/// run is logged after it: its line is left in `held`.
 #[allow(clippy::too_many_arguments)]
-async fn respond(
+async fn respond<'c>(
     stream: &ClientStream,
     buf: &mut Vec<u8>,
     site: &Site,
     r: &Req<'_>,
-    handled: Handled<'_>,
+    handled: Handled<'c>,
     pool_sock: &mut SocketForPools,
     continue_sent: bool,
     progress: BodyProgress,
     requests: u64,
     closing: bool,
+    held: &mut Option<HeldLine<'c>>,
 ) -> Next {
     let Handled {
         mut reply,
@@ -700,7 +737,17 @@ async fn respond(
         bytes: written.total,
         complete: result.is_ok(),
     };
-    let lines = log_request(site, r, conf, &reply, &sent, keep_alive);
+    let lines = if r.upstream.background_update && result.is_ok() {
+        *held = Some(HeldLine {
+            conf,
+            reply: reply.head_copy(),
+            sent,
+            keep_alive,
+        });
+        access_log::Written::default()
+    } else {
+        log_request(site, r, conf, &reply, &sent, keep_alive)
+    };
     crate::metrics::worker::with(|m| {
         m.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)

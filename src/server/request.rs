@@ -377,18 +377,50 @@ impl<'a> Req<'a> {
         }
     }
 
+    /// The background update of a stale cache entry this request was
+    /// answered with (`proxy_cache_background_update`; nginx's
+    /// `ngx_http_subrequest` with `NGX_HTTP_SUBREQUEST_CLONE |
+    /// NGX_HTTP_SUBREQUEST_BACKGROUND`): a subrequest that keeps this
+    /// request's URI, arguments, method, location, captures and variables,
+    /// with an upstream state of its own, so that this request's
+    /// `$upstream_*` stay its own for its log line written after it.
+    pub fn background_clone(&self) -> Req<'a> {
+        let remaining = match &self.sub {
+            Some(s) => s.remaining,
+            None => super::subrequest::MAX_SUBREQUESTS + 1,
+        };
+        let state = super::subrequest::SubState {
+            remaining: remaining.saturating_sub(1),
+            in_memory: false,
+            ssi: super::subrequest::shared_ssi(self),
+            is_clone: true,
+        };
+        let mut sr = self.subrequest(String::new(), None, state);
+        sr.uri = self.uri.clone();
+        sr.args = self.args.clone();
+        sr.location = self.location;
+        sr.conf = self.conf;
+        sr.internal = self.internal;
+        sr.valid_location = self.valid_location;
+        sr.captures = RefCell::new(self.captures.borrow().clone());
+        sr.realpath_root = self.realpath_root.clone();
+        sr.add_uri_to_alias = self.add_uri_to_alias;
+        sr.upstream.background = true;
+        sr
+    }
+
     /// Whether this is the main request (the client's), not a subrequest.
     pub fn is_main(&self) -> bool {
         self.sub.is_none()
     }
 
     /// The method the request is served with: the client's, or `GET` for
-    /// a subrequest (nginx's `sr->method`; `$request_method` stays the
-    /// main request's).
+    /// a subrequest that is no clone (nginx's `sr->method`;
+    /// `$request_method` stays the main request's).
     pub fn method(&self) -> &Method {
-        match self.sub {
-            Some(_) => &Method::Get,
-            None => &self.head.method,
+        match &self.sub {
+            Some(s) if !s.is_clone => &Method::Get,
+            _ => &self.head.method,
         }
     }
 

@@ -91,6 +91,9 @@ pub struct SubState {
     /// The SSI state of the whole tree (nginx keeps it in the main
     /// request's SSI context).
     pub ssi: Rc<RefCell<ssi::Shared>>,
+    /// A clone of its parent (a background cache update,
+    /// `NGX_HTTP_SUBREQUEST_CLONE`): the parent's method, not `GET`.
+    pub is_clone: bool,
 }
 
 /// Where a subrequest's output goes.
@@ -213,6 +216,7 @@ pub fn start<'r, 'a: 'r>(
         remaining: remaining - 1,
         in_memory: opts.output == Output::Memory,
         ssi,
+        is_clone: false,
     };
     let pipe = Rc::new(RefCell::new(Pipe::default()));
     let output = opts.output;

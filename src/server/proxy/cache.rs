@@ -360,6 +360,8 @@ pub async fn prepare(
             // stale; refresh it (revalidating it if so configured), one
             // update at a time, unless another request did already.
             if !expired(&entry, now_s) {
+                // Fresh again: nginx's update would have been a HIT.
+                r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
                 return Prep::Skip;
             }
             ctx.lock = zone.lock_fill(&ctx.md5, now, conf.proxy_cache_lock_age);

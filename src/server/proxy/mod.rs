@@ -251,25 +251,44 @@ pub async fn handle<'a>(
 }
 
 /// `proxy_cache_background_update`: after a stale entry went to the
-/// client, the same request is run again upstream to refresh it; its
-/// answer fills the cache and goes nowhere else.
-pub async fn background_update<'a>(site: &'a Site, r: &mut Req<'a>, client: &mut Client<'_>) {
-    r.upstream.background_update = false;
-    r.upstream.background = true;
-    let pool = match &r.conf.aio {
-        crate::config::model::Aio::Threads(name) => site.pools.get(&r.expand_lossy(name)).cloned(),
+/// client, the request is run again upstream, as a clone of it
+/// ([`Req::background_clone`]), to refresh it; its answer fills the cache
+/// and goes nowhere else. Under `log_subrequest on` it is logged as nginx
+/// logs its background subrequest, once the entry is in place: its own
+/// `$status` and `$upstream_*` (`EXPIRED`), `$request_length` 0, and
+/// `sent` — what the connection wrote for the main request — as
+/// `$bytes_sent` and `$body_bytes_sent`.
+pub async fn background_update<'a>(
+    site: &'a Site,
+    r: &Req<'a>,
+    client: &mut Client<'_>,
+    sent: u64,
+) {
+    let mut sr = r.background_clone();
+    let pool = match &sr.conf.aio {
+        crate::config::model::Aio::Threads(name) => site.pools.get(&sr.expand_lossy(name)).cloned(),
         crate::config::model::Aio::Off => None,
     };
-    let files = FileLayer::for_conf(pool.as_ref(), r.conf);
-    if let Proxied::Reply(rep) = handle(site, r, client, files).await {
-        if let Body::Stream(source) = rep.body {
-            drain(source).await;
+    let files = FileLayer::for_conf(pool.as_ref(), sr.conf);
+    let head = match handle(site, &mut sr, client, files).await {
+        Proxied::Reply(rep) => {
+            let head = rep.head_copy();
+            if let Body::Stream(source) = rep.body {
+                drain(source).await;
+            }
+            Some(head)
         }
-    }
+        Proxied::Redirect(_) => None,
+    };
     // The entry is renamed into place before the connection goes on, as
     // nginx's update has finished before its request does.
-    if let Some(mut done) = r.upstream.fill_done.take() {
+    if let Some(mut done) = sr.upstream.fill_done.take() {
         let _ = done.wait_for(|d| *d).await;
+    }
+    if let Some(head) = head {
+        if sr.conf.log_subrequest {
+            super::access_log::subrequest(&sr, sr.conf, &head, sent);
+        }
     }
 }
 
