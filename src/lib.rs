@@ -9,6 +9,8 @@
 //! - [`process`]: pid file, signals, daemonizing, privilege drop.
 //! - [`server`]: listening sockets (one per worker under `reuseport`), the
 //!   worker event loops and the HTTP/1.1 connection state machine.
+//! - [`tls`]: TLS machinery that knows nothing of HTTP: OpenSSL's cipher
+//!   strings and group lists, and the names nginx prints for them.
 //! - [`http`]: the protocol pieces that do no I/O: request heads, URIs,
 //!   ranges, conditionals, response heads, error pages.
 //! - [`upstream`]: the servers behind `proxy_pass`: choosing one per attempt
@@ -43,6 +45,7 @@ pub mod server;
 pub mod sys;
 #[cfg(any(test, feature = "test-faults"))]
 pub mod testing;
+pub mod tls;
 pub mod upstream;
 
 /// The name printed in `Server` headers, error pages and log lines.
