@@ -49,6 +49,16 @@ if ! command -v strace >/dev/null 2>&1; then
     }
 fi
 
+# openssl: tests/tls_names.rs asks OpenSSL 3.0 what cipher strings select
+# and makes certificates for nginx (and scripts/tls-names.py freezes its
+# answers for the unit tests).
+if ! command -v openssl >/dev/null 2>&1; then
+    log "installing openssl"
+    apt-get install -y --no-install-recommends openssl >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssl
+    }
+fi
+
 # The Perl modules nginx's own test suite uses in the files
 # scripts/conformance.py runs (WebSocket framing for proxy_websocket.t).
 PERL_MODULES=(libprotocol-websocket-perl)

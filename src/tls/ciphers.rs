@@ -174,7 +174,10 @@ pub struct Selection {
     /// TLS 1.3.
     pub ciphers: Vec<&'static Cipher>,
     /// The security level `@SECLEVEL=n` set, the last one written; `None`
-    /// leaves the library's default (Debian's openssl.cnf says 2).
+    /// leaves the library's default (Debian's openssl.cnf says 2). OpenSSL
+    /// applies it to the certificates too: nginx refuses a key weaker than
+    /// the level (`SSL_CTX_use_certificate(...) failed (SSL: ... ee key too
+    /// small)`).
     pub security_level: Option<u8>,
     /// The string began with `SUITEB128`, `SUITEB128ONLY`, `SUITEB128C2` or
     /// `SUITEB192`: OpenSSL then replaces it by Suite B's ciphers (RFC 6460)
@@ -406,10 +409,27 @@ const NO_CCM: &str = "CCM";
 const NO_CAMELLIA: &str = "Camellia";
 /// A reason of [`lacks`].
 const NO_ARIA: &str = "ARIA";
-/// A cipher rustls has but the supported list leaves out.
-const NOT_OFFERED: &str = "this cipher in its crypto provider";
-/// A cipher below the string's `@SECLEVEL`.
-const WEAKER_THAN_LEVEL: &str = "use for ciphers weaker than the string's @SECLEVEL";
+/// A cipher rustls has but the supported list leaves out: not a lack of
+/// rustls' (see [`RUSTLS_LACKS`]).
+const NOT_OFFERED: &str = "not in nowait's crypto provider";
+/// A cipher below the string's `@SECLEVEL`: not a lack of rustls'.
+const WEAKER_THAN_LEVEL: &str = "weaker than the string's @SECLEVEL";
+
+/// The reasons that say what rustls lacks (`rustls has no ...`); the
+/// others say something of the cipher.
+const RUSTLS_LACKS: &[&str] = &[
+    NO_DHE,
+    NO_CBC,
+    NO_RSA_KX,
+    NO_PSK,
+    NO_SRP,
+    NO_DSA,
+    NO_ANON,
+    NO_NULL,
+    NO_CCM,
+    NO_CAMELLIA,
+    NO_ARIA,
+];
 
 /// Every reason, in the order messages give them.
 const REASONS: &[&str] = &[
@@ -461,7 +481,7 @@ pub fn lacks(cipher: &Cipher) -> Vec<&'static str> {
     }
 }
 
-/// `names (rustls has no A, B or C)`, the names cut after
+/// `names (rustls has no A, B or C; D)`, the names cut after
 /// [`NAMES_SHOWN`].
 fn describe(ciphers: &[&Cipher], reasons: &[&str]) -> String {
     let mut out = ciphers
@@ -473,10 +493,17 @@ fn describe(ciphers: &[&Cipher], reasons: &[&str]) -> String {
     if ciphers.len() > NAMES_SHOWN {
         out.push_str(&format!(" and {} more", ciphers.len() - NAMES_SHOWN));
     }
-    if !reasons.is_empty() {
-        out.push_str(" (rustls has no ");
-        out.push_str(&join_or(reasons));
-        out.push(')');
+    let (lacks, others): (Vec<&str>, Vec<&str>) = reasons
+        .iter()
+        .copied()
+        .partition(|r| RUSTLS_LACKS.contains(r));
+    let mut parts = Vec::new();
+    if !lacks.is_empty() {
+        parts.push(format!("rustls has no {}", join_or(&lacks)));
+    }
+    parts.extend(others.into_iter().map(str::to_owned));
+    if !parts.is_empty() {
+        out.push_str(&format!(" ({})", parts.join("; ")));
     }
     out
 }

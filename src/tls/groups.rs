@@ -22,6 +22,7 @@ pub struct Group {
     pub aliases: &'static [&'static str],
 }
 
+/// A row of [`GROUPS`].
 const fn g(code: u16, name: &'static str, aliases: &'static [&'static str]) -> Group {
     Group {
         code,

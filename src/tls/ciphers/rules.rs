@@ -97,6 +97,7 @@ const STRONG_MASK: u8 = 0x1F;
 /// The [`class`] bit compared apart (`SSL_DEFAULT_MASK`).
 const DEFAULT_MASK: u8 = class::NOT_DEFAULT;
 
+/// A key exchange's [`mkey`] bit.
 fn kx_bit(kx: Kx) -> u32 {
     match kx {
         Kx::Rsa => mkey::RSA,
@@ -110,6 +111,7 @@ fn kx_bit(kx: Kx) -> u32 {
     }
 }
 
+/// An authentication's [`auth`] bit.
 fn auth_bit(a: Auth) -> u32 {
     match a {
         Auth::Rsa => auth::RSA,
@@ -121,6 +123,7 @@ fn auth_bit(a: Auth) -> u32 {
     }
 }
 
+/// A bulk cipher's [`enc`] bit.
 fn enc_bit(e: Enc) -> u32 {
     match e {
         Enc::Null => enc::NULL,
@@ -140,6 +143,7 @@ fn enc_bit(e: Enc) -> u32 {
     }
 }
 
+/// A MAC's [`mac`] bit.
 fn mac_bit(m: Mac) -> u32 {
     match m {
         Mac::Md5 => mac::MD5,
@@ -156,9 +160,13 @@ fn mac_bit(m: Mac) -> u32 {
 struct Pattern {
     /// One cipher only, when the last part of the word named it.
     code: Option<u16>,
+    /// Key exchanges ([`mkey`] bits).
     mkey: u32,
+    /// Authentications ([`auth`] bits).
     auth: u32,
+    /// Bulk ciphers ([`enc`] bits).
     enc: u32,
+    /// MACs ([`mac`] bits).
     mac: u32,
     /// A cipher's [`Cipher::min_version`] exactly (`0`: any).
     min_version: u16,
@@ -168,6 +176,7 @@ struct Pattern {
 }
 
 impl Pattern {
+    /// Whether `c` is one of the ciphers the pattern selects.
     fn matches(&self, c: &Cipher) -> bool {
         self.code.is_none_or(|code| code == c.code)
             && (self.mkey == 0 || self.mkey & kx_bit(c.kx) != 0)
@@ -249,10 +258,13 @@ impl Pattern {
 
 /// An alias of OpenSSL 3.0's `cipher_aliases[]`.
 struct Alias {
+    /// The word, compared case-sensitively.
     name: &'static str,
+    /// What it selects.
     pattern: Pattern,
 }
 
+/// An alias of algorithm masks.
 const fn alias(name: &'static str, mkey: u32, auth: u32, enc: u32, mac: u32) -> Alias {
     Alias {
         name,
@@ -268,12 +280,14 @@ const fn alias(name: &'static str, mkey: u32, auth: u32, enc: u32, mac: u32) -> 
     }
 }
 
+/// An alias of one lowest protocol version.
 const fn by_version(name: &'static str, min_version: u16) -> Alias {
     let mut a = alias(name, 0, 0, 0, 0);
     a.pattern.min_version = min_version;
     a
 }
 
+/// An alias of strength classes (and bulk ciphers, for FIPS).
 const fn by_class(name: &'static str, enc: u32, class: u8) -> Alias {
     let mut a = alias(name, 0, 0, enc, 0);
     a.pattern.class = class;
@@ -444,7 +458,9 @@ pub(super) struct Outcome {
 /// One cipher of OpenSSL's ordered list.
 #[derive(Clone, Copy)]
 struct Slot {
+    /// The cipher.
     cipher: &'static Cipher,
+    /// Whether the list selects it now.
     active: bool,
 }
 
@@ -466,11 +482,14 @@ enum Op {
 /// What a rule selects: a pattern, or one strength (`@STRENGTH`'s steps).
 #[derive(Clone, Copy)]
 enum Select {
+    /// The ciphers a pattern matches.
     Pattern(Pattern),
+    /// The ciphers of one strength in bits.
     Bits(u16),
 }
 
 impl Select {
+    /// Whether `c` is selected.
     fn matches(&self, c: &Cipher) -> bool {
         match self {
             Select::Pattern(p) => p.matches(c),
@@ -482,6 +501,7 @@ impl Select {
 /// OpenSSL's cipher list as it evolves (`co_list` between `head` and
 /// `tail`).
 struct List {
+    /// Every cipher not killed, in order.
     slots: Vec<Slot>,
 }
 
@@ -533,6 +553,7 @@ impl List {
         }
     }
 
+    /// The active ciphers, in order: the result.
     fn active(&self) -> Vec<&'static Cipher> {
         self.slots
             .iter()
@@ -542,6 +563,7 @@ impl List {
     }
 }
 
+/// A rule of OpenSSL's default order.
 fn pattern(mkey: u32, auth: u32, enc: u32, mac: u32, min_version: u16) -> Select {
     Select::Pattern(Pattern {
         mkey,
