@@ -103,7 +103,7 @@ mod fuzz_memo {
     use std::cell::RefCell;
     use std::collections::HashMap;
 
-    use regex::Regex;
+    use super::Regex;
 
     type Memo = HashMap<(String, bool), Result<Regex, String>>;
 
