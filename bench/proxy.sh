@@ -242,6 +242,37 @@ tree_ticks() { # tree_ticks PID
     for p in $all; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done |
         awk '{ s += $1 } END { print s + 0 }'
 }
+# The same tree's system ticks alone (stime): the kernel's share of what
+# the proxy spends.
+tree_sys_ticks() { # tree_sys_ticks PID
+    local pids=$1 all=$1 next p
+    while [[ -n $pids ]]; do
+        next=""
+        for p in $pids; do next+=" $(ps -o pid= --ppid "$p" 2>/dev/null | tr '\n' ' ')"; done
+        next=$(echo $next)
+        all+=" $next"
+        pids=$next
+    done
+    for p in $all; do awk '{ print $15 }' "/proc/$p/stat" 2>/dev/null; done |
+        awk '{ s += $1 } END { print s + 0 }'
+}
+# TCP segments sent by the whole machine so far (/proc/net/snmp OutSegs):
+# the proxy's, the origin's and wrk's, per request the same count for both
+# proxies when their TCP traffic is the same.
+tcp_out_segs() {
+    awk '$1 == "Tcp:" { if (!n) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") col = i; n = 1 } else print $col }' /proc/net/snmp
+}
+# per_request BEFORE AFTER WRK_OUTPUT: (AFTER - BEFORE) per completed request.
+per_request() {
+    local n
+    n=$(awk '/requests in/ { print $1 }' "$3")
+    awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", (b - a) / n; else print "n/a" }'
+}
+# share PART_BEFORE PART_AFTER WHOLE_BEFORE WHOLE_AFTER: the part's percent.
+share() {
+    awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { if (d > c) printf "%.0f", (b - a) * 100 / (d - c); else print "n/a" }'
+}
+
 # cpu_per_request TICKS_BEFORE TICKS_AFTER WRK_OUTPUT: microseconds of the
 # proxy's CPU per completed request.
 cpu_per_request() {
@@ -305,14 +336,19 @@ measure() {
     if [[ $WARMUP != 0 ]]; then
         run_wrk "$line" "$WARMUP" "$prefix/warmup.txt"
     fi
-    local before after own_before own_after
+    local before after own_before own_after sys_before sys_after segs_before segs_after
     before=$(cpu_ticks)
     own_before=$(tree_ticks "$PROXY_PID")
+    sys_before=$(tree_sys_ticks "$PROXY_PID")
+    segs_before=$(tcp_out_segs)
     run_wrk "$line" "$DURATION" "$prefix/wrk-$line.txt"
+    segs_after=$(tcp_out_segs)
+    sys_after=$(tree_sys_ticks "$PROXY_PID")
     own_after=$(tree_ticks "$PROXY_PID")
     after=$(cpu_ticks)
     stop_proxy
-    FIG="$(parse_wrk "$prefix/wrk-$line.txt") $(cpu_busy "$before" "$after" 0) $(cpu_busy "$before" "$after" 1) $(cpu_per_request "$own_before" "$own_after" "$prefix/wrk-$line.txt")"
+    # Fields: rps MB/s p50 p99 errors cpu0% cpu1% kernel-share% segments/request cpu-us/request
+    FIG="$(parse_wrk "$prefix/wrk-$line.txt") $(cpu_busy "$before" "$after" 0) $(cpu_busy "$before" "$after" 1) $(share "$sys_before" "$sys_after" "$own_before" "$own_after") $(per_request "$segs_before" "$segs_after" "$prefix/wrk-$line.txt") $(cpu_per_request "$own_before" "$own_after" "$prefix/wrk-$line.txt")"
 }
 
 best() { # best OLD NEW: whichever has the higher req/s
@@ -359,7 +395,7 @@ RUNS=()
 order="nowait nginx"
 for line in $LINES; do
     line_path "$line" >/dev/null
-    declare -A fig=() runs=() cpus=()
+    declare -A fig=() runs=() cpus=() kern=() segs=()
     for ((rep = 1; rep <= REPEAT; rep++)); do
         # Each pair of runs in the other order than the last (ABBA): a
         # machine whose speed drifts favours neither proxy within a pair.
@@ -368,10 +404,12 @@ for line in $LINES; do
         for proxy in $pair; do
             log "$line: $proxy #$rep (wrk $(wrk_args "$line" "$DURATION"))"
             measure "$proxy" "$line"
-            log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1% proxy-cpu-us/req: $FIG"
+            log "  -> rps MB/s p50ms p99ms errors cpu0% cpu1% kernel% segs/req proxy-cpu-us/req: $FIG"
             fig[$proxy]=$(best "${fig[$proxy]:-}" "$FIG")
             runs[$proxy]+="$(fmt_int "${FIG%% *}") "
             cpus[$proxy]+="${FIG##* } "
+            kern[$proxy]+="$(awk '{ print $8 }' <<<"$FIG") "
+            segs[$proxy]+="$(awk '{ print $9 }' <<<"$FIG") "
         done
     done
     # Alternate which proxy goes first from one line to the next.
@@ -380,14 +418,18 @@ for line in $LINES; do
     read -r g_rps g_mb g_p50 g_p99 g_err g_c0 g_c1 _ <<<"${fig[nginx]}"
     # shellcheck disable=SC2086 # the runs are space-separated numbers
     n_cpu=$(median ${cpus[nowait]}) g_cpu=$(median ${cpus[nginx]})
+    # shellcheck disable=SC2086 # the runs are space-separated numbers
+    n_kern=$(median ${kern[nowait]}) g_kern=$(median ${kern[nginx]})
+    # shellcheck disable=SC2086 # the runs are space-separated numbers
+    n_segs=$(median ${segs[nowait]}) g_segs=$(median ${segs[nginx]})
     errs=""
     ((n_err + g_err > 0)) && errs=" (errors: nowait $n_err, nginx $g_err)"
     # shellcheck disable=SC2086 # the runs are space-separated numbers
     n_med=$(median ${runs[nowait]}) g_med=$(median ${runs[nginx]})
     paired=$(awk -v r="$(paired_median "${runs[nowait]}" "${runs[nginx]}")" 'BEGIN { printf "%.2f", r }')
-    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | **$paired** | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_cpu / $g_cpu | **$(ratio "$g_cpu" "$n_cpu")** | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
+    ROWS+=("| $(line_title "$line")$errs | $(fmt_int "$n_rps") | $(fmt_int "$g_rps") | **$(ratio "$n_rps" "$g_rps")** | $(ratio "$n_med" "$g_med") | **$paired** | $n_p99 | $g_p99 | **$(ratio "$n_p99" "$g_p99")** | $n_cpu / $g_cpu | **$(ratio "$g_cpu" "$n_cpu")** | $n_kern% / $g_kern% | $n_segs / $g_segs | $n_mb / $g_mb | $n_c0 / $n_c1 | $g_c0 / $g_c1 |")
     RUNS+=("- $(line_title "$line"): nowait ${runs[nowait]% }; nginx ${runs[nginx]% } req/s; proxy CPU µs per request: nowait ${cpus[nowait]% }; nginx ${cpus[nginx]% }")
-    unset fig runs cpus
+    unset fig runs cpus kern segs
 done
 
 NGINX_NOTE="    # nginx's copy only: client_body_, proxy_, fastcgi_, uwsgi_, scgi_temp_path PREFIX/..._temp;"
@@ -401,11 +443,12 @@ REPORT=$(
 
 Run at $STAMP by \`bench/proxy.sh\`.
 
-| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | paired req/s nowait/nginx (median) | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | proxy CPU µs/request nowait / nginx (median) | requests per CPU-second nowait/nginx | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| line | nowait req/s | nginx req/s | req/s nowait/nginx | median req/s nowait/nginx | paired req/s nowait/nginx (median) | nowait p99 ms | nginx p99 ms | p99 nowait/nginx | proxy CPU µs/request nowait / nginx (median) | requests per CPU-second nowait/nginx | proxy's kernel share of its CPU nowait / nginx (median) | TCP segments sent per request, whole machine, nowait / nginx run (median) | MB/s nowait / nginx | CPU0 / CPU1 busy % (nowait run) | CPU0 / CPU1 busy % (nginx run) |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 $(printf '%s\n' "${ROWS[@]}")
 
 A req/s ratio above 1, a p99 ratio below 1 and a requests-per-CPU-second ratio above 1 favour nowait.
+The kernel share is the proxy's system time over its user and system time in the measured run (its process tree, /proc/PID/stat). TCP segments per request are the machine's TcpOutSegs (/proc/net/snmp) over the run divided by the requests wrk completed: the proxy's, the origin's and wrk's segments together, the same for both proxies when their TCP traffic is.
 The proxy's CPU per request is its own user and system time (its whole process tree, from /proc/PID/stat) over the measured run, divided by the requests wrk completed: how much work each proxy does per request whichever side of the machine saturates first. With PIN=split the origin and wrk share one CPU, and when that CPU is full (CPU1 near 100%) req/s is theirs, not the proxy's.
 $(if [[ $REPEAT -gt 1 ]]; then echo "Each figure is the best of $REPEAT runs (by req/s), the proxies' runs interleaved in pairs, each pair in the other order than the last; the median column compares the middle runs, the paired column is the median of each pair's ratio (on a machine whose speed drifts from minute to minute, the steadiest of the three). Every run's req/s, in order of the pairs:"; printf '%s\n' "${RUNS[@]}"; fi)
 CPU busy % is the whole CPU during the measured run, from /proc/stat: $(if [[ $PIN == split ]]; then echo "CPU0 is the proxy's, CPU1 is shared by the origin and wrk"; else echo "with PIN=none everything shares both CPUs"; fi). It includes anything else running on the machine.

@@ -116,7 +116,10 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
             res["warmup"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.warmup,
                                      os.path.join(prefix, "oha-warmup.json"))
         samp.start()
-        if "closed" in phases:
+        if "closed" in phases and getattr(a, "hot_load", "oha") == "wrk" and exp == "A":
+            res["closed"] = load.wrk_hot(servers.PORT, hot_arg, HOT_CONNS, 2, a.seconds,
+                                         os.path.join(prefix, "wrk-closed.txt"))
+        elif "closed" in phases:
             res["closed"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
                                      os.path.join(prefix, "oha-closed.json"))
         if "rate" in phases:
@@ -194,6 +197,12 @@ def run_A(ctx):
 # hot file back itself) and with `aio threads` everywhere; nowait as in A.
 HOT_LATE_DELAY = 3
 SWITCH_TARGET = 0.8
+# The switch variant measures at least this long after the switch, so that
+# a newly hot file that loses ground after its first seconds shows.
+SWITCH_SECONDS = 15
+# The switch target holds in every window of this many seconds after the
+# switch (the first one included).
+SWITCH_WINDOW = 3
 
 
 def _aio_off_for(urls):
@@ -234,21 +243,32 @@ def variant_run(ctx, server, label, conf_opts, kind):
     try:
         fetch(hot_url)
         pre = HOT_LATE_DELAY if kind == "late" else a.warmup
-        wrk = load.Wrk(servers.PORT, rnd, RANDOM_CONNS, 2, pre + a.seconds + 2,
+        measured = a.seconds if kind == "late" else max(a.seconds, SWITCH_SECONDS)
+        wrk = load.Wrk(servers.PORT, rnd, RANDOM_CONNS, 2, pre + measured + 2,
                        os.path.join(prefix, "wrk-random.txt"))
         samp.start()
         if kind == "late":
             time.sleep(pre)
             url = hot_url
         else:
-            res["before"] = load.oha(ctx.tools, servers.PORT, hot_url, HOT_CONNS, pre,
-                                     os.path.join(prefix, "oha-before.json"), timeline=True)
+            if getattr(a, "hot_load", "oha") == "wrk":
+                res["before"] = load.wrk_hot(servers.PORT, hot_url, HOT_CONNS, 2, pre,
+                                             os.path.join(prefix, "wrk-before.txt"))
+            else:
+                res["before"] = load.oha(ctx.tools, servers.PORT, hot_url, HOT_CONNS, pre,
+                                         os.path.join(prefix, "oha-before.json"),
+                                         timeline=True)
             url = switch_to
         res["switched_at_s"] = round(time.time() - samp.t0, 2)
-        res["closed"] = load.oha(ctx.tools, servers.PORT, url, HOT_CONNS, a.seconds,
-                                 os.path.join(prefix, "oha-closed.json"), timeline=True)
+        seconds = a.seconds if kind == "late" else max(a.seconds, SWITCH_SECONDS)
+        if getattr(a, "hot_load", "oha") == "wrk":
+            res["closed"] = load.wrk_hot(servers.PORT, url, HOT_CONNS, 2, seconds,
+                                         os.path.join(prefix, "wrk-closed.txt"))
+        else:
+            res["closed"] = load.oha(ctx.tools, servers.PORT, url, HOT_CONNS, seconds,
+                                     os.path.join(prefix, "oha-closed.json"), timeline=True)
         res["loop_states"] = samp.stop()
-        res["random"] = wrk.wait(extra=a.seconds * 2 + 60)
+        res["random"] = wrk.wait(extra=seconds * 2 + 60)
         wrk = None
         if server == "nowait":
             text = run.status()
@@ -280,6 +300,7 @@ def _variants(ctx, ceilings=None):
                         phases=("closed",))
             ceilings[server] = r["closed"]["req_per_s"]
     out = {"ceilings": ceilings, "delay_s": HOT_LATE_DELAY, "target": SWITCH_TARGET,
+           "window_s": SWITCH_WINDOW, "hot_load": getattr(ctx.a, "hot_load", "oha"),
            "runs": []}
     for kind in ("late", "switch"):
         for server, label, opts in _variant_matrix(hot_url, _switch_target(ctx)):
@@ -287,8 +308,16 @@ def _variants(ctx, ceilings=None):
             r["unloaded"] = ceilings[server]
             r["recovery_s"] = recovery_seconds(r["closed"].get("per_second") or [],
                                                SWITCH_TARGET * ceilings[server])
+            r["windows"] = windows(r["closed"].get("per_second") or [], SWITCH_WINDOW)
             out["runs"].append(r)
     return out
+
+
+def windows(per_second, width):
+    """The mean req/s of each whole window of `width` seconds of a phase,
+    from its start."""
+    return [sum(per_second[i:i + width]) / width
+            for i in range(0, len(per_second) - width + 1, width)]
 
 
 def recovery_seconds(per_second, threshold):

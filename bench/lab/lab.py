@@ -112,6 +112,8 @@ def args():
     p.add_argument("--timeline", action="store_true",
                    help="A and B: keep oha's database of the constant-rate phase "
                         "(oha-rate.json.db in the run's folder: every request's start and end)")
+    p.add_argument("--hot-load", choices=("oha", "wrk"), default="oha",
+                   help="what drives the hot load of A's variants: oha (-c 50) or wrk (-t2 -c50)")
     p.add_argument("--rate-fraction", type=float, default=0.5,
                    help="constant-rate hot load = this x the lower unloaded ceiling")
     d = p.add_argument_group("experiment D (the three-disk cache)")

@@ -21,6 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LUA = os.path.join(HERE, "urls.lua")
+HOT_LUA = os.path.join(HERE, "hot.lua")
 
 
 def base_url(port):
@@ -179,6 +180,38 @@ def _oha_figures(out_path, seconds, rate, returncode, stderr):
         "mean_s": s.get("average"),
         "max_s": s.get("slowest"),
     }
+
+
+def wrk_hot(port, url, conns, threads, seconds, out_path):
+    """A closed-loop hot load with wrk (`-t THREADS -c CONNS`) on one URL,
+    blocking, with the successful responses of each second of the run
+    (`per_second`, from hot.lua's per-wall-clock-second counts: the first
+    and last bins are partial seconds). The alternative to oha for the
+    variants (`--hot-load wrk`), as a user measuring with wrk sees it."""
+    started = time.time()
+    cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s",
+           "--timeout", "30s", "-s", HOT_LUA, base_url(port) + url]
+    with open(out_path, "w") as out:
+        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=seconds + 90)
+    with open(out_path) as f:
+        text = f.read()
+    for line in text.splitlines():
+        if line.startswith("LABHOT "):
+            r = json.loads(line[len("LABHOT "):])
+            first = int(started)
+            bins = [0] * (int(seconds) + 1)
+            for sec, n in r["bins"].items():
+                i = int(sec) - first
+                if 0 <= i < len(bins):
+                    bins[i] += n
+            secs = r["duration_us"] / 1e6
+            ok = sum(bins)
+            # The first bin began at `started`, not on its second: drop the
+            # partial ends so that every bin is a whole second.
+            return {"requests_ok": ok, "req_per_s": ok / secs if secs else 0.0,
+                    "per_second": bins[1:int(seconds)], "errors": 0, "other_status": 0,
+                    "offered_rate": None, "tool": f"wrk -t{threads} -c{conns}"}
+    raise RuntimeError(f"wrk printed no result:\n{text[-2000:]}")
 
 
 def wrk_run(port, url_list, conns, threads, seconds, out_path):
