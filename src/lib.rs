@@ -22,6 +22,8 @@
 //!   the tee that feeds the cache writer.
 //! - [`log`]: error and access logs, written off the event loops.
 //! - [`metrics`]: loop blocked time, latency histograms, pool counters.
+//! - [`tls`]: TLS without HTTP: certificates and keys, the rustls
+//!   configuration of a server, session caches and ticket keys.
 //! - [`sys`]: every raw system call, behind safe wrappers. The only module
 //!   allowed `unsafe`.
 //! - `testing` (test builds only): what a test does when the machine lacks

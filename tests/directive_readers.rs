@@ -50,6 +50,22 @@ const READERS: &[(&str, &str)] = &[
     // `.zone` alone is the cache's zone: the upstream group's would be read
     // from the group.
     ("zone", r"\b(u|group|upstream)\.zone\b"),
+    // The ssl module's settings reach the server through its `TlsPlan`.
+    ("ssl_certificate", r"plan\.pairs\b"),
+    ("ssl_certificate_key", r"plan\.pairs\b"),
+    ("ssl_ecdh_curve", r"plan\.groups\b"),
+    ("ssl_protocols", r"plan\.protocols\b"),
+    ("ssl_ciphers", r"plan\.tls12_suites\b"),
+    ("ssl_conf_command", r"plan\.tls13_suites\b"),
+    (
+        "ssl_prefer_server_ciphers",
+        r"plan\.prefer_server_ciphers\b",
+    ),
+    ("ssl_buffer_size", r"plan\.buffer_size\b"),
+    ("ssl_session_cache", r"plan\.session_cache\b"),
+    ("ssl_session_timeout", r"plan\.session_timeout\b"),
+    ("ssl_session_tickets", r"TicketPlan::Off\b"),
+    ("ssl_session_ticket_key", r"TicketPlan::Files\b"),
 ];
 
 /// Directives that are structure, not a value: they open a block or

@@ -194,6 +194,51 @@ pub struct Builder {
     /// Where the `http` block closes: nginx reports what it finds when
     /// merging levels there.
     pub http_end: Option<Loc>,
+    /// Files the configuration names whose bytes it needs (certificates,
+    /// keys, ticket keys), as read.
+    pub data: DataFiles,
+}
+
+/// Files a configuration names and reads while it loads (certificates,
+/// keys), not configuration text: from the files the privileged helper
+/// read for a reload, or from the file system. What was read is kept, so
+/// that the helper can hand it to the serving process.
+#[derive(Debug, Default)]
+pub struct DataFiles {
+    /// Path → bytes, when another process read them.
+    preloaded: Option<std::sync::Arc<std::collections::HashMap<PathBuf, Vec<u8>>>>,
+    /// Every file read so far, in order.
+    pub read: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl DataFiles {
+    /// Files taken from `preloaded` when given (a path not in it is "not
+    /// found"), else from the file system.
+    pub fn new(
+        preloaded: Option<std::sync::Arc<std::collections::HashMap<PathBuf, Vec<u8>>>>,
+    ) -> DataFiles {
+        DataFiles {
+            preloaded,
+            read: Vec::new(),
+        }
+    }
+
+    /// The bytes of `path` (read once per load, however many directives
+    /// name it).
+    pub fn read(&mut self, path: &Path) -> std::io::Result<Vec<u8>> {
+        if let Some((_, b)) = self.read.iter().find(|(p, _)| p == path) {
+            return Ok(b.clone());
+        }
+        let bytes = match &self.preloaded {
+            Some(files) => files
+                .get(path)
+                .cloned()
+                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?,
+            None => std::fs::read(path)?,
+        };
+        self.read.push((path.to_path_buf(), bytes.clone()));
+        Ok(bytes)
+    }
 }
 
 impl Builder {
@@ -221,6 +266,7 @@ impl Builder {
             zones: Zones::default(),
             dirs: Dirs::default(),
             http_end: None,
+            data: DataFiles::default(),
         }
     }
 
@@ -238,6 +284,13 @@ impl Builder {
             message: message.into(),
             loc: Some(loc.clone()),
         });
+    }
+
+    /// Records a `[notice]` at `loc` that `-t` prints (something accepted
+    /// that does less than the text says).
+    pub fn notice(&mut self, message: impl Into<String>, loc: &Loc) {
+        self.no_effect
+            .push(ConfError::notice(message, Some(loc.clone())));
     }
 
     /// Records a warning at `loc`.

@@ -28,6 +28,11 @@ use super::model::{
     AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect,
     ProxyStore, Root, TempPath, Types,
 };
+use super::source::Loc;
+use super::ssl_model::{
+    CertName, DEFAULT_BUFFER_SIZE, DEFAULT_CIPHERS, DEFAULT_ECDH_CURVE, NamedFile, Protocols,
+    SessionCache, VerifyClient,
+};
 use super::template::Template;
 use super::type_list::TypeList;
 pub use crate::http::conditional::IfModifiedSince;
@@ -589,5 +594,61 @@ inherited! {
         underscores_in_headers: bool = false,
         /// `max_headers`: the most header lines a request may carry.
         max_headers: u64 = super::set_max_headers::DEFAULT_MAX_HEADERS,
+        /// `ssl on` (nginx's deprecated `enable`): every `listen` of the
+        /// server speaks TLS; where it was written, for nginx's messages.
+        ssl: Option<Loc> = None,
+        /// `ssl_certificate`: a level's list replaces its parent's.
+        ssl_certificate: Vec<CertName> = Vec::new(),
+        /// `ssl_certificate_key`, one per certificate, in order.
+        ssl_certificate_key: Vec<CertName> = Vec::new(),
+        /// `ssl_password_file`: passphrases tried on encrypted keys.
+        ssl_password_file: Option<NamedFile> = None,
+        /// `ssl_dhparam`: finite-field DHE parameters (rustls has no DHE).
+        ssl_dhparam: Option<NamedFile> = None,
+        /// `ssl_ecdh_curve`: the key-exchange groups, as OpenSSL names them.
+        ssl_ecdh_curve: (String, Option<Loc>) = (DEFAULT_ECDH_CURVE.to_string(), None),
+        /// `ssl_protocols`.
+        ssl_protocols: (Protocols, Option<Loc>) = (Protocols::DEFAULT, None),
+        /// `ssl_ciphers`: an OpenSSL cipher string.
+        ssl_ciphers: (String, Option<Loc>) = (DEFAULT_CIPHERS.to_string(), None),
+        /// `ssl_buffer_size`: the size of the TLS records sent.
+        ssl_buffer_size: u64 = DEFAULT_BUFFER_SIZE,
+        /// `ssl_verify_client`.
+        ssl_verify_client: VerifyClient = VerifyClient::Off,
+        /// `ssl_verify_depth`.
+        ssl_verify_depth: u64 = 1,
+        /// `ssl_client_certificate`: CAs that verify client certificates
+        /// and are sent to clients.
+        ssl_client_certificate: Option<NamedFile> = None,
+        /// `ssl_trusted_certificate`: CAs that verify client certificates
+        /// (and stapled responses) and are not sent.
+        ssl_trusted_certificate: Option<NamedFile> = None,
+        /// `ssl_crl`: revoked client certificates.
+        ssl_crl: Option<NamedFile> = None,
+        /// `ssl_prefer_server_ciphers`.
+        ssl_prefer_server_ciphers: bool = false,
+        /// `ssl_session_cache`, with where it was written.
+        ssl_session_cache: (SessionCache, Option<Loc>) = (SessionCache::default(), None),
+        /// `ssl_session_tickets`.
+        ssl_session_tickets: bool = true,
+        /// `ssl_session_ticket_key`: the first encrypts, all decrypt.
+        ssl_session_ticket_key: Vec<NamedFile> = Vec::new(),
+        /// `ssl_session_timeout`.
+        ssl_session_timeout: Duration = Duration::from_secs(300),
+        /// `ssl_early_data`: TLS 1.3 0-RTT data.
+        ssl_early_data: bool = false,
+        /// `ssl_reject_handshake`: handshakes naming this server are
+        /// refused.
+        ssl_reject_handshake: bool = false,
+        /// `ssl_conf_command`: OpenSSL configuration commands.
+        ssl_conf_command: Vec<(String, String, Loc)> = Vec::new(),
+        /// `ssl_stapling`.
+        ssl_stapling: bool = false,
+        /// `ssl_stapling_file`: a DER OCSP response to staple.
+        ssl_stapling_file: Option<NamedFile> = None,
+        /// `ssl_stapling_responder`: the OCSP responder's URL.
+        ssl_stapling_responder: Option<String> = None,
+        /// `ssl_stapling_verify`.
+        ssl_stapling_verify: bool = false,
     }
 }

@@ -19,6 +19,7 @@ pub mod filter_model;
 pub mod finish;
 pub mod finish_cache;
 pub mod finish_proxy;
+pub mod finish_ssl;
 pub mod inherit;
 pub mod lexer;
 pub mod listen_addr;
@@ -54,10 +55,12 @@ pub mod set_sched;
 pub mod set_server;
 pub mod set_split_clients;
 pub mod set_ssi;
+pub mod set_ssl;
 pub mod set_sub;
 pub mod set_upstream;
 pub mod slot;
 pub mod source;
+pub mod ssl_model;
 pub mod syntax;
 pub mod table;
 pub mod template;
@@ -129,14 +132,14 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, Vec<ConfError>> {
 /// gets them from the privileged helper: no file is opened here.
 pub fn load_from_files(
     opts: &LoadOptions,
-    files: Vec<(PathBuf, String)>,
+    files: Vec<(PathBuf, Vec<u8>)>,
 ) -> Result<Loaded, Vec<ConfError>> {
-    load_with(opts, Some(files.into_iter().collect()))
+    load_with(opts, Some(std::sync::Arc::new(files.into_iter().collect())))
 }
 
 fn load_with(
     opts: &LoadOptions,
-    preloaded: Option<std::collections::HashMap<PathBuf, String>>,
+    preloaded: Option<std::sync::Arc<std::collections::HashMap<PathBuf, Vec<u8>>>>,
 ) -> Result<Loaded, Vec<ConfError>> {
     let conf_dir = match &opts.conf_file {
         Some(f) => f
@@ -145,6 +148,7 @@ fn load_with(
             .unwrap_or_else(|| opts.prefix.clone()),
         None => opts.prefix.clone(),
     };
+    let data = build::DataFiles::new(preloaded.clone());
     let mut reader = Reader::with_files(conf_dir, preloaded);
     let mut tree = Vec::new();
     if let Some(g) = &opts.globals {
@@ -171,6 +175,7 @@ fn load_with(
     }
 
     let mut b = Builder::new(opts.prefix.clone());
+    b.data = data;
     let mut main_set = MainSet::default();
     b.walk(&mut Scope::Main(&mut main_set), &tree);
     if main_set.events.is_none() && !tree.iter().any(|d| d.name == "events") {
@@ -213,6 +218,7 @@ fn load_with(
             prefix: opts.prefix.clone(),
             conf_file: opts.conf_file.clone(),
             files: reader.files,
+            data_files: std::mem::take(&mut b.data.read),
             uses_realpath_root: b.uses_realpath_root,
             uses_request_body_file: b.uses_request_body_file,
         },

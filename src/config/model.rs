@@ -46,6 +46,9 @@ pub struct Config {
     pub conf_file: Option<PathBuf>,
     /// Every file read, for `-T`.
     pub files: Vec<SourceFile>,
+    /// The other files the configuration read (certificates, keys), for a
+    /// reload's privileged helper to pass on.
+    pub data_files: Vec<(PathBuf, Vec<u8>)>,
     /// Whether `$realpath_root` is used anywhere (see `server::phases`).
     pub uses_realpath_root: bool,
     /// Whether `$request_body_file` is used anywhere (see `server::proxy`).
@@ -298,6 +301,9 @@ pub struct Server {
     pub handler: Handler,
     /// `try_files` at server level: for requests no location matches.
     pub try_files: Option<TryFiles>,
+    /// Its TLS, when it has any (`listen … ssl`, `ssl on`, certificates
+    /// or `ssl_reject_handshake`).
+    pub tls: Option<Arc<super::ssl_model::TlsPlan>>,
 }
 
 impl Server {
@@ -317,6 +323,8 @@ pub struct Listen {
     pub addr: ListenAddr,
     /// `default_server`.
     pub default_server: bool,
+    /// `ssl`: connections to the address speak TLS.
+    pub ssl: bool,
     /// `reuseport`: one socket per worker.
     pub reuseport: bool,
     /// `backlog=N` (default 511, nginx's on Linux).
@@ -370,6 +378,7 @@ impl Listen {
         Listen {
             addr,
             default_server: false,
+            ssl: false,
             reuseport: false,
             backlog: DEFAULT_BACKLOG,
             backlog_set: false,

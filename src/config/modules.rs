@@ -77,7 +77,7 @@ pub static HTTP_MODULES: &[Module] = &[
     module!("http_upstream_zone_module", Default, ["zone"]),
     // The cache is `--without-http-cache` in nginx's configure.
     module!("http-cache", Default, ["proxy_cache", "proxy_cache_path", "proxy_cache_key", "proxy_cache_valid", "proxy_cache_methods", "proxy_cache_convert_head", "proxy_cache_min_uses", "proxy_cache_bypass", "proxy_no_cache", "proxy_cache_use_stale", "proxy_cache_background_update", "proxy_cache_revalidate", "proxy_cache_lock", "proxy_cache_lock_timeout", "proxy_cache_lock_age", "proxy_cache_max_range_offset"]),
-    module!("http_ssl_module", Optional, ["ssl_certificate", "ssl_certificate_key"]),
+    module!("http_ssl_module", Optional, ["ssl", "ssl_certificate", "ssl_certificate_key", "ssl_password_file", "ssl_dhparam", "ssl_ecdh_curve", "ssl_protocols", "ssl_ciphers", "ssl_prefer_server_ciphers", "ssl_buffer_size", "ssl_session_cache", "ssl_session_timeout", "ssl_session_tickets", "ssl_session_ticket_key", "ssl_verify_client", "ssl_verify_depth", "ssl_client_certificate", "ssl_trusted_certificate", "ssl_crl", "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify", "ssl_early_data", "ssl_reject_handshake", "ssl_conf_command"]),
     module!("http_v2_module", Optional, ["http2_max_concurrent_streams"]),
     module!("http_realip_module", Optional, ["set_real_ip_from", "real_ip_header", "real_ip_recursive"]),
     module!("http_addition_module", Optional, ["add_before_body", "add_after_body", "addition_types"]),

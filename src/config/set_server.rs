@@ -28,7 +28,7 @@ pub fn server(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
 }
 
 /// Listen parameters nginx has that nowait does not implement yet.
-const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &["ssl", "http2", "quic", "proxy_protocol", "udp"];
+const UNIMPLEMENTED_LISTEN_PARAMS: &[&str] = &["http2", "quic", "proxy_protocol", "udp"];
 
 /// Parses the address part of `listen`: `port`, `addr`, `addr:port`, `*:port`,
 /// `[v6]:port`, `unix:/path`, or a host name resolved now, as nginx does at
@@ -135,6 +135,7 @@ pub fn listen(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(
         match key {
             "default_server" | "default" if val.is_empty() => l.default_server = true,
             "reuseport" if val.is_empty() => l.reuseport = true,
+            "ssl" if val.is_empty() => l.ssl = true,
             "bind" if val.is_empty() => l.bind = true,
             "backlog" => {
                 l.backlog = match value::number(val) {

@@ -55,7 +55,7 @@ pub struct Reader {
     /// How many blocks enclose the statement being read.
     block_depth: usize,
     /// The files to read instead of the file system's, if any.
-    preloaded: Option<std::collections::HashMap<PathBuf, String>>,
+    preloaded: Option<std::sync::Arc<std::collections::HashMap<PathBuf, Vec<u8>>>>,
 }
 
 impl Reader {
@@ -64,12 +64,12 @@ impl Reader {
         Reader::with_files(conf_dir, None)
     }
 
-    /// A reader that takes every file from `preloaded` (path → text)
+    /// A reader that takes every file from `preloaded` (path → bytes)
     /// instead of the file system: a reload's configuration as the
     /// privileged helper read it. A path not in the map is "not found".
     pub fn with_files(
         conf_dir: PathBuf,
-        preloaded: Option<std::collections::HashMap<PathBuf, String>>,
+        preloaded: Option<std::sync::Arc<std::collections::HashMap<PathBuf, Vec<u8>>>>,
     ) -> Reader {
         Reader {
             conf_dir,
@@ -85,7 +85,7 @@ impl Reader {
         match &self.preloaded {
             Some(files) => files
                 .get(path)
-                .map(|t| t.as_bytes().to_vec())
+                .cloned()
                 .ok_or_else(|| ("open()", std::io::Error::from_raw_os_error(libc::ENOENT))),
             None => read_as_nginx(path),
         }

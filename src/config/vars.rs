@@ -150,6 +150,18 @@ builtins! {
     Scheme = "scheme",
     /// `on` for TLS connections, else empty.
     Https = "https",
+    /// The TLS protocol: `TLSv1.2`, `TLSv1.3`.
+    SslProtocol = "ssl_protocol",
+    /// The cipher suite, by OpenSSL's name.
+    SslCipher = "ssl_cipher",
+    /// The suites the client offered, by OpenSSL's names.
+    SslCiphers = "ssl_ciphers",
+    /// The groups the client offered, by OpenSSL's names.
+    SslCurves = "ssl_curves",
+    /// The server name the client sent (SNI).
+    SslServerName = "ssl_server_name",
+    /// `r` when the TLS session was resumed, else `.`.
+    SslSessionReused = "ssl_session_reused",
     /// The connection's serial number.
     Connection = "connection",
     /// Requests made on this connection so far.

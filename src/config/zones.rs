@@ -15,6 +15,8 @@ pub enum ZoneUse {
     LimitReq,
     /// A `limit_conn_zone`.
     LimitConn,
+    /// An `ssl_session_cache shared:` zone.
+    SslSession,
 }
 
 /// One declared zone.

@@ -1,11 +1,16 @@
-//! A client's connection: TCP or a unix-domain socket (`listen unix:`), as
-//! one type with the calls the server makes on it.
+//! A client's connection: TCP, a unix-domain socket (`listen unix:`), or
+//! TLS over TCP (`listen … ssl`), as one type with the calls the server
+//! makes on it.
 //!
 //! Each call is one `match` and the stream's own call: nothing is boxed or
 //! allocated per call, so the TCP path costs what it did when it was a bare
 //! `TcpStream`. Options that exist only for TCP (`TCP_NODELAY`, `TCP_CORK`)
 //! are not set on a unix-domain socket, as nginx does not set them there
 //! (`ngx_event_accept` disables both for `AF_UNIX`).
+//!
+//! A TLS connection reads and writes plaintext through rustls
+//! ([`super::tls_stream`]); what only a plain socket can do (`sendfile()`
+//! into it, a pool thread writing to it) the server does not ask of one.
 //!
 //! What this module must not do: decide anything about HTTP, or make a
 //! raw system call (those are in `crate::sys::socket`).
@@ -20,6 +25,7 @@ use tokio::net::{TcpStream, UnixStream};
 use crate::sys::socket::{self as sys_socket, Idle};
 
 use super::ready::Registered;
+use super::tls_stream::{Held, TlsStream};
 
 /// A client connection registered with the current worker's reactor.
 #[derive(Debug)]
@@ -28,6 +34,8 @@ pub enum ClientStream {
     Tcp(TcpStream),
     /// A unix-domain stream connection.
     Unix(UnixStream),
+    /// TLS over TCP, its handshake done.
+    Tls(Box<TlsStream>),
 }
 
 /// A client connection registered with no reactor: parked in a worker's
@@ -38,6 +46,8 @@ pub enum StdClientStream {
     Tcp(std::net::TcpStream),
     /// A unix-domain stream connection.
     Unix(std::os::unix::net::UnixStream),
+    /// TLS over TCP: the socket and the connection's TLS state.
+    Tls(std::net::TcpStream, Box<rustls::ServerConnection>),
 }
 
 impl AsFd for ClientStream {
@@ -45,6 +55,7 @@ impl AsFd for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.as_fd(),
             ClientStream::Unix(s) => s.as_fd(),
+            ClientStream::Tls(s) => s.as_fd(),
         }
     }
 }
@@ -52,7 +63,7 @@ impl AsFd for ClientStream {
 impl AsFd for StdClientStream {
     fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            StdClientStream::Tcp(s) => s.as_fd(),
+            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _) => s.as_fd(),
             StdClientStream::Unix(s) => s.as_fd(),
         }
     }
@@ -62,7 +73,9 @@ impl StdClientStream {
     /// Shuts the writing side down (the start of a lingering close).
     pub fn shutdown_write(&self) -> io::Result<()> {
         match self {
-            StdClientStream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _) => {
+                s.shutdown(std::net::Shutdown::Write)
+            }
             StdClientStream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
         }
     }
@@ -84,6 +97,9 @@ impl ClientStream {
         Ok(match s {
             StdClientStream::Tcp(s) => ClientStream::Tcp(TcpStream::from_std(s)?),
             StdClientStream::Unix(s) => ClientStream::Unix(UnixStream::from_std(s)?),
+            StdClientStream::Tls(s, tls) => {
+                ClientStream::Tls(Box::new(TlsStream::new(TcpStream::from_std(s)?, *tls)))
+            }
         })
     }
 
@@ -92,6 +108,10 @@ impl ClientStream {
         Ok(match self {
             ClientStream::Tcp(s) => StdClientStream::Tcp(s.into_std()?),
             ClientStream::Unix(s) => StdClientStream::Unix(s.into_std()?),
+            ClientStream::Tls(s) => {
+                let (tcp, tls) = s.into_parts();
+                StdClientStream::Tls(tcp.into_std()?, Box::new(tls))
+            }
         })
     }
 
@@ -100,11 +120,26 @@ impl ClientStream {
         matches!(self, ClientStream::Unix(_))
     }
 
+    /// The TLS connection, when it is one.
+    pub fn tls(&self) -> Option<&TlsStream> {
+        match self {
+            ClientStream::Tls(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether bytes may be handed to the socket directly (`sendfile()`,
+    /// a pool thread's write): not through TLS.
+    pub fn is_plain(&self) -> bool {
+        !matches!(self, ClientStream::Tls(_))
+    }
+
     /// Waits until the connection may be read.
     pub async fn readable(&self) -> io::Result<()> {
         match self {
             ClientStream::Tcp(s) => s.readable().await,
             ClientStream::Unix(s) => s.readable().await,
+            ClientStream::Tls(s) => s.readable().await,
         }
     }
 
@@ -113,6 +148,16 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.writable().await,
             ClientStream::Unix(s) => s.writable().await,
+            ClientStream::Tls(s) => s.writable().await,
+        }
+    }
+
+    /// Sends what a TLS connection still holds encrypted (nothing to do on
+    /// a plain socket, which holds nothing): the end of a response.
+    pub async fn flush(&self) -> io::Result<()> {
+        match self {
+            ClientStream::Tls(s) => s.flush().await,
+            _ => Ok(()),
         }
     }
 
@@ -121,11 +166,15 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.poll_read_ready(cx),
             ClientStream::Unix(s) => s.poll_read_ready(cx),
+            ClientStream::Tls(s) if s.has_plaintext() => Poll::Ready(Ok(())),
+            ClientStream::Tls(s) => s.tcp().poll_read_ready(cx),
         }
     }
 
     /// Runs `f` if the reactor marks the connection ready for `interest`;
-    /// a `WouldBlock` from `f` drops the mark (tokio's `try_io`).
+    /// a `WouldBlock` from `f` drops the mark (tokio's `try_io`). On a TLS
+    /// connection `f` sees the socket under TLS: for calls that move no
+    /// data (options, a reset), never for reads or writes.
     pub fn try_io<R>(
         &self,
         interest: Interest,
@@ -134,6 +183,38 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.try_io(interest, f),
             ClientStream::Unix(s) => s.try_io(interest, f),
+            ClientStream::Tls(s) => s.tcp().try_io(interest, f),
+        }
+    }
+
+    /// Writes what the connection takes now of `buf` (`send()` without
+    /// `SIGPIPE` on a plain socket, encrypted on a TLS one).
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            ClientStream::Tls(s) => s.try_write(buf),
+            _ => self.try_io(Interest::WRITABLE, || sys_socket::send(self, buf)),
+        }
+    }
+
+    /// Reads what is there into the spare capacity of `buf` (see
+    /// [`super::ready::recv`]): `WouldBlock` when nothing is, 0 at the end.
+    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            ClientStream::Tcp(s) => super::ready::recv(s, buf),
+            ClientStream::Unix(s) => super::ready::recv(s, buf),
+            ClientStream::Tls(s) => s.try_read_buf(buf),
+        }
+    }
+
+    /// What an idle connection shows, without consuming it (see
+    /// [`super::ready::peek`]): on a TLS one, plaintext waiting, else what
+    /// the socket under it shows.
+    pub fn peek_idle(&self) -> Idle {
+        match self {
+            ClientStream::Tcp(s) => super::ready::peek(s),
+            ClientStream::Unix(s) => super::ready::peek(s),
+            ClientStream::Tls(s) if s.has_plaintext() => Idle::Data,
+            ClientStream::Tls(s) => super::ready::peek(s.tcp()),
         }
     }
 
@@ -143,6 +224,7 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.try_read(buf),
             ClientStream::Unix(s) => s.try_read(buf),
+            ClientStream::Tls(s) => s.try_read(buf),
         }
     }
 
@@ -152,6 +234,7 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.try_read_buf(buf),
             ClientStream::Unix(s) => s.try_read_buf(buf),
+            ClientStream::Tls(s) => s.try_read_buf(buf),
         }
     }
 
@@ -160,6 +243,7 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.try_write(buf),
             ClientStream::Unix(s) => s.try_write(buf),
+            ClientStream::Tls(s) => s.try_write(buf),
         }
     }
 
@@ -168,6 +252,7 @@ impl ClientStream {
         match self {
             ClientStream::Tcp(s) => s.try_write_vectored(bufs),
             ClientStream::Unix(s) => s.try_write_vectored(bufs),
+            ClientStream::Tls(s) => s.try_write_vectored(bufs),
         }
     }
 
@@ -176,6 +261,18 @@ impl ClientStream {
     pub async fn peek_byte(&self) -> io::Result<usize> {
         match self {
             ClientStream::Tcp(s) => s.peek(&mut [0u8; 1]).await,
+            // Through TLS a byte is plaintext: records are read (and kept
+            // for the next read) until some comes, or the end.
+            ClientStream::Tls(s) => loop {
+                match s.fill() {
+                    Ok(Held::Plaintext) => return Ok(1),
+                    Ok(Held::Closed) => return Ok(0),
+                    Ok(Held::Nothing) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+                s.tcp().readable().await?;
+            },
             // tokio has no `peek` for unix streams: the same wait, with
             // `recv(MSG_PEEK)` once the reactor says readable.
             ClientStream::Unix(s) => loop {
@@ -197,6 +294,7 @@ impl ClientStream {
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         match self {
             ClientStream::Tcp(s) => s.set_nodelay(on),
+            ClientStream::Tls(s) => s.tcp().set_nodelay(on),
             ClientStream::Unix(_) => Ok(()),
         }
     }
@@ -206,6 +304,7 @@ impl ClientStream {
     pub fn set_nopush(&self, on: bool) -> io::Result<()> {
         match self {
             ClientStream::Tcp(s) => sys_socket::set_tcp_nopush(s, on),
+            ClientStream::Tls(s) => sys_socket::set_tcp_nopush(s.tcp(), on),
             ClientStream::Unix(_) => Ok(()),
         }
     }

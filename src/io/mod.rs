@@ -49,6 +49,7 @@ pub mod read_ahead;
 pub mod ready;
 pub mod stream;
 pub mod temp;
+pub mod tls_stream;
 
 pub use completion::{Completion, SubmitError, TaskError};
 pub use pool::{Lane, Pool, PoolStats, PoolTimings, thread_name};

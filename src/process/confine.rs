@@ -92,6 +92,11 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
     {
         add(p, Access::Write);
     }
+    // Certificates, keys, ticket keys: a reload without the privileged
+    // helper reads them again.
+    for (p, _) in &c.data_files {
+        add(p.clone(), Access::Read);
+    }
     if let Some(h) = &c.http {
         for conf in h.loc_confs() {
             let root = match &conf.root {

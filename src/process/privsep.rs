@@ -296,7 +296,7 @@ fn set_priority(allowed: &Allowed, arg: &[u8]) -> std::io::Result<()> {
 
 /// What the helper keeps of a configuration it loaded: what it allows,
 /// its files (path, text), its pid file.
-type Reloaded = (Allowed, Vec<(PathBuf, String)>, Option<PathBuf>);
+type Reloaded = (Allowed, Vec<(PathBuf, Vec<u8>)>, Option<PathBuf>);
 
 /// Loads the configuration as root, for a reload. Refuses a change of
 /// `user` (the serving process cannot become someone else).
@@ -310,10 +310,13 @@ fn reload(load: &LoadOptions, id: &Identity) -> Result<Reloaded, String> {
         );
     }
     super::paths::create(&config, next.as_ref())?;
+    // The configuration's text, then the files it names that the serving
+    // process may not be able to read (certificates and keys).
     let files = config
         .files
         .iter()
-        .map(|f| (f.path.clone(), f.text.clone()))
+        .map(|f| (f.path.clone(), f.text.clone().into_bytes()))
+        .chain(config.data_files.iter().cloned())
         .collect();
     Ok((Allowed::of(&config), files, config.main.pid.clone()))
 }

@@ -370,7 +370,7 @@ async fn read_more(
 ) -> Result<(), BodyError> {
     buf.reserve(READ_CHUNK);
     loop {
-        match crate::io::ready::recv(stream, buf) {
+        match stream.recv(buf) {
             Ok(0) => {
                 return Err(BodyError::client(
                     None,

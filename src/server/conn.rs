@@ -57,6 +57,11 @@ pub struct ConnInfo {
     pub conn_no: u64,
     /// When it was accepted (`$connection_time`).
     pub accepted: Instant,
+    /// Whether the address speaks TLS (`listen … ssl`): with no `tls`
+    /// below, the client sent plain HTTP to it (nginx's 497).
+    pub https_port: bool,
+    /// What its TLS handshake negotiated.
+    pub tls: Option<Arc<super::tls::info::TlsInfo>>,
 }
 
 /// How a request's handling ended for the connection.
@@ -79,13 +84,29 @@ enum Next {
 /// future ([`serve_request`]) inline, not boxed per request: a box made
 /// when a head is read and freed when the reply is sent cost an allocation
 /// and a copy of ~3.8 KB per request, where a task serves many.
-pub async fn serve(stream: ClientStream, info: ConnInfo, site: Arc<Site>, open: Open) {
+pub async fn serve(mut stream: ClientStream, mut info: ConnInfo, site: Arc<Site>, open: Open) {
     // This connection in nginx's counters (`stub_status`), until it ends.
     let stats = crate::metrics::connections::Tracked::accepted();
     let Some(default_server) = site.server(&info.socket_addr, &info.local, None) else {
         return;
     };
     let idle_timeout = default_server.srv.client_header_timeout;
+    if site.is_ssl(&info.socket_addr) {
+        let ClientStream::Tcp(tcp) = stream else {
+            return;
+        };
+        info.https_port = true;
+        let deadline = info.accepted + idle_timeout;
+        use super::tls::accept::Accepted;
+        stream = match super::tls::accept::accept(tcp, &info, &site, deadline).await {
+            Accepted::Tls(s, negotiated) => {
+                info.tls = Some(negotiated);
+                s
+            }
+            Accepted::Plain(s) => s,
+            Accepted::Closed => return,
+        };
+    }
     // TCP_NODELAY as the worker set it at accept (the http level's setting).
     let nodelay = site.http().is_some_and(|h| h.conf.tcp_nodelay);
     run(Box::new(Waiting {
@@ -319,13 +340,32 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
         }
     }
     let mut held = None;
+    // Plain HTTP on a TLS address: nginx reads the request, then answers
+    // 497 through the server's `error_page` (or its 400 page) and closes.
+    let plain_on_tls = info.https_port && info.tls.is_none();
+    if plain_on_tls {
+        r.error_log().log(
+            Level::Info,
+            Some(r.conn_no),
+            format_args!(
+                "client sent plain HTTP request to HTTPS port while reading client request headers{}",
+                r.log_context()
+            ),
+        );
+    }
     let next = {
         let mut client = Client::new(stream, buf);
         let mut walk = Walk::new(site);
-        let handled = match walk.route(&mut r) {
+        let routed = if plain_on_tls {
+            walk.fail(&mut r, crate::http::status::Status(497))
+        } else {
+            walk.route(&mut r)
+        };
+        let mut handled = match routed {
             Some(h) => h,
             None => walk.content(&mut r, &mut client).await,
         };
+        handled.reply.close |= plain_on_tls;
         r.body.received = r.body.received.max(client.body_received());
         let continue_sent = client.continue_sent;
         let progress = std::mem::replace(&mut client.body, BodyProgress::Failed);
@@ -674,7 +714,8 @@ async fn respond<'c>(
     };
     let params = SendParams {
         timeout: conf.send_timeout,
-        sendfile: conf.sendfile,
+        // Through TLS the bytes are encrypted by the loop: no sendfile().
+        sendfile: conf.sendfile && stream.is_plain(),
         max_chunk: conf.sendfile_max_chunk,
         nopush: conf.tcp_nopush,
         files: FileLayer::for_conf(pool.as_ref(), conf),
@@ -730,6 +771,12 @@ async fn respond<'c>(
             &mut written,
         )
         .await
+    };
+    // What TLS still holds encrypted is sent before the response counts as
+    // sent (and before the next request is read).
+    let result = match result {
+        Ok(()) => send::flush(stream, conf.send_timeout).await,
+        e => e,
     };
     let sent = Sent {
         status: reply.status.0,

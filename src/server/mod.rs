@@ -79,6 +79,7 @@ pub mod stream;
 pub mod stub_status;
 pub mod sub_filter;
 pub mod subrequest;
+pub mod tls;
 pub mod try_files;
 pub mod vars;
 pub mod vhost;

@@ -97,7 +97,7 @@ pub async fn read_head(
         // reactor has seen nothing), given back if nothing came, so that a
         // connection waiting for a request holds none.
         buf.lend();
-        match crate::io::ready::recv(stream, buf) {
+        match stream.recv(buf) {
             Ok(0) => return HeadRead::Gone,
             Ok(_) => {
                 began.get_or_insert_with(crate::metrics::timed::now);

@@ -94,6 +94,9 @@ pub struct Req<'a> {
     pub conn_requests: u64,
     /// When the connection was accepted (`$connection_time`).
     pub conn_start: Instant,
+    /// What the connection's TLS handshake negotiated (`$https`,
+    /// `$ssl_*`); `None` in cleartext.
+    pub tls: Option<std::sync::Arc<super::tls::info::TlsInfo>>,
     /// When the first byte of the request arrived (`$request_time`,
     /// `limit_rate`'s clock): nginx's `r->start_sec`/`start_msec`.
     pub start: Instant,
@@ -305,6 +308,7 @@ impl<'a> Req<'a> {
             conn_no: conn.conn_no,
             conn_requests,
             conn_start: conn.accepted,
+            tls: conn.tls.clone(),
             start,
             head_read: crate::metrics::timed::now(),
             head_len,
@@ -352,6 +356,7 @@ impl<'a> Req<'a> {
             conn_no: self.conn_no,
             conn_requests: self.conn_requests,
             conn_start: self.conn_start,
+            tls: self.tls.clone(),
             start: crate::metrics::timed::now(),
             head_read: self.head_read,
             head_len: self.head_len,

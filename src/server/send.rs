@@ -20,7 +20,6 @@ use crate::io::{Lane, fault, pins};
 use crate::metrics::body::{self as body_metrics, BodyPath};
 use crate::metrics::worker as metrics;
 use crate::sys::file as sysfile;
-use crate::sys::socket as sys_socket;
 
 use super::reply::Body;
 
@@ -209,7 +208,7 @@ pub async fn write_all(
     timeout: Duration,
 ) -> Result<(), SendError> {
     while !buf.is_empty() {
-        match stream.try_io(Interest::WRITABLE, || sys_socket::send(stream, buf)) {
+        match stream.try_send(buf) {
             Ok(0) => return Err(SendError::Io(io::ErrorKind::WriteZero.into())),
             Ok(n) => buf = &buf[n..],
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -222,6 +221,18 @@ pub async fn write_all(
         }
     }
     Ok(())
+}
+
+/// Sends what the connection still holds (a TLS connection's encrypted
+/// bytes), within `timeout`: the end of a response.
+pub async fn flush(stream: &ClientStream, timeout: Duration) -> Result<(), SendError> {
+    if !stream.tls().is_some_and(|t| t.holds_output()) {
+        return Ok(());
+    }
+    tokio::time::timeout(timeout, stream.flush())
+        .await
+        .map_err(|_| SendError::TimedOut)?
+        .map_err(SendError::Io)
 }
 
 /// Waits until the pace lets something be written; returns how much (at

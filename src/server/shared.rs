@@ -55,6 +55,8 @@ pub struct Shared {
     ring: Mutex<crate::metrics::ring::Ring>,
     /// Whether the sampler that fills [`Shared::ring`] was started.
     sampler: std::sync::atomic::AtomicBool,
+    /// TLS session caches and ticket keys, across reloads.
+    pub tls: super::tls::TlsShared,
 }
 
 impl std::fmt::Debug for Shared {

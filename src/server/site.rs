@@ -42,6 +42,9 @@ pub struct Site {
     pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
     /// The `limit_req` and `limit_conn` zones (the process's tables).
     pub limits: super::access::zones::Limits,
+    /// Each server's rustls configuration, by server index (`None` for a
+    /// server without TLS).
+    pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -175,6 +178,12 @@ impl Site {
             .as_ref()
             .map(VirtualHosts::new)
             .unwrap_or_default();
+        let tls = match &config.http {
+            Some(h) => super::tls::configs(h, &shared.tls).map_err(|e| {
+                SysError::with_arg("SSL_CTX_new", e, std::io::ErrorKind::InvalidInput.into())
+            })?,
+            None => Vec::new(),
+        };
         super::status_ring::start(shared, &thread_init, &error_log);
         if let Err(e) = crate::io::pressure::start(&thread_init) {
             // Without it memory counts as plentiful: the loops keep
@@ -197,6 +206,7 @@ impl Site {
             upstreams,
             caches,
             limits,
+            tls,
         })
     }
 
@@ -277,6 +287,37 @@ impl Site {
         let h = self.http()?;
         let (i, re) = self.vhosts.find_match(socket_addr, local, host);
         Some((h.servers.get(i)?, re))
+    }
+
+    /// Whether connections accepted on `socket_addr` speak TLS.
+    pub fn is_ssl(&self, socket_addr: &ListenAddr) -> bool {
+        self.vhosts.is_ssl(socket_addr)
+    }
+
+    /// The TLS a handshake naming `sni` gets on this connection, as
+    /// nginx's `ngx_http_ssl_servername` picks it: `(true, None)` when the
+    /// server it names refuses handshakes (`ssl_reject_handshake`); else
+    /// that server's configuration, or the address's default server's when
+    /// the named one has none.
+    pub fn tls_server(
+        &self,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
+        sni: Option<&str>,
+    ) -> Option<(bool, Option<&Arc<rustls::ServerConfig>>)> {
+        let h = self.http()?;
+        let lower = sni.map(str::to_ascii_lowercase);
+        let i = self.vhosts.find(socket_addr, local, lower.as_deref());
+        let s = h.servers.get(i)?;
+        if s.srv.ssl_reject_handshake {
+            return Some((true, None));
+        }
+        if let Some(Some(c)) = self.tls.get(i) {
+            return Some((false, Some(c)));
+        }
+        let d = self.vhosts.default_index(socket_addr, local)?;
+        let reject = h.servers.get(d).is_some_and(|s| s.srv.ssl_reject_handshake);
+        Some((reject, self.tls.get(d).and_then(Option::as_ref)))
     }
 
     /// A log format by name.

@@ -29,6 +29,10 @@ struct AddrServers {
     /// Whether only the default server can answer on this address (every
     /// name is its own): then the host need not be looked at.
     only_default: bool,
+    /// Whether connections to the address speak TLS: a `listen … ssl` of
+    /// it in any server, or `ssl on` in its default server (nginx's
+    /// `addr_conf->ssl || sscf->enable`).
+    ssl: bool,
 }
 
 impl AddrServers {
@@ -58,6 +62,7 @@ impl VirtualHosts {
                         default: i,
                         ..Default::default()
                     });
+                entry.ssl |= l.ssl;
                 if l.default_server && !has_default.get(&l.addr).copied().unwrap_or(false) {
                     entry.default = i;
                     has_default.insert(l.addr.clone(), true);
@@ -89,6 +94,10 @@ impl VirtualHosts {
             }
         }
         for a in by_addr.values_mut() {
+            a.ssl |= http
+                .servers
+                .get(a.default)
+                .is_some_and(|s| s.srv.ssl.is_some());
             a.head_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
             a.tail_wild.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
             a.only_default = a.exact.values().all(|&i| i == a.default)
@@ -109,6 +118,19 @@ impl VirtualHosts {
     /// accepted there before a reload still has servers after it).
     pub fn listens_on(&self, socket_addr: &ListenAddr) -> bool {
         self.servers_of(socket_addr).is_some()
+    }
+
+    /// The default server's index for a connection accepted on
+    /// `socket_addr` whose local address is `local`.
+    pub fn default_index(&self, socket_addr: &ListenAddr, local: &ListenAddr) -> Option<usize> {
+        self.servers_of(local)
+            .or_else(|| self.servers_of(socket_addr))
+            .map(|a| a.default)
+    }
+
+    /// Whether connections accepted on `socket_addr` speak TLS.
+    pub fn is_ssl(&self, socket_addr: &ListenAddr) -> bool {
+        self.servers_of(socket_addr).is_some_and(|a| a.ssl)
     }
 
     /// The server index for a connection accepted on `socket_addr` whose

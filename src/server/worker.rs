@@ -515,6 +515,10 @@ async fn accept_loop(
                         ClientStream::Tcp(s) => s
                             .local_addr()
                             .map_or_else(|_| addr.clone(), ListenAddr::Inet),
+                        ClientStream::Tls(s) => s
+                            .tcp()
+                            .local_addr()
+                            .map_or_else(|_| addr.clone(), ListenAddr::Inet),
                         ClientStream::Unix(_) => addr.clone(),
                     };
                     let info = ConnInfo {
@@ -523,6 +527,8 @@ async fn accept_loop(
                         socket_addr: addr.clone(),
                         conn_no: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
                         accepted: crate::metrics::timed::now(),
+                        https_port: false,
+                        tls: None,
                     };
                     if site.http().is_some_and(|h| h.conf.tcp_nodelay) {
                         let _ = stream.set_nodelay(true);

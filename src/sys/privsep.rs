@@ -338,7 +338,7 @@ pub fn remove_socket(path: &Path) -> io::Result<()> {
 /// Asks the helper to load the configuration again (as root) and to send
 /// the text of every file it read: `None` when there is no helper, the
 /// helper's error messages when its load failed.
-pub fn reload() -> Option<Result<Vec<(PathBuf, String)>, String>> {
+pub fn reload() -> Option<Result<Files, String>> {
     let r = ask(OP_RELOAD, b"", None)?;
     Some(match r {
         Err(e) => Err(format!("the privileged helper failed ({e})")),
@@ -369,21 +369,24 @@ pub fn set_priority(tid: u32, nice: i32) -> Option<io::Result<()>> {
     }))
 }
 
-/// Serialises files as (u32 path length, path, u32 text length, text)*.
-pub fn encode_files(files: &[(PathBuf, String)]) -> Vec<u8> {
+/// Files as the helper hands them over: path and bytes.
+pub type Files = Vec<(PathBuf, Vec<u8>)>;
+
+/// Serialises files as (u32 path length, path, u32 length, bytes)*.
+pub fn encode_files(files: &[(PathBuf, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (p, t) in files {
         let p = p.as_os_str().as_bytes();
         out.extend_from_slice(&(p.len() as u32).to_le_bytes());
         out.extend_from_slice(p);
         out.extend_from_slice(&(t.len() as u32).to_le_bytes());
-        out.extend_from_slice(t.as_bytes());
+        out.extend_from_slice(t);
     }
     out
 }
 
 /// Reads what [`encode_files`] wrote; `None` if it is malformed.
-pub fn decode_files(mut b: &[u8]) -> Option<Vec<(PathBuf, String)>> {
+pub fn decode_files(mut b: &[u8]) -> Option<Files> {
     fn take<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
         let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
         let v = b.get(4..4 + len)?;
@@ -393,7 +396,7 @@ pub fn decode_files(mut b: &[u8]) -> Option<Vec<(PathBuf, String)>> {
     let mut out = Vec::new();
     while !b.is_empty() {
         let p = PathBuf::from(OsStr::from_bytes(take(&mut b)?));
-        let t = String::from_utf8(take(&mut b)?.to_vec()).ok()?;
+        let t = take(&mut b)?.to_vec();
         out.push((p, t));
     }
     Some(out)
@@ -535,9 +538,13 @@ mod tests {
         let files = vec![
             (
                 PathBuf::from("/etc/nowait/nowait.conf"),
-                "events {}\n".to_string(),
+                b"events {}\n".to_vec(),
             ),
-            (PathBuf::from("/etc/nowait/empty.conf"), String::new()),
+            (PathBuf::from("/etc/nowait/empty.conf"), Vec::new()),
+            (
+                PathBuf::from("/etc/nowait/ticket.key"),
+                vec![0, 255, 1, 254],
+            ),
         ];
         assert_eq!(decode_files(&encode_files(&files)), Some(files));
         assert_eq!(decode_files(&[1, 0, 0]), None);

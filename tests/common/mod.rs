@@ -43,6 +43,7 @@ pub mod proxy;
 pub mod request;
 pub mod response;
 pub mod server;
+pub mod tls;
 pub mod tmp;
 pub mod upstream;
 pub mod wait;

@@ -1321,7 +1321,7 @@ impl ClientGone {
                 Poll::Ready(Err(_)) => return Poll::Ready(()),
                 Poll::Ready(Ok(())) => {}
             }
-            match crate::io::ready::peek(client.stream) {
+            match client.stream.peek_idle() {
                 crate::sys::socket::Idle::Closed => return Poll::Ready(()),
                 crate::sys::socket::Idle::Data => self.data_seen = true,
                 // Readiness without data: the peek dropped the mark, so the

@@ -1,0 +1,194 @@
+//! The typed values of nginx's ssl module (`ngx_http_ssl_module`) as the
+//! configuration writes them: protocols, client verification, the session
+//! cache. What they are loaded into (certificates, keys, ticket keys) is
+//! `crate::tls::material`; the rustls configuration made of both is built
+//! per generation by the server.
+
+use std::path::PathBuf;
+
+use super::source::Loc;
+use super::template::Template;
+
+/// The protocols `ssl_protocols` names, as nginx's bitmask
+/// (`NGX_SSL_SSLv2` …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Protocols(pub u8);
+
+impl Protocols {
+    /// `SSLv2`.
+    pub const SSLV2: u8 = 1;
+    /// `SSLv3`.
+    pub const SSLV3: u8 = 1 << 1;
+    /// `TLSv1`.
+    pub const TLSV1: u8 = 1 << 2;
+    /// `TLSv1.1`.
+    pub const TLSV1_1: u8 = 1 << 3;
+    /// `TLSv1.2`.
+    pub const TLSV1_2: u8 = 1 << 4;
+    /// `TLSv1.3`.
+    pub const TLSV1_3: u8 = 1 << 5;
+    /// The names `ssl_protocols` takes, in bit order.
+    pub const NAMES: [&'static str; 6] =
+        ["SSLv2", "SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
+    /// nginx 1.22's default: `TLSv1 TLSv1.1 TLSv1.2` (TLSv1.3 joined the
+    /// default in 1.23.4), of which nowait speaks TLSv1.2.
+    pub const DEFAULT: Protocols = Protocols(Self::TLSV1 | Self::TLSV1_1 | Self::TLSV1_2);
+
+    /// Whether `bit` is set.
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The protocols nowait speaks of these (rustls has TLS 1.2 and 1.3
+    /// only).
+    pub fn usable(self) -> Protocols {
+        Protocols(self.0 & (Self::TLSV1_2 | Self::TLSV1_3))
+    }
+
+    /// The names set, in nginx's order.
+    pub fn names(self) -> Vec<&'static str> {
+        Self::NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
+/// `ssl_verify_client` (nginx's `verify` values 0–3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VerifyClient {
+    /// `off`: no certificate is asked for.
+    #[default]
+    Off,
+    /// `on`: a certificate is required and must verify.
+    On,
+    /// `optional`: asked for; one that is sent must verify.
+    Optional,
+    /// `optional_no_ca`: asked for, not verified against a CA (the
+    /// application checks it; `$ssl_client_verify` says FAILED).
+    OptionalNoCa,
+}
+
+/// `ssl_session_cache`: where sessions are kept for resumption by session
+/// id (nginx's `builtin_session_cache` and `shm_zone`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SessionCache {
+    /// What the builtin cache is.
+    pub builtin: Builtin,
+    /// `shared:name:size`.
+    pub shared: Option<SharedSessionCache>,
+}
+
+impl SessionCache {
+    /// Whether sessions are stored at all: `off` and `none` store none
+    /// (nginx returns before looking at a shared zone), and neither does
+    /// nginx's default, `none`.
+    pub fn stores(&self) -> bool {
+        matches!(self.builtin, Builtin::Sessions(_) | Builtin::NoBuiltin)
+    }
+}
+
+/// The builtin part of `ssl_session_cache`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Builtin {
+    /// Not written: nginx's default, `none`.
+    #[default]
+    Unset,
+    /// `off`: no session cache, and clients are told so.
+    Off,
+    /// `none`: no session is stored, though clients may think so.
+    None,
+    /// A shared zone only (`shared:` without `builtin`).
+    NoBuiltin,
+    /// `builtin[:size]`: this many sessions.
+    Sessions(u64),
+}
+
+/// `ssl_session_cache shared:NAME:SIZE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedSessionCache {
+    /// The zone's name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// nginx's `builtin` cache size when none is given (`NGX_SSL_DFLT_BUILTIN_SCACHE`).
+pub const DEFAULT_BUILTIN_SESSIONS: u64 = 20480;
+
+/// nginx's `ssl_buffer_size` default (`NGX_SSL_BUFSIZE`).
+pub const DEFAULT_BUFFER_SIZE: u64 = 16384;
+
+/// nginx's `ssl_ciphers` default (`NGX_DEFAULT_CIPHERS`).
+pub const DEFAULT_CIPHERS: &str = "HIGH:!aNULL:!MD5";
+
+/// nginx's `ssl_ecdh_curve` default (`NGX_DEFAULT_ECDH_CURVE`).
+pub const DEFAULT_ECDH_CURVE: &str = "auto";
+
+/// A file a directive names, with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedFile {
+    /// The path, resolved against the prefix.
+    pub path: PathBuf,
+    /// The directive's place, for errors about the file.
+    pub loc: Loc,
+}
+
+/// `ssl_certificate` or `ssl_certificate_key`: a file, or a name made of
+/// variables and loaded per handshake.
+#[derive(Clone, Debug)]
+pub struct CertName {
+    /// The name as written (a `data:` value is the PEM itself).
+    pub name: Template,
+    /// The literal path, resolved against the prefix, when it has no
+    /// variables.
+    pub path: Option<PathBuf>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// What a server's TLS is, once its settings are merged and its files
+/// read: everything the server needs to make its rustls configuration but
+/// the process's session caches and ticket keys, which outlive the
+/// configuration.
+#[derive(Clone, Debug)]
+pub struct TlsPlan {
+    /// The certificates and their keys, in the order written.
+    pub pairs: Vec<crate::tls::material::Pair>,
+    /// Certificate names with variables: loaded per handshake.
+    pub dynamic_certs: Vec<(CertName, CertName)>,
+    /// The protocols offered (those of `ssl_protocols` nowait speaks).
+    pub protocols: Protocols,
+    /// TLS 1.2 cipher suites by IANA code, in `ssl_ciphers`' order.
+    pub tls12_suites: Vec<u16>,
+    /// TLS 1.3 cipher suites by IANA code (`ssl_conf_command
+    /// Ciphersuites`, else all of them in OpenSSL's order).
+    pub tls13_suites: Vec<u16>,
+    /// Key-exchange groups by IANA code, in order.
+    pub groups: Vec<u16>,
+    /// `ssl_prefer_server_ciphers`.
+    pub prefer_server_ciphers: bool,
+    /// `ssl_buffer_size`.
+    pub buffer_size: u64,
+    /// `ssl_session_cache`.
+    pub session_cache: SessionCache,
+    /// `ssl_session_timeout`.
+    pub session_timeout: std::time::Duration,
+    /// `ssl_session_tickets` and its keys.
+    pub tickets: TicketPlan,
+    /// `ssl_reject_handshake`.
+    pub reject_handshake: bool,
+}
+
+/// Where a server's session tickets come from.
+#[derive(Clone, Debug)]
+pub enum TicketPlan {
+    /// `ssl_session_tickets off`.
+    Off,
+    /// The keys of `ssl_session_ticket_key` files.
+    Files(std::sync::Arc<Vec<crate::tls::tickets::TicketKey>>),
+    /// Keys the process makes (no key files).
+    Process,
+}

@@ -1,0 +1,297 @@
+//! A TLS connection over a TCP socket registered with the worker's
+//! reactor: rustls's state machine driven by the socket's readiness, with
+//! the same calls the server makes on a plain socket (try a read or a
+//! write, wait until one may succeed).
+//!
+//! Reads decrypt what the socket holds and return plaintext; writes
+//! encrypt into rustls's buffer and send what the socket takes. Encrypted
+//! bytes a write left in the buffer go first on the next write, and
+//! [`TlsStream::writable`] waits until they are gone, so a caller that
+//! waits for writability before saying "sent" never leaves the end of a
+//! response behind; [`TlsStream::flush`] sends the rest at the end of a
+//! response. The connection is single-threaded (one worker's task at a
+//! time), so its state sits in a `RefCell`: no borrow is held across an
+//! await.
+//!
+//! What this module must not do: wait on anything but the socket, or
+//! decide anything about HTTP.
+
+use std::cell::{Cell, RefCell};
+use std::io::{self, IoSlice, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use rustls::ServerConnection;
+use tokio::net::TcpStream;
+
+/// How much encrypted output rustls may hold before writes of plaintext
+/// are refused (`WouldBlock` until the socket takes some): a record's
+/// worth above the largest write the server makes at once.
+pub const SEND_BUFFER_LIMIT: usize = 160 * 1024;
+
+/// A TLS connection whose handshake is complete.
+#[derive(Debug)]
+pub struct TlsStream {
+    /// The socket and the TLS state; `None` only once taken apart
+    /// ([`TlsStream::into_parts`]), so that dropping a whole stream can say
+    /// `close_notify` and taking it apart does not.
+    whole: Option<Whole>,
+}
+
+#[derive(Debug)]
+struct Whole {
+    tcp: TcpStream,
+    tls: RefCell<ServerConnection>,
+    /// The peer closed its side of the socket.
+    eof: Cell<bool>,
+}
+
+/// What a TLS connection holds for a reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// Decrypted bytes.
+    Plaintext,
+    /// The end: `close_notify`, or the socket closed.
+    Closed,
+    /// Nothing yet.
+    Nothing,
+}
+
+/// The socket as rustls reads and writes it: non-blocking calls that
+/// report `WouldBlock` and keep tokio's readiness exact.
+struct Sock<'a>(&'a TcpStream);
+
+impl Read for Sock<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for Sock<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsFd for TlsStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.w().tcp.as_fd()
+    }
+}
+
+impl TlsStream {
+    /// A stream over `tcp` whose handshake `tls` completed.
+    pub fn new(tcp: TcpStream, mut tls: ServerConnection) -> TlsStream {
+        tls.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
+        TlsStream {
+            whole: Some(Whole {
+                tcp,
+                tls: RefCell::new(tls),
+                eof: Cell::new(false),
+            }),
+        }
+    }
+
+    fn w(&self) -> &Whole {
+        self.whole
+            .as_ref()
+            .expect("a TLS stream is whole until it is taken apart")
+    }
+
+    /// The socket.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.w().tcp
+    }
+
+    /// Into its parts (leaving the reactor, or for another worker's),
+    /// saying nothing to the peer.
+    pub fn into_parts(mut self) -> (TcpStream, ServerConnection) {
+        let w = self
+            .whole
+            .take()
+            .expect("a TLS stream is whole until it is taken apart");
+        (w.tcp, w.tls.into_inner())
+    }
+
+    /// Sends what rustls holds, as much as the socket takes now: `Ok` once
+    /// nothing is left, `WouldBlock` if some is.
+    fn send_held(&self, tls: &mut ServerConnection) -> io::Result<()> {
+        send_held(&self.w().tcp, tls)
+    }
+
+    /// Reads plaintext into `buf`: `WouldBlock` when none can be had now,
+    /// 0 at the end of the stream (a `close_notify`, or the peer's TCP
+    /// close without one, which nginx also takes as the end).
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            {
+                let mut tls = self.w().tls.borrow_mut();
+                match tls.reader().read(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                    Err(e) => return Err(e),
+                }
+            }
+            if self.fill()? == Held::Closed {
+                return Ok(0);
+            }
+        }
+    }
+
+    /// What a read would find now without touching the socket.
+    pub fn held(&self) -> Held {
+        let w = self.w();
+        if w.eof.get() {
+            return Held::Closed;
+        }
+        match w.tls.borrow_mut().process_new_packets() {
+            Ok(st) if st.plaintext_bytes_to_read() > 0 => Held::Plaintext,
+            Ok(st) if st.peer_has_closed() => Held::Closed,
+            Ok(_) => Held::Nothing,
+            // A read will report the error.
+            Err(_) => Held::Plaintext,
+        }
+    }
+
+    /// Reads and decrypts records from the socket until plaintext or the
+    /// end is held: `WouldBlock` when the socket has no more now.
+    pub fn fill(&self) -> io::Result<Held> {
+        let w = self.w();
+        loop {
+            match self.held() {
+                Held::Nothing => {}
+                held => return Ok(held),
+            }
+            let mut tls = w.tls.borrow_mut();
+            if tls.read_tls(&mut Sock(&w.tcp))? == 0 {
+                w.eof.set(true);
+                return Ok(Held::Closed);
+            }
+            if let Err(e) = tls.process_new_packets() {
+                // The alert rustls queued goes out if the socket takes it.
+                let _ = send_held(&w.tcp, &mut tls);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            // A key update's answer, tickets: sent as the socket allows.
+            let _ = send_held(&w.tcp, &mut tls);
+        }
+    }
+
+    /// Reads plaintext into the spare capacity of `buf`, which grows by
+    /// what arrived (see [`try_read`](Self::try_read)).
+    pub fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        let start = buf.len();
+        let cap = buf.capacity();
+        buf.resize(cap, 0);
+        let r = self.try_read(&mut buf[start..]);
+        let n = *r.as_ref().unwrap_or(&0);
+        buf.truncate(start + n);
+        r
+    }
+
+    /// Whether a read now would not block: plaintext waits, or the end.
+    pub fn has_plaintext(&self) -> bool {
+        self.held() != Held::Nothing
+    }
+
+    /// Encrypts what it takes of `buf` and sends what the socket takes:
+    /// `WouldBlock` while encrypted bytes of earlier writes wait.
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.try_write_vectored(&[IoSlice::new(buf)])
+    }
+
+    /// [`try_write`](Self::try_write) of several buffers, in order.
+    pub fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut tls = self.w().tls.borrow_mut();
+        self.send_held(&mut tls)?;
+        let n = tls.writer().write_vectored(bufs)?;
+        match self.send_held(&mut tls) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if n == 0 && bufs.iter().any(|b| !b.is_empty()) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    /// Waits until a read may find plaintext (or the end).
+    pub async fn readable(&self) -> io::Result<()> {
+        if self.has_plaintext() {
+            return Ok(());
+        }
+        self.w().tcp.readable().await
+    }
+
+    /// Waits until encrypted bytes held back are sent and a write may
+    /// succeed.
+    pub async fn writable(&self) -> io::Result<()> {
+        loop {
+            {
+                let mut tls = self.w().tls.borrow_mut();
+                match self.send_held(&mut tls) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            self.w().tcp.writable().await?;
+        }
+    }
+
+    /// Sends everything encrypted so far (the end of a response).
+    pub async fn flush(&self) -> io::Result<()> {
+        self.writable().await
+    }
+
+    /// Whether encrypted bytes wait to be sent.
+    pub fn holds_output(&self) -> bool {
+        self.w().tls.borrow().wants_write()
+    }
+
+    /// Queues a `close_notify` and sends what the socket takes now: the
+    /// end of the connection, as nginx's `SSL_shutdown`.
+    pub fn close_notify(&self) {
+        let mut tls = self.w().tls.borrow_mut();
+        tls.send_close_notify();
+        let _ = self.send_held(&mut tls);
+    }
+
+    /// Runs `f` on the connection's state (what the handshake negotiated,
+    /// for the variables).
+    pub fn with_state<R>(&self, f: impl FnOnce(&ServerConnection) -> R) -> R {
+        f(&self.w().tls.borrow())
+    }
+}
+
+/// Sends what `tls` holds, as much as `tcp` takes now: `Ok` once nothing
+/// is left, `WouldBlock` if some is.
+fn send_held(tcp: &TcpStream, tls: &mut ServerConnection) -> io::Result<()> {
+    while tls.wants_write() {
+        tls.write_tls(&mut Sock(tcp))?;
+    }
+    Ok(())
+}
+
+impl Drop for TlsStream {
+    fn drop(&mut self) {
+        // A connection that ends says so, as nginx's SSL_shutdown() does;
+        // nothing waits for the socket to take it.
+        if let Some(w) = &self.whole {
+            if let Ok(mut tls) = w.tls.try_borrow_mut() {
+                tls.send_close_notify();
+                let _ = send_held(&w.tcp, &mut tls);
+            }
+        }
+    }
+}

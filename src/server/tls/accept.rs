@@ -1,0 +1,290 @@
+//! A client connection's TLS handshake, as nginx's
+//! `ngx_http_ssl_handshake`: the first byte tells a handshake (a TLS
+//! record, `0x16`, or SSLv2's high bit) from plain HTTP, which is served
+//! to answer 497; the ClientHello's server name picks the server whose
+//! certificate answers (`ngx_http_ssl_servername`); the whole handshake
+//! must end within the address's `client_header_timeout`.
+//!
+//! The handshake's expensive steps — the ClientHello's answer, which signs
+//! with the server's key, and the client's key exchange — run in the `ssl`
+//! pool, never on the loop: a storm of new connections leaves the loop's
+//! turns short. A full pool fails the handshake at once (counted, and
+//! logged as a full thread pool is), as `aio threads` fails a request.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustls::ServerConnection;
+use rustls::server::{Acceptor, ClientHello};
+use tokio::net::TcpStream;
+
+use crate::io::client_stream::ClientStream;
+use crate::io::tls_stream::TlsStream;
+use crate::log::Level;
+
+use super::super::conn::ConnInfo;
+use super::super::site::Site;
+use super::info::TlsInfo;
+
+/// How a handshake ended.
+pub enum Accepted {
+    /// TLS is up: the stream and what was negotiated.
+    Tls(ClientStream, Arc<TlsInfo>),
+    /// The client spoke plain HTTP to the TLS port: served to answer 497.
+    Plain(ClientStream),
+    /// The connection is over (closed, timed out, refused): logged.
+    Closed,
+}
+
+/// The socket as rustls reads and writes it during the handshake.
+struct Sock<'a>(&'a TcpStream);
+
+impl Read for Sock<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for Sock<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A fatal `unrecognized_name` alert (RFC 8446 §6.2), in a TLS 1.2 record
+/// as every version reads one before the handshake: what
+/// `ssl_reject_handshake` answers.
+const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
+/// A fatal `internal_error` alert: the handshake pool was full.
+const INTERNAL_ERROR_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80];
+
+/// Why a handshake failed, for the log.
+enum Failure {
+    /// The client closed or the socket failed (`info`, as nginx's
+    /// "peer closed connection in SSL handshake").
+    Gone(Option<io::Error>),
+    /// No progress before the deadline.
+    TimedOut,
+    /// The client's bytes were not an acceptable handshake.
+    Tls(rustls::Error),
+    /// The handshake pool refused the work.
+    Pool(String),
+    /// `ssl_reject_handshake`.
+    Rejected,
+}
+
+/// Runs the handshake of `tcp`, accepted on `info.socket_addr`, before
+/// `deadline`.
+pub async fn accept(
+    tcp: TcpStream,
+    info: &ConnInfo,
+    site: &Arc<Site>,
+    deadline: Instant,
+) -> Accepted {
+    match handshake(tcp, info, site, deadline).await {
+        Ok(a) => a,
+        Err(f) => {
+            log_failure(site, info, &f);
+            Accepted::Closed
+        }
+    }
+}
+
+async fn handshake(
+    tcp: TcpStream,
+    info: &ConnInfo,
+    site: &Arc<Site>,
+    deadline: Instant,
+) -> Result<Accepted, Failure> {
+    // The first byte, as nginx peeks it: a TLS record or SSLv2's hello.
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(deadline.into(), tcp.peek(&mut first)).await {
+        Err(_) => return Err(Failure::TimedOut),
+        Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
+        Ok(Ok(0)) => return Err(Failure::Gone(None)),
+        Ok(Ok(_)) => {}
+    }
+    if first[0] != 0x16 && first[0] & 0x80 == 0 {
+        return Ok(Accepted::Plain(ClientStream::Tcp(tcp)));
+    }
+    let mut acceptor = Acceptor::default();
+    let accepted = loop {
+        match acceptor.read_tls(&mut Sock(&tcp)) {
+            Ok(0) => return Err(Failure::Gone(None)),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout_at(deadline.into(), tcp.readable()).await {
+                    Err(_) => return Err(Failure::TimedOut),
+                    Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
+                    Ok(Ok(())) => continue,
+                }
+            }
+            Err(e) => return Err(Failure::Gone(Some(e))),
+        }
+        match acceptor.accept() {
+            Ok(Some(a)) => break a,
+            Ok(None) => continue,
+            Err((e, mut alert)) => {
+                let _ = alert.write(&mut Sock(&tcp));
+                return Err(Failure::Tls(e));
+            }
+        }
+    };
+    let hello = accepted.client_hello();
+    let (server_name, suites, groups) = offered(&hello);
+    let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
+    let config = match index {
+        Some((_, Some(config))) => config.clone(),
+        Some((true, None)) => {
+            let _ = tcp.try_write(&UNRECOGNIZED_NAME_ALERT);
+            return Err(Failure::Rejected);
+        }
+        Some((false, None)) | None => {
+            let _ = tcp.try_write(&UNRECOGNIZED_NAME_ALERT);
+            return Err(Failure::Rejected);
+        }
+    };
+    let Some(pool) = site
+        .pools
+        .get(crate::config::finish_ssl::HANDSHAKE_POOL)
+        .cloned()
+    else {
+        return Err(Failure::Pool("no \"ssl\" thread pool".to_string()));
+    };
+    // The ClientHello's answer signs with the server's key: in the pool.
+    let started = pool.submit(move || accepted.into_connection(config).map_err(|(e, _)| e));
+    let mut conn = match started {
+        Ok(done) => match done.await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(Failure::Tls(e)),
+            Err(e) => return Err(Failure::Pool(e.to_string())),
+        },
+        Err(e) => {
+            let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
+            return Err(Failure::Pool(e.to_string()));
+        }
+    };
+    loop {
+        send_all(&tcp, &mut conn, deadline).await?;
+        if !conn.is_handshaking() {
+            break;
+        }
+        match conn.read_tls(&mut Sock(&tcp)) {
+            Ok(0) => return Err(Failure::Gone(None)),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout_at(deadline.into(), tcp.readable()).await {
+                    Err(_) => return Err(Failure::TimedOut),
+                    Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
+                    Ok(Ok(())) => continue,
+                }
+            }
+            Err(e) => return Err(Failure::Gone(Some(e))),
+        }
+        // The client's key exchange and Finished: off the loop too.
+        let step = pool.submit(move || {
+            let r = conn.process_new_packets().map(|_| ());
+            (conn, r)
+        });
+        let (c, r) = match step {
+            Ok(done) => done.await.map_err(|e| Failure::Pool(e.to_string()))?,
+            Err(e) => {
+                let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
+                return Err(Failure::Pool(e.to_string()));
+            }
+        };
+        conn = c;
+        if let Err(e) = r {
+            let _ = send_now(&tcp, &mut conn);
+            return Err(Failure::Tls(e));
+        }
+    }
+    let info = Arc::new(TlsInfo::of(&conn, suites, groups));
+    Ok(Accepted::Tls(
+        ClientStream::Tls(Box::new(TlsStream::new(tcp, conn))),
+        info,
+    ))
+}
+
+/// What the ClientHello offered: the server name, cipher suites and
+/// groups (kept for `$ssl_server_name`, `$ssl_ciphers`, `$ssl_curves`).
+fn offered(hello: &ClientHello<'_>) -> (Option<String>, Vec<u16>, Vec<u16>) {
+    (
+        hello.server_name().map(str::to_string),
+        hello
+            .cipher_suites()
+            .iter()
+            .map(|&c| u16::from(c))
+            .collect(),
+        hello
+            .named_groups()
+            .map(|g| g.iter().map(|&g| u16::from(g)).collect())
+            .unwrap_or_default(),
+    )
+}
+
+/// Sends what the connection holds, as much as the socket takes now.
+fn send_now(tcp: &TcpStream, conn: &mut ServerConnection) -> io::Result<()> {
+    while conn.wants_write() {
+        conn.write_tls(&mut Sock(tcp))?;
+    }
+    Ok(())
+}
+
+/// Sends everything the connection holds before `deadline`.
+async fn send_all(
+    tcp: &TcpStream,
+    conn: &mut ServerConnection,
+    deadline: Instant,
+) -> Result<(), Failure> {
+    loop {
+        match send_now(tcp, conn) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout_at(deadline.into(), tcp.writable()).await {
+                    Err(_) => return Err(Failure::TimedOut),
+                    Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
+                    Ok(Ok(())) => {}
+                }
+            }
+            Err(e) => return Err(Failure::Gone(Some(e))),
+        }
+    }
+}
+
+/// Logs a failed handshake in nginx's words and level: `info` for what a
+/// client did (nginx logs handshake errors a client causes at `info`),
+/// `error` for a full pool.
+fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
+    let tail = format!(
+        " while SSL handshaking, client: {}, server: {}",
+        info.peer, info.socket_addr
+    );
+    let (level, text) = match f {
+        Failure::Gone(None) => (
+            Level::Info,
+            "peer closed connection in SSL handshake".to_string(),
+        ),
+        Failure::Gone(Some(e)) => (
+            Level::Info,
+            format!(
+                "SSL_do_handshake() failed ({})",
+                crate::config::errno_text(e)
+            ),
+        ),
+        Failure::TimedOut => (Level::Info, "client timed out".to_string()),
+        Failure::Tls(e) => (Level::Info, format!("SSL_do_handshake() failed (SSL: {e})")),
+        Failure::Pool(e) => (Level::Error, e.clone()),
+        Failure::Rejected => (
+            Level::Info,
+            "SSL_do_handshake() failed (SSL: the server name is refused by ssl_reject_handshake)"
+                .to_string(),
+        ),
+    };
+    site.error_log
+        .log(level, Some(info.conn_no), format_args!("{text}{tail}"));
+}

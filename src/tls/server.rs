@@ -1,0 +1,159 @@
+//! The rustls server configuration of one `server` block (nginx's
+//! `SSL_CTX` of a server): its certificates, protocols, cipher suites,
+//! key-exchange groups, record size, session cache and tickets, and the
+//! protocols it offers by ALPN.
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
+use rustls::sign::CertifiedKey;
+use rustls::{ServerConfig, SupportedProtocolVersion};
+
+use super::material::Pair;
+
+/// What one server's TLS is made of, decided by the configuration.
+pub struct Settings {
+    /// `ssl_certificate`/`ssl_certificate_key` pairs, in order.
+    pub pairs: Vec<Pair>,
+    /// The protocol versions offered (TLS 1.2, 1.3).
+    pub versions: Vec<&'static SupportedProtocolVersion>,
+    /// The TLS 1.2 cipher suites, by IANA code, in `ssl_ciphers`' order.
+    pub tls12_suites: Vec<u16>,
+    /// The TLS 1.3 cipher suites, by IANA code, in order.
+    pub tls13_suites: Vec<u16>,
+    /// The key-exchange groups, by IANA code, in `ssl_ecdh_curve`'s order.
+    pub groups: Vec<u16>,
+    /// `ssl_prefer_server_ciphers`.
+    pub prefer_server_ciphers: bool,
+    /// `ssl_buffer_size`: the largest record sent.
+    pub buffer_size: usize,
+    /// Where sessions are stored by id (`ssl_session_cache`); `None`
+    /// stores none.
+    pub sessions: Option<Arc<dyn StoresServerSessions>>,
+    /// Tickets (`ssl_session_tickets`); `None` issues none.
+    pub tickets: Option<Arc<dyn ProducesTickets>>,
+    /// ALPN protocols offered, in preference order.
+    pub alpn: Vec<Vec<u8>>,
+}
+
+/// The smallest record rustls will fragment to (its `max_fragment_size`
+/// lower bound is 32; nginx accepts any size, and a 0 or tiny one means
+/// "as small as the library goes").
+const MIN_RECORD: usize = 32;
+/// TLS's largest record payload (RFC 8446 §5.1); rustls adds its header.
+const MAX_RECORD: usize = 16384;
+
+/// The configuration these settings make, or why it cannot be made.
+pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>, String> {
+    let mut provider = provider.clone();
+    provider.cipher_suites.retain(|suite| match suite {
+        rustls::SupportedCipherSuite::Tls13(_) => {
+            s.tls13_suites.contains(&u16::from(suite.suite()))
+        }
+        rustls::SupportedCipherSuite::Tls12(_) => {
+            s.tls12_suites.contains(&u16::from(suite.suite()))
+        }
+    });
+    // TLS 1.3 suites first in their order, then TLS 1.2's in the cipher
+    // string's.
+    provider.cipher_suites.sort_by_key(|suite| match suite {
+        rustls::SupportedCipherSuite::Tls13(_) => s
+            .tls13_suites
+            .iter()
+            .position(|&c| c == u16::from(suite.suite()))
+            .unwrap_or(usize::MAX / 2),
+        rustls::SupportedCipherSuite::Tls12(_) => {
+            usize::MAX / 2
+                + s.tls12_suites
+                    .iter()
+                    .position(|&c| c == u16::from(suite.suite()))
+                    .unwrap_or(usize::MAX / 2)
+        }
+    });
+    let all_groups = provider.kx_groups.clone();
+    provider.kx_groups = s
+        .groups
+        .iter()
+        .filter_map(|&code| {
+            all_groups
+                .iter()
+                .find(|g| u16::from(g.name()) == code)
+                .copied()
+        })
+        .collect();
+    if provider.kx_groups.is_empty() {
+        return Err("no key exchange group left to offer".to_string());
+    }
+    let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&s.versions)
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(ByClient {
+            pairs: s.pairs.iter().map(|p| p.key.clone()).collect(),
+        }));
+    config.ignore_client_order = s.prefer_server_ciphers;
+    config.max_fragment_size = Some(s.buffer_size.clamp(MIN_RECORD, MAX_RECORD) + 5);
+    config.alpn_protocols = s.alpn;
+    match s.sessions {
+        Some(store) => config.session_storage = store,
+        None => config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {}),
+    }
+    match s.tickets {
+        Some(t) => config.ticketer = t,
+        None => {
+            config.ticketer = Arc::new(NoTickets);
+        }
+    }
+    // OpenSSL sends two TLS 1.3 tickets after a handshake, and so does
+    // rustls; with neither tickets nor a cache there is nothing to resume.
+    if !config.ticketer.enabled() && !config.session_storage.can_cache() {
+        config.send_tls13_tickets = 0;
+    }
+    Ok(Arc::new(config))
+}
+
+/// No tickets (`ssl_session_tickets off`).
+#[derive(Debug)]
+struct NoTickets;
+
+impl ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+/// Picks the certificate whose key can make a signature the client
+/// accepts, in the client's order of preference (an RSA and an ECDSA
+/// certificate: a client that lists ECDSA first gets the ECDSA one), as
+/// OpenSSL picks among a server's certificates; the first when none fits.
+#[derive(Debug)]
+struct ByClient {
+    pairs: Vec<Arc<CertifiedKey>>,
+}
+
+impl ResolvesServerCert for ByClient {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        if self.pairs.len() > 1 {
+            for &scheme in hello.signature_schemes() {
+                if let Some(p) = self
+                    .pairs
+                    .iter()
+                    .find(|p| p.key.choose_scheme(&[scheme]).is_some())
+                {
+                    return Some(p.clone());
+                }
+            }
+        }
+        self.pairs.first().cloned()
+    }
+}

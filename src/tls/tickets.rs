@@ -1,0 +1,291 @@
+//! Session tickets (RFC 5077, and TLS 1.3's resumption tickets), sealed
+//! under nginx's `ssl_session_ticket_key` files or under keys the process
+//! makes itself.
+//!
+//! A key file holds 48 or 80 random bytes, as nginx reads them
+//! (`ngx_ssl_session_ticket_keys`): a 16-byte name, then for 48 bytes a
+//! 16-byte AES key and a 16-byte HMAC key, for 80 bytes a 32-byte HMAC key
+//! and a 32-byte AES key. The first key seals new tickets; every key opens
+//! them, found by the name at the ticket's start: rotating means putting a
+//! new file first and keeping the old ones after it. nowait seals with
+//! AES-GCM under the AES key (AES-128 for a 48-byte file, AES-256 for 80),
+//! which authenticates without the HMAC key; the ticket is the name, a
+//! 12-byte nonce, then the sealed expiry time and session. The format is
+//! nowait's own: nginx and nowait read the same key files, not each
+//! other's tickets (the sessions inside differ anyway).
+//!
+//! Without files, the process makes a random key at start and a new one
+//! every [`ROTATE`], keeping the previous one to open tickets: sessions
+//! resume across workers and reloads. A ticket carries when it expires
+//! (`ssl_session_timeout`) and is refused after.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lc_rs::aead::{AES_128_GCM, AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+
+/// How long a key the process made seals new tickets.
+pub const ROTATE: Duration = Duration::from_secs(12 * 3600);
+
+/// The length of a key's name at a ticket's start.
+const NAME_LEN: usize = 16;
+
+/// One ticket key.
+pub struct TicketKey {
+    name: [u8; NAME_LEN],
+    aead: LessSafeKey,
+}
+
+impl std::fmt::Debug for TicketKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TicketKey").finish_non_exhaustive()
+    }
+}
+
+impl TicketKey {
+    /// A key from the bytes of an `ssl_session_ticket_key` file: the error
+    /// is nginx's (`"FILE" must be 48 or 80 bytes`).
+    pub fn from_file(bytes: &[u8], path: &std::path::Path) -> Result<TicketKey, String> {
+        let (name, aes, alg) = match bytes.len() {
+            48 => (&bytes[..16], &bytes[16..32], &AES_128_GCM),
+            80 => (&bytes[..16], &bytes[48..80], &AES_256_GCM),
+            _ => return Err(format!("\"{}\" must be 48 or 80 bytes", path.display())),
+        };
+        let key = UnboundKey::new(alg, aes)
+            .map_err(|_| format!("\"{}\": the ticket key could not be used", path.display()))?;
+        let mut n = [0u8; NAME_LEN];
+        n.copy_from_slice(name);
+        Ok(TicketKey {
+            name: n,
+            aead: LessSafeKey::new(key),
+        })
+    }
+
+    /// A random key (AES-256).
+    fn random(rng: &SystemRandom) -> Option<TicketKey> {
+        let mut bytes = [0u8; NAME_LEN + 32];
+        rng.fill(&mut bytes).ok()?;
+        let key = UnboundKey::new(&AES_256_GCM, &bytes[NAME_LEN..]).ok()?;
+        let mut name = [0u8; NAME_LEN];
+        name.copy_from_slice(&bytes[..NAME_LEN]);
+        Some(TicketKey {
+            name,
+            aead: LessSafeKey::new(key),
+        })
+    }
+
+    fn seal(&self, rng: &SystemRandom, expires: u64, plain: &[u8]) -> Option<Vec<u8>> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rng.fill(&mut nonce).ok()?;
+        let mut out = Vec::with_capacity(NAME_LEN + NONCE_LEN + 8 + plain.len() + 16);
+        out.extend_from_slice(&self.name);
+        out.extend_from_slice(&nonce);
+        let mut body = Vec::with_capacity(8 + plain.len() + 16);
+        body.extend_from_slice(&expires.to_be_bytes());
+        body.extend_from_slice(plain);
+        self.aead
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&self.name),
+                &mut body,
+            )
+            .ok()?;
+        out.extend_from_slice(&body);
+        Some(out)
+    }
+
+    fn open(&self, ticket: &[u8], now: u64) -> Option<Vec<u8>> {
+        let nonce: [u8; NONCE_LEN] = ticket
+            .get(NAME_LEN..NAME_LEN + NONCE_LEN)?
+            .try_into()
+            .ok()?;
+        let mut body = ticket.get(NAME_LEN + NONCE_LEN..)?.to_vec();
+        let plain = self
+            .aead
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&self.name),
+                &mut body,
+            )
+            .ok()?;
+        let expires = u64::from_be_bytes(plain.get(..8)?.try_into().ok()?);
+        if expires < now {
+            return None;
+        }
+        Some(plain[8..].to_vec())
+    }
+}
+
+/// Keys the process made: the current one and the one before it.
+#[derive(Debug)]
+pub struct ProcessKeys {
+    rng: SystemRandom,
+    state: Mutex<Rotation>,
+}
+
+#[derive(Debug)]
+struct Rotation {
+    current: Arc<TicketKey>,
+    previous: Option<Arc<TicketKey>>,
+    made: SystemTime,
+}
+
+impl ProcessKeys {
+    /// A first random key; `None` if the system has no randomness to give.
+    pub fn new() -> Option<Arc<ProcessKeys>> {
+        let rng = SystemRandom::new();
+        let current = Arc::new(TicketKey::random(&rng)?);
+        Some(Arc::new(ProcessKeys {
+            rng,
+            state: Mutex::new(Rotation {
+                current,
+                previous: None,
+                made: SystemTime::now(),
+            }),
+        }))
+    }
+
+    fn keys(&self) -> (Arc<TicketKey>, Option<Arc<TicketKey>>) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.made.elapsed().unwrap_or_default() >= ROTATE {
+            if let Some(next) = TicketKey::random(&self.rng) {
+                let old = std::mem::replace(&mut s.current, Arc::new(next));
+                s.previous = Some(old);
+                s.made = SystemTime::now();
+            }
+        }
+        (s.current.clone(), s.previous.clone())
+    }
+}
+
+/// Where a server's ticket keys come from.
+#[derive(Debug, Clone)]
+pub enum Keys {
+    /// `ssl_session_ticket_key` files, in order.
+    Files(Arc<Vec<TicketKey>>),
+    /// The process's own.
+    Process(Arc<ProcessKeys>),
+}
+
+/// A server's tickets: its keys and `ssl_session_timeout`.
+#[derive(Debug)]
+pub struct Tickets {
+    keys: Keys,
+    lifetime: u32,
+    rng: SystemRandom,
+}
+
+impl Tickets {
+    /// Tickets under `keys` that live `lifetime`.
+    pub fn new(keys: Keys, lifetime: Duration) -> Tickets {
+        Tickets {
+            keys,
+            lifetime: u32::try_from(lifetime.as_secs()).unwrap_or(u32::MAX),
+            rng: SystemRandom::new(),
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl rustls::server::ProducesTickets for Tickets {
+    fn enabled(&self) -> bool {
+        true
+    }
+
+    fn lifetime(&self) -> u32 {
+        self.lifetime
+    }
+
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        let expires = unix_now() + u64::from(self.lifetime);
+        match &self.keys {
+            Keys::Files(list) => list.first()?.seal(&self.rng, expires, plain),
+            Keys::Process(p) => p.keys().0.seal(&self.rng, expires, plain),
+        }
+    }
+
+    fn decrypt(&self, ticket: &[u8]) -> Option<Vec<u8>> {
+        let name = ticket.get(..NAME_LEN)?;
+        let now = unix_now();
+        match &self.keys {
+            Keys::Files(list) => list.iter().find(|k| k.name == name)?.open(ticket, now),
+            Keys::Process(p) => {
+                let (current, previous) = p.keys();
+                [Some(current), previous]
+                    .into_iter()
+                    .flatten()
+                    .find(|k| k.name == name)?
+                    .open(ticket, now)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::server::ProducesTickets;
+    use std::path::Path;
+
+    fn key(seed: u8, len: usize) -> TicketKey {
+        let bytes: Vec<u8> = (0..len).map(|i| seed.wrapping_add(i as u8)).collect();
+        TicketKey::from_file(&bytes, Path::new("/k")).unwrap()
+    }
+
+    #[test]
+    fn a_key_file_is_48_or_80_bytes() {
+        assert!(TicketKey::from_file(&[0; 48], Path::new("/k")).is_ok());
+        assert!(TicketKey::from_file(&[0; 80], Path::new("/k")).is_ok());
+        assert_eq!(
+            TicketKey::from_file(&[0; 47], Path::new("/k")).unwrap_err(),
+            "\"/k\" must be 48 or 80 bytes"
+        );
+    }
+
+    #[test]
+    fn the_first_key_seals_and_every_key_opens() {
+        let new = Tickets::new(
+            Keys::Files(Arc::new(vec![key(1, 80), key(2, 48)])),
+            Duration::from_secs(300),
+        );
+        let old = Tickets::new(
+            Keys::Files(Arc::new(vec![key(2, 48)])),
+            Duration::from_secs(300),
+        );
+        let t = old.encrypt(b"session").unwrap();
+        assert_eq!(new.decrypt(&t).as_deref(), Some(&b"session"[..]));
+        let t = new.encrypt(b"later").unwrap();
+        assert_eq!(new.decrypt(&t).as_deref(), Some(&b"later"[..]));
+        // A key rotated out no longer opens what the new first key sealed.
+        assert_eq!(old.decrypt(&t), None);
+        // A ticket changed by one bit is refused.
+        let mut bad = new.encrypt(b"x").unwrap();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(new.decrypt(&bad), None);
+    }
+
+    #[test]
+    fn an_expired_ticket_is_refused() {
+        let k = key(3, 80);
+        let rng = SystemRandom::new();
+        let t = k.seal(&rng, 100, b"s").unwrap();
+        assert_eq!(k.open(&t, 100).as_deref(), Some(&b"s"[..]));
+        assert_eq!(k.open(&t, 101), None);
+    }
+
+    #[test]
+    fn process_keys_open_what_they_sealed() {
+        let t = Tickets::new(
+            Keys::Process(ProcessKeys::new().unwrap()),
+            Duration::from_secs(60),
+        );
+        let sealed = t.encrypt(b"abc").unwrap();
+        assert_eq!(t.decrypt(&sealed).as_deref(), Some(&b"abc"[..]));
+    }
+}

@@ -1,0 +1,199 @@
+//! A TLS client for the tests: rustls over a blocking socket, trusting the
+//! test CA (`tests/tls/ca.crt`), with the knobs the tests turn (protocol
+//! versions, signature schemes, session resumption, ALPN), and the
+//! fixtures' paths.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
+
+use super::response::{Response, parse_first};
+
+/// The folder of the TLS fixtures (made by `tests/tls/make-certs.sh`).
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/tls")
+}
+
+/// A fixture file's path, as text for a configuration.
+pub fn fixture(name: &str) -> String {
+    fixtures().join(name).to_string_lossy().into_owned()
+}
+
+/// What a client offers.
+#[derive(Clone)]
+pub struct Options {
+    /// The protocol versions offered.
+    pub versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    /// The signature schemes offered (`None`: rustls's own list).
+    pub schemes: Option<Vec<SignatureScheme>>,
+    /// ALPN protocols offered.
+    pub alpn: Vec<Vec<u8>>,
+    /// Keep sessions for resumption (shared by clients made from one
+    /// [`client`] call).
+    pub resume: bool,
+    /// Offer tickets (TLS 1.2 session tickets; TLS 1.3 always uses them).
+    pub tickets: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            versions: vec![&rustls::version::TLS13, &rustls::version::TLS12],
+            schemes: None,
+            alpn: Vec::new(),
+            resume: false,
+            tickets: true,
+        }
+    }
+}
+
+/// A client configuration trusting the test CA.
+pub fn client(opts: &Options) -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = CertificateDer::from_pem_file(fixtures().join("ca.crt")).expect("the test CA");
+    roots.add(ca).expect("the test CA is a CA");
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&opts.versions)
+        .expect("the versions");
+    let mut config = match &opts.schemes {
+        None => builder.with_root_certificates(roots).with_no_client_auth(),
+        Some(schemes) => {
+            let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .expect("a verifier");
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Schemes {
+                    inner,
+                    schemes: schemes.clone(),
+                }))
+                .with_no_client_auth()
+        }
+    };
+    config.alpn_protocols = opts.alpn.clone();
+    if !opts.resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    } else if !opts.tickets {
+        config.resumption = rustls::client::Resumption::in_memory_sessions(32)
+            .tls12_resumption(rustls::client::Tls12Resumption::SessionIdOnly);
+    }
+    Arc::new(config)
+}
+
+/// A verifier that offers only some signature schemes (to see which
+/// certificate a server picks for them).
+#[derive(Debug)]
+struct Schemes {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    schemes: Vec<SignatureScheme>,
+}
+
+impl ServerCertVerifier for Schemes {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.schemes.clone()
+    }
+}
+
+/// A TLS connection to `port` naming `sni`.
+pub type Stream = StreamOwned<ClientConnection, TcpStream>;
+
+/// Connects and completes the handshake.
+pub fn connect(port: u16, sni: &str, config: &Arc<ClientConfig>) -> std::io::Result<Stream> {
+    let sock = TcpStream::connect(("127.0.0.1", port))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let name = ServerName::try_from(sni.to_string()).map_err(std::io::Error::other)?;
+    let conn = ClientConnection::new(config.clone(), name).map_err(std::io::Error::other)?;
+    let mut s = StreamOwned::new(conn, sock);
+    while s.conn.is_handshaking() {
+        s.conn.complete_io(&mut s.sock)?;
+    }
+    Ok(s)
+}
+
+/// Sends `GET path` (closing) and reads the whole response.
+pub fn get_on(s: &mut Stream, host: &str, path: &str) -> Response {
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut got = Vec::new();
+    match s.read_to_end(&mut got) {
+        Ok(_) => {}
+        // A close without close_notify still ends the response.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Err(e) => panic!("read: {e} after {} bytes", got.len()),
+    }
+    parse_first(&got, false, true).expect("a response").0
+}
+
+/// Sends `GET path` on a kept-alive connection and reads one response.
+pub fn get_keepalive(s: &mut Stream, host: &str, path: &str) -> Response {
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        if let Ok((r, _)) = parse_first(&got, false, false) {
+            return r;
+        }
+        let n = s.read(&mut buf).expect("read");
+        assert!(n > 0, "closed after {} bytes", got.len());
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// One closing `GET` on a new connection.
+pub fn get(port: u16, sni: &str, path: &str) -> Response {
+    let config = client(&Options::default());
+    let mut s = connect(port, sni, &config).expect("the handshake");
+    get_on(&mut s, sni, path)
+}
+
+/// The subject of the certificate the server sent, as DER bytes' text
+/// (enough to tell the fixtures apart: their common names).
+pub fn peer_names(s: &Stream) -> String {
+    let certs = s.conn.peer_certificates().unwrap_or_default();
+    let der = certs
+        .first()
+        .map(|c| c.as_ref().to_vec())
+        .unwrap_or_default();
+    String::from_utf8_lossy(&der).into_owned()
+}
