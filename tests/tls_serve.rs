@@ -363,3 +363,62 @@ fn ssl_reject_handshake_refuses_names_it_covers() {
         "{e}"
     );
 }
+
+/// The status page counts handshakes by outcome and shows each served
+/// certificate's expiry.
+#[test]
+fn the_status_page_counts_handshakes_and_shows_expiry() {
+    let f = Fixture::build();
+    let s = tls_server(f.root(), "location = /status { nowait_status; }");
+    let opts = Options {
+        versions: vec![&rustls::version::TLS13],
+        resume: true,
+        ..Options::default()
+    };
+    let config = tls::client(&opts);
+    for _ in 0..2 {
+        let mut c = tls::connect(s.port(), "localhost", &config).unwrap();
+        tls::get_on(&mut c, "localhost", "/vars");
+    }
+    assert_eq!(common::client::get(s.port(), "/x").status, 400);
+    let page = common::body(&tls::get(s.port(), "localhost", "/status"));
+    let value = |name: &str| -> f64 {
+        page.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("{name} not on the page:\n{page}"))
+    };
+    assert!(value("nowait_tls_handshakes_total{result=\"full\"}") >= 2.0);
+    assert!(value("nowait_tls_handshakes_total{result=\"resumed\"}") >= 1.0);
+    assert_eq!(
+        value("nowait_tls_handshakes_total{result=\"plain_http\"}"),
+        1.0
+    );
+    assert!(value("nowait_tls_handshake_seconds_count") >= 3.0);
+    let expiry = format!(
+        "nowait_tls_certificate_expiry_seconds{{server=\"localhost\",file=\"{}\"}}",
+        fixture("localhost-rsa.crt")
+    );
+    assert!(value(&expiry) > 4.0e9, "the fixture is valid for 100 years");
+}
+
+/// An expired certificate is warned about at start (nginx says nothing),
+/// and served all the same.
+#[test]
+fn an_expired_certificate_is_warned_about_and_served() {
+    let conf = Conf::server(&format!(
+        "ssl_certificate {}; ssl_certificate_key {}; location / {{ return 200 \"ok\"; }}",
+        fixture("expired.crt"),
+        fixture("expired.key"),
+    ))
+    .render()
+    .replace("listen 127.0.0.1:{port};", "listen 127.0.0.1:{port} ssl;");
+    let s = Server::nowait(&conf);
+    assert!(
+        s.stderr().contains("certificate \"") && s.stderr().contains("expired.crt\" expired "),
+        "{}",
+        s.stderr()
+    );
+    // The client refuses it, as any would; the server served the handshake.
+    let e = tls::connect(s.port(), "localhost", &tls::client(&Options::default())).unwrap_err();
+    assert!(e.to_string().contains("xpired"), "{e}");
+}

@@ -123,7 +123,10 @@ fn plan(
     for (cert, key) in certs.iter().zip(keys) {
         match (&cert.path, &key.path) {
             (Some(cp), Some(kp)) => match load_pair(b, provider, cp, kp) {
-                Ok(p) => pairs.push(p),
+                Ok(p) => {
+                    expiry_warning(b, &p, &cert.loc);
+                    pairs.push(p);
+                }
                 Err(e) => {
                     b.error(e, &cert.loc);
                     return None;
@@ -209,6 +212,24 @@ fn load_pair(
     let key_pem = read(b, "certificate key", key_path)?;
     let pair = material::pair(provider, &cert_pem, cert_path, &key_pem, key_path)?;
     Ok(pair)
+}
+
+/// A warning for a certificate that has expired or is not valid yet
+/// (nowait's: nginx says nothing, and clients refuse it); serving goes on.
+fn expiry_warning(b: &mut Builder, p: &material::Pair, loc: &Loc) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if let Some(t) = p.not_after.filter(|&t| t < now) {
+        b.warn(
+            format!(
+                "certificate \"{}\" expired {} days ago: clients will refuse it",
+                p.path.display(),
+                (now - t) / 86400
+            ),
+            loc,
+        );
+    }
 }
 
 /// `ssl_protocols`, less what rustls does not speak (said in a notice);

@@ -12,6 +12,8 @@
 //! - [`ring`]: the status page's last minutes, one sample a second.
 //! - [`body`]: file body bytes by how they were sent (loop or pool
 //!   `sendfile()`, or copied).
+//! - [`tls`]: TLS handshakes by outcome, their time, and when each served
+//!   certificate expires.
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -28,6 +30,7 @@ pub mod logs;
 pub mod prometheus;
 pub mod ring;
 pub mod timed;
+pub mod tls;
 pub mod upstream;
 pub mod worker;
 

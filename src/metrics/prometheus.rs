@@ -389,6 +389,7 @@ pub fn render(
         crate::io::closer::deferred()
     );
     super::body::render(&mut out);
+    super::tls::render(&mut out);
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
     super::logs::render(&mut out, logs);

@@ -62,6 +62,12 @@ pub struct Second {
     pub fast_hit_ratio: Option<f64>,
     /// Per cache zone.
     pub zones: Vec<ZoneSecond>,
+    /// TLS handshakes that succeeded in the second.
+    pub tls_handshakes: u64,
+    /// Of them, those that resumed a session.
+    pub tls_resumed: u64,
+    /// TLS handshakes that failed in the second (any reason).
+    pub tls_failed: u64,
 }
 
 /// The ring: the newest [`RING_SECONDS`] seconds, oldest first.
@@ -124,12 +130,15 @@ fn ratio(r: Option<f64>) -> String {
 fn second_json(out: &mut String, s: &Second) {
     let _ = write!(
         out,
-        "{{\"t\":{},\"requests\":{},\"ttfb_p50_us\":{},\"ttfb_p99_us\":{},\"fast_hit_ratio\":{},\"workers\":[",
+        "{{\"t\":{},\"requests\":{},\"ttfb_p50_us\":{},\"ttfb_p99_us\":{},\"fast_hit_ratio\":{},\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_failed\":{},\"workers\":[",
         s.t,
         s.requests,
         s.ttfb_p50_us,
         s.ttfb_p99_us,
-        ratio(s.fast_hit_ratio)
+        ratio(s.fast_hit_ratio),
+        s.tls_handshakes,
+        s.tls_resumed,
+        s.tls_failed
     );
     for (i, w) in s.workers.iter().enumerate() {
         let sep = if i > 0 { "," } else { "" };
@@ -206,6 +215,9 @@ mod tests {
                 zone: "z".into(),
                 hit_ratio: None,
             }],
+            tls_handshakes: 7,
+            tls_resumed: 3,
+            tls_failed: 1,
         }
     }
 
@@ -229,7 +241,7 @@ mod tests {
         assert_eq!(
             j,
             "{\"seconds\":[{\"t\":2,\"requests\":5,\"ttfb_p50_us\":40,\"ttfb_p99_us\":900,\
-             \"fast_hit_ratio\":0.5000,\"workers\":[{\"id\":1,\"turn_p99_us\":12,\"turn_max_us\":300}],\
+             \"fast_hit_ratio\":0.5000,\"tls_handshakes\":7,\"tls_resumed\":3,\"tls_failed\":1,\"workers\":[{\"id\":1,\"turn_p99_us\":12,\"turn_max_us\":300}],\
              \"pools\":[{\"name\":\"disk \\\"a\\\"\",\"waiting\":2,\"wait_p99_us\":50}],\
              \"zones\":[{\"zone\":\"z\",\"hit_ratio\":null}]}]}"
         );

@@ -91,6 +91,8 @@ struct Previous {
     fast: (u64, u64),
     /// Per zone: HITs and cached requests.
     zones: HashMap<String, (u64, u64)>,
+    /// TLS handshakes: succeeded, resumed, failed.
+    tls: (u64, u64, u64),
 }
 
 /// The `q` quantile (µs) of the values recorded into `now` since `before`;
@@ -192,8 +194,13 @@ impl Previous {
             });
             zone_counts.insert(z.name().to_string(), (zhits, total));
         }
+        let tls = tls_counts();
+        let (ok0, resumed0, failed0) = if self.primed { self.tls } else { tls };
         let second = Second {
             t,
+            tls_handshakes: tls.0.saturating_sub(ok0),
+            tls_resumed: tls.1.saturating_sub(resumed0),
+            tls_failed: tls.2.saturating_sub(failed0),
             requests: if self.primed {
                 requests.saturating_sub(self.requests)
             } else {
@@ -217,9 +224,28 @@ impl Previous {
             pool_waits,
             fast: (hits, tries),
             zones: zone_counts,
+            tls,
         };
         second
     }
+}
+
+/// TLS handshakes so far: (succeeded, resumed, failed).
+fn tls_counts() -> (u64, u64, u64) {
+    use crate::metrics::tls::{Outcome, count};
+    let resumed = count(Outcome::Resumed);
+    let ok = count(Outcome::Full) + resumed;
+    let failed = [
+        Outcome::TlsError,
+        Outcome::Closed,
+        Outcome::TimedOut,
+        Outcome::Rejected,
+        Outcome::PoolFull,
+    ]
+    .into_iter()
+    .map(count)
+    .sum();
+    (ok, resumed, failed)
 }
 
 #[cfg(test)]

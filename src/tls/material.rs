@@ -21,6 +21,8 @@ pub struct Pair {
     /// the epoch), for the warning at start and the metrics; `None` when
     /// it could not be read.
     pub not_after: Option<i64>,
+    /// The certificate's file, for the metrics and messages.
+    pub path: std::path::PathBuf,
 }
 
 /// The chain in a PEM file: every `CERTIFICATE` section, in order (the
@@ -111,6 +113,7 @@ pub fn pair(
     Ok(Pair {
         key: Arc::new(key),
         not_after,
+        path: cert_path.to_path_buf(),
     })
 }
 

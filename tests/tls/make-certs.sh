@@ -42,10 +42,13 @@ policy = any
 unique_subject = no
 [ any ]
 commonName = supplied
+[ leaf ]
+subjectAltName = DNS:localhost,IP:127.0.0.1
+basicConstraints = CA:FALSE
 CNF
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
     -keyout expired.key -out expired.csr 2>/dev/null
-openssl ca -batch -config ca.db/ca.cnf -cert ca.crt -keyfile ca.key -in expired.csr \
+openssl ca -batch -config ca.db/ca.cnf -extensions leaf -cert ca.crt -keyfile ca.key -in expired.csr \
     -startdate 20150101000000Z -enddate 20150102000000Z -out expired.crt 2>/dev/null
 rm -rf ca.db expired.csr ca.srl
 

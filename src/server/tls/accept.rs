@@ -85,9 +85,30 @@ pub async fn accept(
     site: &Arc<Site>,
     deadline: Instant,
 ) -> Accepted {
-    match handshake(tcp, info, site, deadline).await {
-        Ok(a) => a,
+    use crate::metrics::tls::{Outcome, handshake as count};
+    let started = crate::metrics::timed::now();
+    let result = handshake(tcp, info, site, deadline).await;
+    let took = started.elapsed();
+    match result {
+        Ok(a) => {
+            let outcome = match &a {
+                Accepted::Tls(_, t) if t.reused => Outcome::Resumed,
+                Accepted::Tls(..) => Outcome::Full,
+                Accepted::Plain(_) => Outcome::PlainHttp,
+                Accepted::Closed => Outcome::Closed,
+            };
+            count(outcome, took);
+            a
+        }
         Err(f) => {
+            let outcome = match &f {
+                Failure::Gone(_) => Outcome::Closed,
+                Failure::TimedOut => Outcome::TimedOut,
+                Failure::Tls(_) => Outcome::TlsError,
+                Failure::Pool(_) => Outcome::PoolFull,
+                Failure::Rejected => Outcome::Rejected,
+            };
+            count(outcome, took);
             log_failure(site, info, &f);
             Accepted::Closed
         }

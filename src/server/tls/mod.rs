@@ -56,6 +56,21 @@ pub fn configs(
     shared: &TlsShared,
 ) -> Result<Vec<Option<Arc<rustls::ServerConfig>>>, String> {
     let provider = crate::tls::provider();
+    let served = http
+        .servers
+        .iter()
+        .filter_map(|s| Some((s, s.tls.as_ref()?)))
+        .flat_map(|(s, plan)| {
+            plan.pairs.iter().filter_map(move |p| {
+                Some((
+                    s.name().to_string(),
+                    p.path.display().to_string(),
+                    p.not_after?,
+                ))
+            })
+        })
+        .collect();
+    crate::metrics::tls::set_certificates(served);
     http.servers
         .iter()
         .map(|s| match &s.tls {
