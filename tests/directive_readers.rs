@@ -66,6 +66,12 @@ const READERS: &[(&str, &str)] = &[
     ("ssl_session_timeout", r"plan\.session_timeout\b"),
     ("ssl_session_tickets", r"TicketPlan::Off\b"),
     ("ssl_session_ticket_key", r"TicketPlan::Files\b"),
+    // The stapling directives are read into each certificate's plan.
+    ("ssl_stapling", r"\bplan\.stapling\b"),
+    ("ssl_stapling_file", r"StapleSource::File\b"),
+    ("ssl_stapling_responder", r"StapleSource::Responder\b"),
+    ("ssl_stapling_verify", r"\.plan\.verify\b"),
+    ("ssl_trusted_certificate", r"\.plan\.trusted\b"),
 ];
 
 /// Directives that are structure, not a value: they open a block or

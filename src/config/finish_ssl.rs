@@ -119,6 +119,7 @@ fn plan(
         return None;
     }
     let mut pairs = Vec::new();
+    let mut names = Vec::new();
     let mut dynamic = Vec::new();
     for (cert, key) in certs.iter().zip(keys) {
         match (&cert.path, &key.path) {
@@ -126,6 +127,7 @@ fn plan(
                 Ok(p) => {
                     expiry_warning(b, &p, &cert.loc);
                     pairs.push(p);
+                    names.push(cp.display().to_string());
                 }
                 Err(e) => {
                     b.error(e, &cert.loc);
@@ -142,6 +144,7 @@ fn plan(
         );
         return None;
     }
+    let trusted = super::finish_stapling::trusted(b, c)?;
     let protocols = protocols(b, c)?;
     let tls12_suites = tls12_suites(b, c, protocols)?;
     let groups = groups(b, c)?;
@@ -175,6 +178,7 @@ fn plan(
         )?;
     }
     let tickets = tickets(b, c)?;
+    let stapling = super::finish_stapling::plans(b, c, &pairs, &names, &trusted)?;
     Some(TlsPlan {
         pairs,
         dynamic_certs: dynamic,
@@ -188,6 +192,7 @@ fn plan(
         session_timeout: c.ssl_session_timeout,
         tickets,
         reject_handshake: c.ssl_reject_handshake,
+        stapling,
     })
 }
 

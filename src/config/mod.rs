@@ -20,6 +20,7 @@ pub mod finish;
 pub mod finish_cache;
 pub mod finish_proxy;
 pub mod finish_ssl;
+pub mod finish_stapling;
 pub mod inherit;
 pub mod lexer;
 pub mod listen_addr;

@@ -180,6 +180,56 @@ pub struct TlsPlan {
     pub tickets: TicketPlan,
     /// `ssl_reject_handshake`.
     pub reject_handshake: bool,
+    /// Each pair's OCSP stapling (`ssl_stapling`), by pair: `None` for a
+    /// certificate stapled nothing (stapling off, or ignored as nginx
+    /// ignores it, said at load).
+    pub stapling: Vec<Option<StaplingPlan>>,
+}
+
+/// How one certificate's OCSP staple is had (`ssl_stapling on`).
+#[derive(Clone, Debug)]
+pub struct StaplingPlan {
+    /// The certificate's file, as nginx names it in its messages.
+    pub name: String,
+    /// Where the staple comes from.
+    pub source: StapleSource,
+}
+
+/// Where a staple comes from.
+#[derive(Clone, Debug)]
+pub enum StapleSource {
+    /// `ssl_stapling_file`: the response's DER, stapled as read.
+    File(std::sync::Arc<Vec<u8>>),
+    /// The responder, asked when a handshake wants a staple.
+    Responder(std::sync::Arc<ResponderPlan>),
+}
+
+/// The OCSP responder of one certificate and what its answers are checked
+/// against (`ngx_ssl_stapling_t`'s fields).
+#[derive(Clone, Debug)]
+pub struct ResponderPlan {
+    /// The responder's host as written in its URL (the `Host` header, and
+    /// what a `resolver` looks up).
+    pub host: String,
+    /// Its port (80 unless the URL says).
+    pub port: u16,
+    /// The URL's path (`/` when empty), the request's prefix.
+    pub uri: String,
+    /// The host's addresses found at load, tried in turn.
+    pub addrs: Vec<std::net::SocketAddr>,
+    /// Which certificate is asked about.
+    pub id: crate::tls::ocsp::CertId,
+    /// The server's chain after the certificate (trusted signers with
+    /// `ssl_stapling_verify on`).
+    pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// `ssl_trusted_certificate`'s certificates.
+    pub trusted: std::sync::Arc<Vec<rustls::pki_types::CertificateDer<'static>>>,
+    /// `ssl_stapling_verify`.
+    pub verify: bool,
+    /// What the process's cache of staples knows this staple by: the
+    /// certificate, its issuer, the responder and the checks (a reload
+    /// that changes none of them keeps the staple).
+    pub cache_key: [u8; 20],
 }
 
 /// Where a server's session tickets come from.

@@ -42,9 +42,9 @@ pub struct Site {
     pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
     /// The `limit_req` and `limit_conn` zones (the process's tables).
     pub limits: super::access::zones::Limits,
-    /// Each server's rustls configuration, by server index (`None` for a
-    /// server without TLS).
-    pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
+    /// Each server's TLS, by server index (`None` for a server without
+    /// TLS).
+    pub tls: Vec<Option<super::tls::ServerTls>>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -304,7 +304,7 @@ impl Site {
         socket_addr: &ListenAddr,
         local: &ListenAddr,
         sni: Option<&str>,
-    ) -> Option<(bool, Option<&Arc<rustls::ServerConfig>>)> {
+    ) -> Option<(bool, Option<&super::tls::ServerTls>)> {
         let h = self.http()?;
         let lower = sni.map(str::to_ascii_lowercase);
         let i = self.vhosts.find(socket_addr, local, lower.as_deref());

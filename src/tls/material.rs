@@ -127,108 +127,14 @@ fn pem_error(e: &pem::Error) -> String {
     }
 }
 
-/// The `notAfter` of a DER certificate, in seconds since the epoch: the
-/// validity's second time (UTCTime or GeneralizedTime), found by walking
-/// the TBS certificate's first fields.
+/// The `notAfter` of a DER certificate, in seconds since the epoch.
 pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
-    let (_, cert_body) = der_item(cert.as_ref(), 0x30)?;
-    let (_, tbs) = der_item(cert_body, 0x30)?;
-    let mut rest = tbs;
-    // [0] version (optional), serialNumber, signature, issuer, validity.
-    if rest.first() == Some(&0xa0) {
-        rest = der_skip(rest)?;
-    }
-    for _ in 0..3 {
-        rest = der_skip(rest)?;
-    }
-    let (_, validity) = der_item(rest, 0x30)?;
-    let after = der_skip(validity)?;
-    let tag = *after.first()?;
-    let (_, t) = der_item(after, tag)?;
-    let text = std::str::from_utf8(t).ok()?;
-    parse_time(tag, text)
-}
-
-/// What follows the DER item at the start of `b`, and its content, if its
-/// tag is `tag`.
-fn der_item(b: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
-    if *b.first()? != tag {
-        return None;
-    }
-    let (len, head) = der_len(&b[1..])?;
-    let start = 1 + head;
-    let body = b.get(start..start + len)?;
-    Some((&b[start + len..], body))
-}
-
-/// What follows the DER item at the start of `b`.
-fn der_skip(b: &[u8]) -> Option<&[u8]> {
-    b.first()?;
-    let (len, head) = der_len(&b[1..])?;
-    b.get(1 + head + len..)
-}
-
-/// A DER length and how many bytes it took.
-fn der_len(b: &[u8]) -> Option<(usize, usize)> {
-    let first = *b.first()?;
-    if first < 0x80 {
-        return Some((first as usize, 1));
-    }
-    let n = (first & 0x7f) as usize;
-    if n == 0 || n > 4 {
-        return None;
-    }
-    let mut len = 0usize;
-    for &byte in b.get(1..1 + n)? {
-        len = (len << 8) | byte as usize;
-    }
-    Some((len, 1 + n))
-}
-
-/// `YYMMDDHHMMSSZ` (UTCTime, tag 0x17) or `YYYYMMDDHHMMSSZ`
-/// (GeneralizedTime, 0x18) as seconds since the epoch.
-fn parse_time(tag: u8, t: &str) -> Option<i64> {
-    let t = t.strip_suffix('Z')?;
-    let (year, rest) = match tag {
-        0x17 => {
-            let yy: i64 = t.get(..2)?.parse().ok()?;
-            (if yy < 50 { 2000 + yy } else { 1900 + yy }, t.get(2..)?)
-        }
-        0x18 => (t.get(..4)?.parse().ok()?, t.get(4..)?),
-        _ => return None,
-    };
-    let field = |i: usize| -> Option<i64> { rest.get(i..i + 2)?.parse().ok() };
-    let (month, day, hour, min, sec) = (field(0)?, field(2)?, field(4)?, field(6)?, field(8)?);
-    Some(days_from_civil(year, month, day)? * 86400 + hour * 3600 + min * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> Option<i64> {
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(era * 146097 + doe - 719468)
+    super::x509::CertFields::parse(cert.as_ref()).map(|c| c.not_after)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_days_are_counted_from_the_epoch() {
-        assert_eq!(days_from_civil(1970, 1, 1), Some(0));
-        assert_eq!(days_from_civil(2000, 3, 1), Some(11017));
-        assert_eq!(parse_time(0x17, "491231235959Z"), Some(2524607999));
-        assert_eq!(parse_time(0x18, "20380119031408Z"), Some(2147483648));
-        assert_eq!(parse_time(0x17, "5001010000Z"), None);
-    }
 
     #[test]
     fn an_empty_file_has_no_certificate_in_nginx_words() {

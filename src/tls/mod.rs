@@ -13,17 +13,31 @@
 //! - [`server`]: the rustls server configuration of one `server` block.
 //! - [`ciphers`], [`groups`]: OpenSSL 3.0's cipher strings and group lists
 //!   read as OpenSSL reads them, without OpenSSL (IANA codes and names only).
+//! - [`ocsp`]: OCSP stapling's requests, responses, their checks, and each
+//!   certificate's staple; [`x509`] and [`der`]: the certificate fields and
+//!   the DER they need; [`hello`]: whether a ClientHello asks for a staple.
 //!
 //! What this module must not do: read a file or wait (the configuration
 //! loader reads the files and hands over their bytes; handshakes run where
 //! the server puts them), or know about HTTP.
 
 pub mod ciphers;
+pub mod der;
 pub mod groups;
+pub mod hello;
 pub mod material;
+pub mod ocsp;
 pub mod server;
 pub mod sessions;
 pub mod tickets;
+pub mod x509;
+
+/// The clock as nginx's `ngx_time()`: seconds since the epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
 
 /// The crypto provider nowait's TLS runs on (aws-lc-rs: chosen by
 /// measurement, see docs/architecture.md, "TLS").

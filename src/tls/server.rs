@@ -1,21 +1,25 @@
 //! The rustls server configuration of one `server` block (nginx's
 //! `SSL_CTX` of a server): its certificates, protocols, cipher suites,
-//! key-exchange groups, record size, session cache and tickets, and the
-//! protocols it offers by ALPN.
+//! key-exchange groups, record size, session cache and tickets, the
+//! protocols it offers by ALPN, and the OCSP responses it staples.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
 use rustls::sign::CertifiedKey;
-use rustls::{ServerConfig, SupportedProtocolVersion};
+use rustls::{ServerConfig, SignatureScheme, SupportedProtocolVersion};
 
 use super::material::Pair;
+use super::ocsp::staple::{Staple, Stapled};
 
 /// What one server's TLS is made of, decided by the configuration.
 pub struct Settings {
     /// `ssl_certificate`/`ssl_certificate_key` pairs, in order.
     pub pairs: Vec<Pair>,
+    /// Each pair's staple (`ssl_stapling`), by pair; `None` staples
+    /// nothing.
+    pub staples: Vec<Option<Arc<Staple>>>,
     /// The protocol versions offered (TLS 1.2, 1.3).
     pub versions: Vec<&'static SupportedProtocolVersion>,
     /// The TLS 1.2 cipher suites, by IANA code, in `ssl_ciphers`' order.
@@ -90,7 +94,19 @@ pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(ByClient {
-            pairs: s.pairs.iter().map(|p| p.key.clone()).collect(),
+            plain: s.pairs.iter().map(|p| p.key.clone()).collect(),
+            stapled: s
+                .pairs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    s.staples.get(i).cloned().flatten().map(|staple| Stapling {
+                        plain: p.key.clone(),
+                        staple,
+                        memo: RwLock::new(None),
+                    })
+                })
+                .collect(),
         }));
     config.ignore_client_order = s.prefer_server_ciphers;
     config.max_fragment_size = Some(s.buffer_size.clamp(MIN_RECORD, MAX_RECORD) + 5);
@@ -132,28 +148,71 @@ impl ProducesTickets for NoTickets {
     }
 }
 
-/// Picks the certificate whose key can make a signature the client
-/// accepts, in the client's order of preference (an RSA and an ECDSA
-/// certificate: a client that lists ECDSA first gets the ECDSA one), as
-/// OpenSSL picks among a server's certificates; the first when none fits.
+/// The certificate whose key can make a signature the client accepts
+/// (`schemes`, in the client's order of preference): with an RSA and an
+/// ECDSA certificate, a client that lists ECDSA first gets the ECDSA one,
+/// as OpenSSL picks among a server's certificates; the first when none
+/// fits. An index into `keys`.
+pub fn choose(keys: &[Arc<CertifiedKey>], schemes: &[SignatureScheme]) -> usize {
+    if keys.len() > 1 {
+        for &scheme in schemes {
+            if let Some(i) = keys
+                .iter()
+                .position(|k| k.key.choose_scheme(&[scheme]).is_some())
+            {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+/// Picks each handshake's certificate ([`choose`]) and gives it with its
+/// staple while one is valid.
 #[derive(Debug)]
 struct ByClient {
-    pairs: Vec<Arc<CertifiedKey>>,
+    /// The certificates, without staples.
+    plain: Vec<Arc<CertifiedKey>>,
+    /// Each one's stapling, when `ssl_stapling` gives it one.
+    stapled: Vec<Option<Stapling>>,
+}
+
+/// A certificate's staple, and the certificate with it attached for the
+/// response it was made for (made once per response, not per handshake).
+#[derive(Debug)]
+struct Stapling {
+    plain: Arc<CertifiedKey>,
+    staple: Arc<Staple>,
+    memo: RwLock<Option<(Arc<Stapled>, Arc<CertifiedKey>)>>,
+}
+
+impl Stapling {
+    /// The certificate with the current staple, or without when there is
+    /// none valid now (`ngx_ssl_certificate_status_callback`).
+    fn key(&self) -> Arc<CertifiedKey> {
+        let Some(current) = self.staple.current(super::unix_now()) else {
+            return self.plain.clone();
+        };
+        if let Some((made_for, key)) = self.memo.read().unwrap_or_else(|e| e.into_inner()).as_ref()
+        {
+            if Arc::ptr_eq(made_for, &current) {
+                return key.clone();
+            }
+        }
+        let mut key = CertifiedKey::clone(&self.plain);
+        key.ocsp = Some(current.der.clone());
+        let key = Arc::new(key);
+        *self.memo.write().unwrap_or_else(|e| e.into_inner()) = Some((current, key.clone()));
+        key
+    }
 }
 
 impl ResolvesServerCert for ByClient {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        if self.pairs.len() > 1 {
-            for &scheme in hello.signature_schemes() {
-                if let Some(p) = self
-                    .pairs
-                    .iter()
-                    .find(|p| p.key.choose_scheme(&[scheme]).is_some())
-                {
-                    return Some(p.clone());
-                }
-            }
+        let i = choose(&self.plain, hello.signature_schemes());
+        match self.stapled.get(i) {
+            Some(Some(s)) => Some(s.key()),
+            _ => self.plain.get(i).cloned(),
         }
-        self.pairs.first().cloned()
     }
 }

@@ -197,3 +197,81 @@ pub fn peer_names(s: &Stream) -> String {
         .unwrap_or_default();
     String::from_utf8_lossy(&der).into_owned()
 }
+
+/// A verifier that keeps the OCSP response the server stapled (rustls
+/// asks for one in every ClientHello) and otherwise verifies as usual.
+#[derive(Debug)]
+struct KeepStaple {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    seen: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+}
+
+impl ServerCertVerifier for KeepStaple {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if !ocsp.is_empty() {
+            *self.seen.lock().unwrap() = Some(ocsp.to_vec());
+        }
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// One handshake with `port` naming `sni` over `version`: the OCSP
+/// response the server stapled, if any, and the connection (to go on
+/// with a request).
+pub fn handshake_staple(
+    port: u16,
+    sni: &str,
+    version: &'static rustls::SupportedProtocolVersion,
+) -> (Option<Vec<u8>>, Stream) {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = CertificateDer::from_pem_file(fixtures().join("ca.crt")).expect("the test CA");
+    roots.add(ca).expect("the test CA is a CA");
+    let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .expect("a verifier");
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[version])
+        .expect("the version")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(KeepStaple {
+            inner,
+            seen: seen.clone(),
+        }))
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    let s = connect(port, sni, &Arc::new(config)).expect("the handshake");
+    let staple = seen.lock().unwrap().take();
+    (staple, s)
+}

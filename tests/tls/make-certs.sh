@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Makes the TLS fixtures the tests use (committed; run again only to change
 # them): a CA, server certificates for localhost (RSA-2048 and ECDSA P-256),
-# example.com and other.test, an expired one, a client certificate, and
-# ticket key files in nginx's two sizes. Everything but the expired
-# certificate is valid for 100 years, so the fixtures do not age.
+# example.com and other.test, an expired one, a client certificate, ticket
+# key files in nginx's two sizes, and the OCSP stapling fixtures
+# (make-ocsp.sh). Everything but the expired certificate is valid for 100
+# years, so the fixtures do not age.
 set -euo pipefail
 cd "$(dirname "$0")"
 days=36500
@@ -59,4 +60,7 @@ openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out stray.key 2>/d
 head -c 48 /dev/urandom > ticket48.key
 head -c 80 /dev/urandom > ticket80.key
 head -c 80 /dev/urandom > ticket80b.key
+
+# The OCSP stapling fixtures, from the CA above.
+bash make-ocsp.sh
 echo "made $(ls | wc -l) files"

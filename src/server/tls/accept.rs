@@ -40,6 +40,23 @@ pub enum Accepted {
 /// The socket as rustls reads and writes it during the handshake.
 struct Sock<'a>(&'a TcpStream);
 
+/// The socket as the ClientHello is read from it: what is read is also
+/// kept (up to [`crate::tls::hello::MAX_HELLO`] bytes), for what rustls
+/// does not tell of the hello.
+struct Tee<'a> {
+    tcp: &'a TcpStream,
+    copy: &'a mut Vec<u8>,
+}
+
+impl Read for Tee<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.tcp.try_read(buf)?;
+        let room = crate::tls::hello::MAX_HELLO.saturating_sub(self.copy.len());
+        self.copy.extend_from_slice(&buf[..n.min(room)]);
+        Ok(n)
+    }
+}
+
 impl Read for Sock<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.try_read(buf)
@@ -133,8 +150,13 @@ async fn handshake(
         return Ok(Accepted::Plain(ClientStream::Tcp(tcp)));
     }
     let mut acceptor = Acceptor::default();
+    let mut hello_bytes = Vec::new();
     let accepted = loop {
-        match acceptor.read_tls(&mut Sock(&tcp)) {
+        let mut tee = Tee {
+            tcp: &tcp,
+            copy: &mut hello_bytes,
+        };
+        match acceptor.read_tls(&mut tee) {
             Ok(0) => return Err(Failure::Gone(None)),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -158,8 +180,16 @@ async fn handshake(
     let hello = accepted.client_hello();
     let (server_name, suites, groups) = offered(&hello);
     let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
-    let config = match index {
-        Some((_, Some(config))) => config.clone(),
+    let (config, fetch) = match index {
+        Some((_, Some(tls))) => {
+            // A client that asks for the certificate's status may start
+            // its staple's fetch (`ngx_ssl_certificate_status_callback`).
+            let fetch = tls
+                .fetch_for(hello.signature_schemes())
+                .filter(|_| crate::tls::hello::asks_status(&hello_bytes))
+                .cloned();
+            (tls.config.clone(), fetch)
+        }
         Some((true, None)) => {
             let _ = tcp.try_write(&UNRECOGNIZED_NAME_ALERT);
             return Err(Failure::Rejected);
@@ -189,6 +219,11 @@ async fn handshake(
             return Err(Failure::Pool(e.to_string()));
         }
     };
+    // As nginx, once this handshake has its certificate (and the staple
+    // it had): it never waits for the fetch, nor gets what it brings.
+    if let Some(fetch) = &fetch {
+        super::stapling::kick(fetch, &site.error_log);
+    }
     loop {
         send_all(&tcp, &mut conn, deadline).await?;
         if !conn.is_handshaking() {

@@ -2,30 +2,43 @@
 //! each server's rustls configuration, made once per generation from its
 //! [`TlsPlan`] and the process's session caches and ticket keys; the
 //! handshake ([`accept`]); what it negotiated, for the `$ssl_*` variables
-//! ([`info`]).
+//! ([`info`]); OCSP stapling's fetches ([`stapling`], speaking HTTP to the
+//! responder with [`ocsp_http`]).
 //!
 //! What this module must not do: run a handshake's key operations on a
-//! loop (they run in the `ssl` pool), or read a file (the configuration
-//! loader has read them).
+//! loop (they run in the `ssl` pool), read a file (the configuration
+//! loader has read them), or make a handshake wait for a responder.
 
 pub mod accept;
 pub mod info;
+pub mod ocsp_http;
+pub mod stapling;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::config::model::HttpConf;
-use crate::config::ssl_model::{Builtin, TicketPlan, TlsPlan};
+use rustls::SignatureScheme;
+use rustls::sign::CertifiedKey;
+
+use crate::config::model::{HttpConf, Server};
+use crate::config::ssl_model::{Builtin, StapleSource, TicketPlan, TlsPlan};
+use crate::tls::ocsp::staple::Staple;
 use crate::tls::sessions::{SessionCache, Store};
 use crate::tls::tickets::{Keys, ProcessKeys, Tickets};
 
+use stapling::Fetch;
+
 /// What TLS state belongs to the process and outlives a reload: the
-/// shared session caches by zone name, and the ticket keys the process
-/// makes when no `ssl_session_ticket_key` names any.
+/// shared session caches by zone name, the ticket keys the process makes
+/// when no `ssl_session_ticket_key` names any, and the OCSP staples
+/// fetched from responders (nginx fetches them again after a reload;
+/// nowait keeps those whose certificate, issuer, responder and checks did
+/// not change).
 #[derive(Debug, Default)]
 pub struct TlsShared {
     caches: Mutex<HashMap<String, Arc<SessionCache>>>,
     keys: OnceLock<Option<Arc<ProcessKeys>>>,
+    staples: Mutex<HashMap<[u8; 20], Arc<Staple>>>,
 }
 
 impl TlsShared {
@@ -47,14 +60,45 @@ impl TlsShared {
     fn process_keys(&self) -> Option<Arc<ProcessKeys>> {
         self.keys.get_or_init(ProcessKeys::new).clone()
     }
+
+    /// The staple known by `key`: a previous generation's, or a new one.
+    fn staple(&self, key: [u8; 20]) -> Arc<Staple> {
+        let mut all = self.staples.lock().unwrap_or_else(|e| e.into_inner());
+        all.entry(key)
+            .or_insert_with(|| Arc::new(Staple::new()))
+            .clone()
+    }
+
+    /// Forgets the staples no longer configured (a generation still
+    /// draining keeps its own).
+    fn keep_staples(&self, used: &[[u8; 20]]) {
+        let mut all = self.staples.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|k, _| used.contains(k));
+    }
 }
 
-/// The rustls configuration of every server of `http` that has TLS, by
-/// server index.
-pub fn configs(
-    http: &HttpConf,
-    shared: &TlsShared,
-) -> Result<Vec<Option<Arc<rustls::ServerConfig>>>, String> {
+/// A server's TLS in one generation: its rustls configuration, and what a
+/// handshake needs to start a staple's fetch.
+#[derive(Debug)]
+pub struct ServerTls {
+    /// The rustls configuration.
+    pub config: Arc<rustls::ServerConfig>,
+    /// The certificates, as the resolver picks among them.
+    keys: Vec<Arc<CertifiedKey>>,
+    /// Each certificate's fetch, when a responder staples it.
+    fetches: Vec<Option<Arc<Fetch>>>,
+}
+
+impl ServerTls {
+    /// The fetch of the certificate a client offering `schemes` gets.
+    pub fn fetch_for(&self, schemes: &[SignatureScheme]) -> Option<&Arc<Fetch>> {
+        let i = crate::tls::server::choose(&self.keys, schemes);
+        self.fetches.get(i)?.as_ref()
+    }
+}
+
+/// The TLS of every server of `http` that has any, by server index.
+pub fn configs(http: &HttpConf, shared: &TlsShared) -> Result<Vec<Option<ServerTls>>, String> {
     let provider = crate::tls::provider();
     let served = http
         .servers
@@ -71,19 +115,65 @@ pub fn configs(
         })
         .collect();
     crate::metrics::tls::set_certificates(served);
-    http.servers
+    let mut used = Vec::new();
+    let out = http
+        .servers
         .iter()
         .map(|s| match &s.tls {
-            Some(plan) if !plan.pairs.is_empty() => config(&provider, plan, shared).map(Some),
+            Some(plan) if !plan.pairs.is_empty() => {
+                server_tls(&provider, s, plan, shared, &mut used).map(Some)
+            }
             _ => Ok(None),
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    shared.keep_staples(&used);
+    Ok(out)
+}
+
+/// One server's TLS; the keys of the staples it uses are added to `used`.
+fn server_tls(
+    provider: &rustls::crypto::CryptoProvider,
+    s: &Server,
+    plan: &TlsPlan,
+    shared: &TlsShared,
+    used: &mut Vec<[u8; 20]>,
+) -> Result<ServerTls, String> {
+    let mut staples = Vec::with_capacity(plan.pairs.len());
+    let mut fetches = Vec::with_capacity(plan.pairs.len());
+    for i in 0..plan.pairs.len() {
+        let (staple, fetch) = match plan.stapling.get(i).and_then(Option::as_ref) {
+            None => (None, None),
+            Some(p) => match &p.source {
+                StapleSource::File(der) => (Some(Arc::new(Staple::fixed(der.to_vec()))), None),
+                StapleSource::Responder(r) => {
+                    used.push(r.cache_key);
+                    let staple = shared.staple(r.cache_key);
+                    let fetch = Fetch::new(
+                        staple.clone(),
+                        r.clone(),
+                        p.name.clone(),
+                        s.conf.resolver.clone(),
+                        s.conf.resolver_timeout,
+                    );
+                    (Some(staple), Some(Arc::new(fetch)))
+                }
+            },
+        };
+        staples.push(staple);
+        fetches.push(fetch);
+    }
+    Ok(ServerTls {
+        config: config(provider, plan, shared, staples)?,
+        keys: plan.pairs.iter().map(|p| p.key.clone()).collect(),
+        fetches,
+    })
 }
 
 fn config(
     provider: &rustls::crypto::CryptoProvider,
     plan: &TlsPlan,
     shared: &TlsShared,
+    staples: Vec<Option<Arc<Staple>>>,
 ) -> Result<Arc<rustls::ServerConfig>, String> {
     use crate::config::ssl_model::Protocols;
     let mut versions = Vec::new();
@@ -120,6 +210,7 @@ fn config(
         provider,
         crate::tls::server::Settings {
             pairs: plan.pairs.clone(),
+            staples,
             versions,
             tls12_suites: plan.tls12_suites.clone(),
             tls13_suites: plan.tls13_suites.clone(),
