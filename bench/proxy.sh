@@ -230,7 +230,7 @@ cpu_busy() {
 # the proxy's whole tree (nginx's master and workers; nowait and its
 # privileged helper).
 CLK_TCK=$(getconf CLK_TCK)
-tree_ticks() { # tree_ticks PID
+tree_pids() { # tree_pids PID: PID and every descendant
     local pids=$1 all=$1 next p
     while [[ -n $pids ]]; do
         next=""
@@ -239,23 +239,19 @@ tree_ticks() { # tree_ticks PID
         all+=" $next"
         pids=$next
     done
-    for p in $all; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done |
+    echo $all
+}
+# tree_field PID FIELDS: the sum of /proc/PID/stat's FIELDS ("$14 + $15"
+# for user + system ticks, "$15" for system alone) over the tree.
+tree_field() {
+    local p
+    for p in $(tree_pids "$1"); do awk "{ print $2 }" "/proc/$p/stat" 2>/dev/null; done |
         awk '{ s += $1 } END { print s + 0 }'
 }
+tree_ticks() { tree_field "$1" '$14 + $15'; }
 # The same tree's system ticks alone (stime): the kernel's share of what
 # the proxy spends.
-tree_sys_ticks() { # tree_sys_ticks PID
-    local pids=$1 all=$1 next p
-    while [[ -n $pids ]]; do
-        next=""
-        for p in $pids; do next+=" $(ps -o pid= --ppid "$p" 2>/dev/null | tr '\n' ' ')"; done
-        next=$(echo $next)
-        all+=" $next"
-        pids=$next
-    done
-    for p in $all; do awk '{ print $15 }' "/proc/$p/stat" 2>/dev/null; done |
-        awk '{ s += $1 } END { print s + 0 }'
-}
+tree_sys_ticks() { tree_field "$1" '$15'; }
 # TCP segments sent by the whole machine so far (/proc/net/snmp OutSegs):
 # the proxy's, the origin's and wrk's, per request the same count for both
 # proxies when their TCP traffic is the same.
