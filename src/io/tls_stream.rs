@@ -13,34 +13,55 @@
 //! time), so its state sits in a `RefCell`: no borrow is held across an
 //! await.
 //!
+//! The same stream serves both sides: a client's connection to nowait
+//! (a rustls `ServerConnection`) and nowait's connection to an upstream
+//! (a `ClientConnection`, `proxy_pass https://…`); [`Side`] says which.
+//!
 //! What this module must not do: wait on anything but the socket, or
 //! decide anything about HTTP.
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, IoSlice, Read, Write};
+use std::ops::DerefMut;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use rustls::ServerConnection;
+use rustls::{ClientConnection, ConnectionCommon, ServerConnection};
 use tokio::net::TcpStream;
+
+/// A rustls connection of either side: what [`TlsStream`] drives (every
+/// call it makes is rustls's `ConnectionCommon`'s, the same for both).
+pub trait Side: DerefMut<Target = ConnectionCommon<Self::Data>> + std::fmt::Debug {
+    /// rustls's side-specific state.
+    type Data;
+}
+
+impl Side for ServerConnection {
+    type Data = rustls::server::ServerConnectionData;
+}
+
+impl Side for ClientConnection {
+    type Data = rustls::client::ClientConnectionData;
+}
 
 /// How much encrypted output rustls may hold before writes of plaintext
 /// are refused (`WouldBlock` until the socket takes some): a record's
 /// worth above the largest write the server makes at once.
 pub const SEND_BUFFER_LIMIT: usize = 160 * 1024;
 
-/// A TLS connection whose handshake is complete.
+/// A TLS connection whose handshake is complete: a client's
+/// (`ServerConnection`, the default) or an upstream's (`ClientConnection`).
 #[derive(Debug)]
-pub struct TlsStream {
+pub struct TlsStream<C: Side = ServerConnection> {
     /// The socket and the TLS state; `None` only once taken apart
     /// ([`TlsStream::into_parts`]), so that dropping a whole stream can say
     /// `close_notify` and taking it apart does not.
-    whole: Option<Whole>,
+    whole: Option<Whole<C>>,
 }
 
 #[derive(Debug)]
-struct Whole {
+struct Whole<C> {
     tcp: TcpStream,
-    tls: RefCell<ServerConnection>,
+    tls: RefCell<C>,
     /// The peer closed its side of the socket.
     eof: Cell<bool>,
 }
@@ -58,7 +79,7 @@ pub enum Held {
 
 /// The socket as rustls reads and writes it: non-blocking calls that
 /// report `WouldBlock` and keep tokio's readiness exact.
-struct Sock<'a>(&'a TcpStream);
+pub struct Sock<'a>(pub &'a TcpStream);
 
 impl Read for Sock<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -78,15 +99,15 @@ impl Write for Sock<'_> {
     }
 }
 
-impl AsFd for TlsStream {
+impl<C: Side> AsFd for TlsStream<C> {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.w().tcp.as_fd()
     }
 }
 
-impl TlsStream {
+impl<C: Side> TlsStream<C> {
     /// A stream over `tcp` whose handshake `tls` completed.
-    pub fn new(tcp: TcpStream, mut tls: ServerConnection) -> TlsStream {
+    pub fn new(tcp: TcpStream, mut tls: C) -> TlsStream<C> {
         tls.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
         TlsStream {
             whole: Some(Whole {
@@ -97,7 +118,7 @@ impl TlsStream {
         }
     }
 
-    fn w(&self) -> &Whole {
+    fn w(&self) -> &Whole<C> {
         self.whole
             .as_ref()
             .expect("a TLS stream is whole until it is taken apart")
@@ -110,7 +131,7 @@ impl TlsStream {
 
     /// Into its parts (leaving the reactor, or for another worker's),
     /// saying nothing to the peer.
-    pub fn into_parts(mut self) -> (TcpStream, ServerConnection) {
+    pub fn into_parts(mut self) -> (TcpStream, C) {
         let w = self
             .whole
             .take()
@@ -120,7 +141,7 @@ impl TlsStream {
 
     /// Sends what rustls holds, as much as the socket takes now: `Ok` once
     /// nothing is left, `WouldBlock` if some is.
-    fn send_held(&self, tls: &mut ServerConnection) -> io::Result<()> {
+    fn send_held(&self, tls: &mut C) -> io::Result<()> {
         send_held(&self.w().tcp, tls)
     }
 
@@ -175,11 +196,11 @@ impl TlsStream {
             }
             if let Err(e) = tls.process_new_packets() {
                 // The alert rustls queued goes out if the socket takes it.
-                let _ = send_held(&w.tcp, &mut tls);
+                let _ = send_held(&w.tcp, &mut *tls);
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
             // A key update's answer, tickets: sent as the socket allows.
-            let _ = send_held(&w.tcp, &mut tls);
+            let _ = send_held(&w.tcp, &mut *tls);
         }
     }
 
@@ -269,28 +290,28 @@ impl TlsStream {
 
     /// Runs `f` on the connection's state (what the handshake negotiated,
     /// for the variables).
-    pub fn with_state<R>(&self, f: impl FnOnce(&ServerConnection) -> R) -> R {
+    pub fn with_state<R>(&self, f: impl FnOnce(&C) -> R) -> R {
         f(&self.w().tls.borrow())
     }
 }
 
 /// Sends what `tls` holds, as much as `tcp` takes now: `Ok` once nothing
 /// is left, `WouldBlock` if some is.
-fn send_held(tcp: &TcpStream, tls: &mut ServerConnection) -> io::Result<()> {
+pub fn send_held<C: Side>(tcp: &TcpStream, tls: &mut C) -> io::Result<()> {
     while tls.wants_write() {
         tls.write_tls(&mut Sock(tcp))?;
     }
     Ok(())
 }
 
-impl Drop for TlsStream {
+impl<C: Side> Drop for TlsStream<C> {
     fn drop(&mut self) {
         // A connection that ends says so, as nginx's SSL_shutdown() does;
         // nothing waits for the socket to take it.
         if let Some(w) = &self.whole {
             if let Ok(mut tls) = w.tls.try_borrow_mut() {
                 tls.send_close_notify();
-                let _ = send_held(&w.tcp, &mut tls);
+                let _ = send_held(&w.tcp, &mut *tls);
             }
         }
     }

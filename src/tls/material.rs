@@ -73,7 +73,7 @@ pub fn key(pem_bytes: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, Stri
 
 /// Whether a PEM key is encrypted (PKCS#8 `ENCRYPTED PRIVATE KEY`, or
 /// OpenSSL's traditional `Proc-Type: 4,ENCRYPTED` header).
-fn encrypted(pem_bytes: &[u8]) -> bool {
+pub fn encrypted(pem_bytes: &[u8]) -> bool {
     let has = |needle: &[u8]| pem_bytes.windows(needle.len()).any(|w| w == needle);
     has(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || has(b"Proc-Type: 4,ENCRYPTED")
 }

@@ -11,6 +11,11 @@
 //! - [`sessions`]: the session caches (`ssl_session_cache`), process-wide
 //!   and kept across reloads.
 //! - [`server`]: the rustls server configuration of one `server` block.
+//! - [`client`]: the rustls client configuration of a location that
+//!   proxies over TLS (`proxy_ssl_*`), with each peer's sessions.
+//! - [`verify`]: an upstream's certificate judged as nginx judges it after
+//!   the handshake (`proxy_ssl_verify`): OpenSSL's verify results and
+//!   `X509_check_host`'s names.
 //! - [`ciphers`], [`groups`]: OpenSSL 3.0's cipher strings and group lists
 //!   read as OpenSSL reads them, without OpenSSL (IANA codes and names only).
 //! - [`ocsp`]: OCSP stapling's requests, responses, their checks, and each
@@ -22,6 +27,7 @@
 //! the server puts them), or know about HTTP.
 
 pub mod ciphers;
+pub mod client;
 pub mod der;
 pub mod groups;
 pub mod hello;
@@ -30,6 +36,7 @@ pub mod ocsp;
 pub mod server;
 pub mod sessions;
 pub mod tickets;
+pub mod verify;
 pub mod x509;
 
 /// The clock as nginx's `ngx_time()`: seconds since the epoch.
@@ -43,4 +50,46 @@ pub fn unix_now() -> i64 {
 /// measurement, see docs/architecture.md, "TLS").
 pub fn provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::aws_lc_rs::default_provider()
+}
+
+/// `provider` offering only these cipher suites (TLS 1.3's first, in their
+/// order, then TLS 1.2's in the cipher string's) and key-exchange groups,
+/// all by IANA code; an error when no group is left.
+pub fn restricted(
+    provider: &rustls::crypto::CryptoProvider,
+    tls12_suites: &[u16],
+    tls13_suites: &[u16],
+    groups: &[u16],
+) -> Result<rustls::crypto::CryptoProvider, String> {
+    let mut provider = provider.clone();
+    provider.cipher_suites.retain(|suite| match suite {
+        rustls::SupportedCipherSuite::Tls13(_) => tls13_suites.contains(&u16::from(suite.suite())),
+        rustls::SupportedCipherSuite::Tls12(_) => tls12_suites.contains(&u16::from(suite.suite())),
+    });
+    let rank = |list: &[u16], code: u16| {
+        list.iter()
+            .position(|&c| c == code)
+            .unwrap_or(usize::MAX / 2)
+    };
+    provider.cipher_suites.sort_by_key(|suite| {
+        let code = u16::from(suite.suite());
+        match suite {
+            rustls::SupportedCipherSuite::Tls13(_) => rank(tls13_suites, code),
+            rustls::SupportedCipherSuite::Tls12(_) => usize::MAX / 2 + rank(tls12_suites, code),
+        }
+    });
+    let all_groups = provider.kx_groups.clone();
+    provider.kx_groups = groups
+        .iter()
+        .filter_map(|&code| {
+            all_groups
+                .iter()
+                .find(|g| u16::from(g.name()) == code)
+                .copied()
+        })
+        .collect();
+    if provider.kx_groups.is_empty() {
+        return Err("no key exchange group left to offer".to_string());
+    }
+    Ok(provider)
 }

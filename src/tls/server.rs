@@ -50,45 +50,7 @@ const MAX_RECORD: usize = 16384;
 
 /// The configuration these settings make, or why it cannot be made.
 pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>, String> {
-    let mut provider = provider.clone();
-    provider.cipher_suites.retain(|suite| match suite {
-        rustls::SupportedCipherSuite::Tls13(_) => {
-            s.tls13_suites.contains(&u16::from(suite.suite()))
-        }
-        rustls::SupportedCipherSuite::Tls12(_) => {
-            s.tls12_suites.contains(&u16::from(suite.suite()))
-        }
-    });
-    // TLS 1.3 suites first in their order, then TLS 1.2's in the cipher
-    // string's.
-    provider.cipher_suites.sort_by_key(|suite| match suite {
-        rustls::SupportedCipherSuite::Tls13(_) => s
-            .tls13_suites
-            .iter()
-            .position(|&c| c == u16::from(suite.suite()))
-            .unwrap_or(usize::MAX / 2),
-        rustls::SupportedCipherSuite::Tls12(_) => {
-            usize::MAX / 2
-                + s.tls12_suites
-                    .iter()
-                    .position(|&c| c == u16::from(suite.suite()))
-                    .unwrap_or(usize::MAX / 2)
-        }
-    });
-    let all_groups = provider.kx_groups.clone();
-    provider.kx_groups = s
-        .groups
-        .iter()
-        .filter_map(|&code| {
-            all_groups
-                .iter()
-                .find(|g| u16::from(g.name()) == code)
-                .copied()
-        })
-        .collect();
-    if provider.kx_groups.is_empty() {
-        return Err("no key exchange group left to offer".to_string());
-    }
+    let provider = super::restricted(provider, &s.tls12_suites, &s.tls13_suites, &s.groups)?;
     let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&s.versions)
         .map_err(|e| e.to_string())?

@@ -2,9 +2,10 @@
 # Makes the TLS fixtures the tests use (committed; run again only to change
 # them): a CA, server certificates for localhost (RSA-2048 and ECDSA P-256),
 # example.com and other.test, an expired one, a client certificate, ticket
-# key files in nginx's two sizes, and the OCSP stapling fixtures
-# (make-ocsp.sh). Everything but the expired certificate is valid for 100
-# years, so the fixtures do not age.
+# key files in nginx's two sizes, the OCSP stapling fixtures
+# (make-ocsp.sh) and those of TLS to upstreams (make-upstream.sh).
+# Everything but the expired certificate is valid for 100 years, so the
+# fixtures do not age.
 set -euo pipefail
 cd "$(dirname "$0")"
 days=36500
@@ -63,4 +64,6 @@ head -c 80 /dev/urandom > ticket80b.key
 
 # The OCSP stapling fixtures, from the CA above.
 bash make-ocsp.sh
+# TLS to upstreams' fixtures, from the CA above.
+bash make-upstream.sh
 echo "made $(ls | wc -l) files"
