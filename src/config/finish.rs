@@ -194,6 +194,7 @@ fn merge_http(b: &mut Builder, h: &mut HttpConf) {
         }
         merge_locations(b, &mut checks, &mut s.locations, &s.conf, &mut tables);
     }
+    h.upstream_tls = std::mem::take(&mut checks.tls.list);
 }
 
 fn merge_locations(

@@ -112,6 +112,8 @@ pub struct MergeChecks {
     reported: HashSet<String>,
     /// The `keys_zone` names of every `proxy_cache_path`.
     cache_zones: HashSet<String>,
+    /// The TLS of the locations that proxy over TLS, made so far.
+    pub tls: super::finish_proxy_ssl::Plans,
 }
 
 impl MergeChecks {
@@ -121,6 +123,7 @@ impl MergeChecks {
             at,
             reported: HashSet::new(),
             cache_zones,
+            tls: Default::default(),
         }
     }
 
@@ -184,11 +187,13 @@ impl MergeChecks {
         }
     }
 
-    /// [`Self::level`] for a location, plus nginx's default `proxy_redirect`:
+    /// [`Self::level`] for a location, its TLS to upstreams (see
+    /// [`super::finish_proxy_ssl`]), plus nginx's default `proxy_redirect`:
     /// with nothing set and a `proxy_pass` without variables here, the rule
     /// derived from that `proxy_pass` (which nested locations inherit).
     pub fn location(&mut self, b: &mut Builder, l: &mut Location) {
         self.level(b, &mut l.conf);
+        self.tls.location(b, l);
         if let (ProxyRedirect::Default, Some(pass)) = (&l.conf.proxy_redirect, &l.proxy_pass) {
             if let ProxyTarget::Static(t) = &pass.target {
                 let rule = default_redirect(&pass.url.source, t, &l.matcher);

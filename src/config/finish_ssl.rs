@@ -198,7 +198,7 @@ fn plan(
 
 /// A certificate and its key read and checked; the error in nginx's words
 /// (`cannot load certificate "…": …`).
-fn load_pair(
+pub(super) fn load_pair(
     b: &mut Builder,
     provider: &rustls::crypto::CryptoProvider,
     cert_path: &std::path::Path,
@@ -241,23 +241,40 @@ fn expiry_warning(b: &mut Builder, p: &material::Pair, loc: &Loc) {
 /// an error when nothing is left.
 fn protocols(b: &mut Builder, c: &SrvConf) -> Option<Protocols> {
     let (asked, loc) = &c.ssl_protocols;
+    let at = loc.clone().or_else(|| c.ssl.clone());
+    if asked.usable().0 == 0 && at.is_none() {
+        return None;
+    }
+    usable_protocols(b, "ssl_protocols", *asked, loc.as_ref(), at.as_ref())
+}
+
+/// The protocols of `asked` (the value of `directive`, written at `loc`)
+/// nowait speaks; what it does not is said in a notice when `asked` was
+/// written, and nothing left is an error (at `at`, else without a place).
+pub(super) fn usable_protocols(
+    b: &mut Builder,
+    directive: &str,
+    asked: Protocols,
+    loc: Option<&Loc>,
+    at: Option<&Loc>,
+) -> Option<Protocols> {
     let usable = asked.usable();
     let dropped = Protocols(asked.0 & !usable.0);
     if usable.0 == 0 {
-        let at = loc.clone().or_else(|| c.ssl.clone())?;
-        b.error(
-            format!(
-                "\"ssl_protocols\" leaves no protocol nowait speaks: {} (nowait speaks TLSv1.2 and TLSv1.3)",
-                asked.names().join(" ")
-            ),
-            &at,
+        let msg = format!(
+            "\"{directive}\" leaves no protocol nowait speaks: {} (nowait speaks TLSv1.2 and TLSv1.3)",
+            asked.names().join(" ")
         );
+        match at {
+            Some(at) => b.error(msg, at),
+            None => b.diags.push(ConfError::emerg(msg, None)),
+        }
         return None;
     }
     if let (Some(at), true) = (loc, dropped.0 != 0) {
         b.notice(
             format!(
-                "\"ssl_protocols\": {} not offered, nowait (rustls) speaks TLSv1.2 and TLSv1.3 only",
+                "\"{directive}\": {} not offered, nowait (rustls) speaks TLSv1.2 and TLSv1.3 only",
                 dropped.names().join(" ")
             ),
             at,
@@ -272,27 +289,40 @@ fn protocols(b: &mut Builder, c: &SrvConf) -> Option<Protocols> {
 fn tls12_suites(b: &mut Builder, c: &SrvConf, protocols: Protocols) -> Option<Vec<u16>> {
     let (spec, loc) = &c.ssl_ciphers;
     let at = loc.clone().or_else(|| c.ssl.clone());
+    usable_tls12_suites(b, "ssl_ciphers", spec, at.as_ref(), protocols)
+}
+
+/// The TLS 1.2 suites the cipher string `spec` of `directive` selects, of
+/// those rustls has (what it selects that rustls lacks is said in a notice
+/// at `at`); with TLS 1.3 on, a string that selects none offers no TLS 1.2.
+pub(super) fn usable_tls12_suites(
+    b: &mut Builder,
+    directive: &str,
+    spec: &str,
+    at: Option<&Loc>,
+    protocols: Protocols,
+) -> Option<Vec<u16>> {
     let only_tls12 = protocols.has(Protocols::TLSV1_2) && !protocols.has(Protocols::TLSV1_3);
     match crate::tls::ciphers::usable(spec, &TLS12_SUITES) {
         Ok(u) => {
-            if let (Some(at), false) = (&at, u.unusable.is_empty()) {
+            if let (Some(at), false) = (at, u.unusable.is_empty()) {
                 b.notice(
-                    format!("\"ssl_ciphers\": not offered: {}", u.describe_unusable()),
+                    format!("\"{directive}\": not offered: {}", u.describe_unusable()),
                     at,
                 );
             }
             Some(u.codes)
         }
         // With TLS 1.3 on, a string that leaves no TLS 1.2 suite still
-        // serves TLS 1.3 clients, as OpenSSL's does.
+        // serves TLS 1.3, as OpenSSL's does.
         Err(e @ crate::tls::ciphers::CipherError::NoneUsable { .. }) if !only_tls12 => {
-            if let Some(at) = &at {
+            if let Some(at) = at {
                 b.notice(format!("{e}; TLSv1.2 is not offered"), at);
             }
             Some(Vec::new())
         }
         Err(e) => {
-            match &at {
+            match at {
                 Some(at) => b.error(e.to_string(), at),
                 None => b.diags.push(ConfError::emerg(e.to_string(), None)),
             }
@@ -337,7 +367,7 @@ fn groups(b: &mut Builder, c: &SrvConf) -> Option<Vec<u16>> {
 /// One `ssl_conf_command`: what rustls can honour is applied, the rest is
 /// refused (nginx passes every command to OpenSSL, which refuses what it
 /// does not know).
-fn conf_command(
+pub(super) fn conf_command(
     b: &mut Builder,
     name: &str,
     value: &str,

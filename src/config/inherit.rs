@@ -30,8 +30,8 @@ use super::model::{
 };
 use super::source::Loc;
 use super::ssl_model::{
-    CertName, DEFAULT_BUFFER_SIZE, DEFAULT_CIPHERS, DEFAULT_ECDH_CURVE, NamedFile, Protocols,
-    SessionCache, VerifyClient,
+    CertName, DEFAULT_BUFFER_SIZE, DEFAULT_CIPHERS, DEFAULT_ECDH_CURVE, DEFAULT_PROXY_CIPHERS,
+    NamedFile, Passwords, Protocols, SessionCache, VerifyClient,
 };
 use super::template::Template;
 use super::type_list::TypeList;
@@ -277,6 +277,36 @@ inherited! {
         proxy_socket_keepalive: bool = false,
         /// `proxy_ignore_client_abort`.
         proxy_ignore_client_abort: bool = false,
+        /// `proxy_ssl_session_reuse`: sessions with upstreams are resumed.
+        proxy_ssl_session_reuse: bool = true,
+        /// `proxy_ssl_protocols`, with where it was last written (nginx
+        /// 1.22's default: `TLSv1 TLSv1.1 TLSv1.2`).
+        proxy_ssl_protocols: (Protocols, Option<Loc>) = (Protocols::DEFAULT, None),
+        /// `proxy_ssl_ciphers`: an OpenSSL cipher string.
+        proxy_ssl_ciphers: (String, Option<Loc>) = (DEFAULT_PROXY_CIPHERS.to_string(), None),
+        /// `proxy_ssl_name`: the name verified and sent (`None`: the
+        /// group's host, nginx's `$proxy_host` without its port).
+        proxy_ssl_name: Option<Template> = None,
+        /// `proxy_ssl_server_name`: the name is sent (SNI).
+        proxy_ssl_server_name: bool = false,
+        /// `proxy_ssl_verify`: the upstream's certificate is verified.
+        proxy_ssl_verify: bool = false,
+        /// `proxy_ssl_verify_depth`: the most intermediate certificates.
+        proxy_ssl_verify_depth: u64 = 1,
+        /// `proxy_ssl_trusted_certificate`: the CAs that verify upstreams.
+        proxy_ssl_trusted_certificate: Option<NamedFile> = None,
+        /// `proxy_ssl_crl`: revoked upstream certificates.
+        proxy_ssl_crl: Option<NamedFile> = None,
+        /// `proxy_ssl_certificate`: the client certificate sent upstream.
+        proxy_ssl_certificate: Option<CertName> = None,
+        /// `proxy_ssl_certificate_key`: its key.
+        proxy_ssl_certificate_key: Option<CertName> = None,
+        /// `proxy_ssl_password_file`, read where it was written: the file
+        /// and its passphrases.
+        proxy_ssl_password_file: Option<(NamedFile, Passwords)> = None,
+        /// `proxy_ssl_conf_command`: OpenSSL configuration commands; a
+        /// level's list replaces its parent's.
+        proxy_ssl_conf_command: Vec<(String, String, Loc)> = Vec::new(),
         /// `proxy_headers_hash_max_size` (sizes nginx's header hash only).
         proxy_headers_hash_max_size: u64 = 512,
         /// `proxy_headers_hash_bucket_size` (sizes nginx's header hash only).

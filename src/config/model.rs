@@ -204,6 +204,9 @@ pub struct HttpConf {
     /// Upstream groups: `upstream` blocks and the implicit groups
     /// `proxy_pass` makes, in the order nginx declares them.
     pub upstreams: Vec<Upstream>,
+    /// The TLS of every location that proxies over TLS, by
+    /// [`super::ssl_model::UpstreamTlsPlan::id`].
+    pub upstream_tls: Vec<Arc<super::ssl_model::UpstreamTlsPlan>>,
     /// `split_clients` blocks.
     pub split_clients: Vec<SplitClients>,
     /// `map` blocks.

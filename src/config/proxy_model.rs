@@ -146,6 +146,11 @@ pub struct ProxyPass {
     pub target: ProxyTarget,
     /// Where it was written.
     pub loc: Loc,
+    /// The location's TLS to its upstreams (nginx's `plcf->upstream.ssl`):
+    /// made when the levels are merged for an `https://` URL or one with
+    /// variables (which may turn out to be `https://`), shared with the
+    /// `if` blocks inside that inherit this `proxy_pass`.
+    pub tls: Option<std::sync::Arc<super::ssl_model::UpstreamTlsPlan>>,
 }
 
 /// Where `proxy_pass` sends requests.
@@ -181,6 +186,8 @@ pub struct ProxyUrl {
     pub uri: Option<String>,
     /// The URL names a Unix socket (`http://unix:/path:/uri`).
     pub unix: bool,
+    /// `https://`: the upstream is spoken to over TLS.
+    pub tls: bool,
 }
 
 /// `proxy_http_version`.

@@ -13,7 +13,7 @@ use super::model::{
     BodyInFile, IGNORABLE_HEADERS, LocationMatch, NextUpstream, ProxyHttpVersion, ProxyPass,
     ProxyRedirect, ProxyTarget, ProxyUrl, RedirectFrom, RedirectRule,
 };
-use super::proxy_url::{HTTP_PREFIX, HTTPS_PREFIX, PASS_URL, proxy_vars};
+use super::proxy_url::{Scheme, pass_url, proxy_vars};
 use super::set_upstream;
 use super::slot;
 use super::syntax::Directive;
@@ -66,21 +66,19 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
             url,
             target: ProxyTarget::Dynamic,
             loc: d.loc.clone(),
+            tls: None,
         });
         return Ok(());
     }
-    let has_prefix = |p: &str| {
-        written.len() >= p.len() && written.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
-    };
-    if has_prefix(HTTPS_PREFIX) {
-        return Err("https proxying is not implemented yet".into());
-    }
-    if !has_prefix(HTTP_PREFIX) {
+    let Some(scheme) = Scheme::of(written, false) else {
         return Err("invalid URL prefix".into());
+    };
+    let rest = &written[scheme.prefix().len()..];
+    let parsed = url::parse_url(rest, pass_url(scheme.default_port()))
+        .map_err(|e| format!("{e} in upstream \"{rest}\""))?;
+    if scheme.tls && parsed.unix {
+        return Err("TLS to a unix socket (\"https://unix:\") is not supported yet".into());
     }
-    let rest = &written[HTTP_PREFIX.len()..];
-    let parsed =
-        url::parse_url(rest, PASS_URL).map_err(|e| format!("{e} in upstream \"{rest}\""))?;
     let upstream = set_upstream::add_for_proxy_pass(b, &parsed, &d.loc)?;
     if !parsed.uri.is_empty() && (l.noname || !uri_allowed(&l.matcher)) {
         return Err(
@@ -90,7 +88,7 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
                 .into(),
         );
     }
-    let vars = proxy_vars(&parsed, HTTP_PREFIX.len(), written.len());
+    let vars = proxy_vars(&parsed, scheme, written.len());
     l.proxy_pass = Some(ProxyPass {
         url: Template::literal(written),
         target: ProxyTarget::Static(ProxyUrl {
@@ -100,8 +98,10 @@ pub fn proxy_pass(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Resu
             key_start: vars.key_start,
             uri: (!parsed.uri.is_empty()).then_some(parsed.uri),
             unix: parsed.unix,
+            tls: scheme.tls,
         }),
         loc: d.loc.clone(),
+        tls: None,
     });
     Ok(())
 }
@@ -530,10 +530,26 @@ mod tests {
     }
 
     #[test]
-    fn https_is_refused_until_nowait_has_tls() {
+    fn https_urls_go_to_port_443_over_tls() {
+        let l = locations(
+            "location / { proxy_pass HTTPS://127.0.0.1/x; }\n\
+             location /p { proxy_pass https://127.0.0.1:8443; }\n\
+             location /h { proxy_pass http://127.0.0.1; }",
+        );
+        let u = url(&l[0]);
         assert_eq!(
-            errors("server { location / { proxy_pass https://127.0.0.1; } }"),
-            vec!["https proxying is not implemented yet"]
+            (u.upstream.as_str(), &*u.host_header, &*u.port, u.tls),
+            ("127.0.0.1:443", "127.0.0.1", "443", true)
+        );
+        assert_eq!(u.key_start, "https://127.0.0.1".len());
+        assert!(l[0].proxy_pass.as_ref().unwrap().tls.is_some());
+        let u = url(&l[1]);
+        assert_eq!((&*u.host_header, &*u.port), ("127.0.0.1:8443", "8443"));
+        assert!(!url(&l[2]).tls);
+        assert!(l[2].proxy_pass.as_ref().unwrap().tls.is_none());
+        assert_eq!(
+            errors("server { location / { proxy_pass https://; } }"),
+            vec!["no host in upstream \"\""]
         );
     }
 

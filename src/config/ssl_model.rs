@@ -124,6 +124,20 @@ pub const DEFAULT_BUFFER_SIZE: u64 = 16384;
 /// nginx's `ssl_ciphers` default (`NGX_DEFAULT_CIPHERS`).
 pub const DEFAULT_CIPHERS: &str = "HIGH:!aNULL:!MD5";
 
+/// nginx's `proxy_ssl_ciphers` default.
+pub const DEFAULT_PROXY_CIPHERS: &str = "DEFAULT";
+
+/// The passphrases of a password file (`ssl_password_file`,
+/// `proxy_ssl_password_file`), in the file's order; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Passwords(pub Vec<Vec<u8>>);
+
+impl std::fmt::Debug for Passwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Passwords({} hidden)", self.0.len())
+    }
+}
+
 /// nginx's `ssl_ecdh_curve` default (`NGX_DEFAULT_ECDH_CURVE`).
 pub const DEFAULT_ECDH_CURVE: &str = "auto";
 
@@ -241,4 +255,45 @@ pub enum TicketPlan {
     Files(std::sync::Arc<Vec<crate::tls::tickets::TicketKey>>),
     /// Keys the process makes (no key files).
     Process,
+}
+
+/// A location's TLS to its upstreams once its `proxy_ssl_*` settings are
+/// merged and their files read (what nginx's `ngx_http_proxy_set_ssl`
+/// puts in the location's `SSL_CTX`, and the per-request settings read
+/// with it): everything the server needs to make the location's rustls
+/// client configuration, and to check and name each connection.
+#[derive(Debug)]
+pub struct UpstreamTlsPlan {
+    /// Its place among the http block's plans
+    /// ([`super::model::HttpConf::upstream_tls`]), where a generation
+    /// keeps the configuration made of it.
+    pub id: usize,
+    /// The protocols offered (those of `proxy_ssl_protocols` nowait
+    /// speaks).
+    pub protocols: Protocols,
+    /// TLS 1.2 cipher suites by IANA code, in `proxy_ssl_ciphers`' order.
+    pub tls12_suites: Vec<u16>,
+    /// TLS 1.3 cipher suites by IANA code (`proxy_ssl_conf_command
+    /// Ciphersuites`, else all of them in OpenSSL's order).
+    pub tls13_suites: Vec<u16>,
+    /// Key-exchange groups by IANA code, in order (OpenSSL's default
+    /// list, of those nowait has).
+    pub groups: Vec<u16>,
+    /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key`.
+    pub certificate: Option<crate::tls::material::Pair>,
+    /// `proxy_ssl_verify on`: what judges the upstream's certificate
+    /// (`proxy_ssl_trusted_certificate`, `proxy_ssl_crl`,
+    /// `proxy_ssl_verify_depth`).
+    pub verifier: Option<std::sync::Arc<crate::tls::verify::Verifier>>,
+    /// `proxy_ssl_server_name`.
+    pub server_name: bool,
+    /// `proxy_ssl_name` (`None`: the upstream group's host).
+    pub name: Option<Template>,
+    /// `proxy_ssl_session_reuse`.
+    pub session_reuse: bool,
+    /// A digest of everything above but the name, which the keep-alive
+    /// cache keys connections by (with the name each was made for): a
+    /// connection is reused only with the TLS it was made with, across
+    /// locations and reloads that configure the same.
+    pub fingerprint: [u8; 16],
 }

@@ -10,8 +10,8 @@ use super::syntax::Directive;
 use super::{
     set_access, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_core_http,
     set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers, set_output,
-    set_proxy, set_realip, set_rewrite, set_sched, set_server, set_split_clients, set_ssi, set_ssl,
-    set_sub, set_upstream,
+    set_proxy, set_proxy_ssl, set_realip, set_rewrite, set_sched, set_server, set_split_clients,
+    set_ssi, set_ssl, set_sub, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -348,6 +348,20 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("proxy_ignore_client_abort", HSL, Exactly(1), false, Ready, set_proxy::proxy_ignore_client_abort, "proxy_ignore_client_abort on | off;", "off"),
     spec!("proxy_headers_hash_max_size", HSL, Exactly(1), false, NoEffect(HASH_CHECKED), set_proxy::proxy_headers_hash_max_size, "proxy_headers_hash_max_size size;", "512"),
     spec!("proxy_headers_hash_bucket_size", HSL, Exactly(1), false, NoEffect(HASH_CHECKED), set_proxy::proxy_headers_hash_bucket_size, "proxy_headers_hash_bucket_size size;", "64"),
+    // proxy over TLS (`proxy_pass https://…`)
+    spec!("proxy_ssl_session_reuse", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_session_reuse, "proxy_ssl_session_reuse on | off;", "on"),
+    spec!("proxy_ssl_protocols", HSL, AtLeast(1), false, Ready, set_proxy_ssl::proxy_ssl_protocols, "proxy_ssl_protocols [SSLv2] [SSLv3] [TLSv1] [TLSv1.1] [TLSv1.2] [TLSv1.3];", "TLSv1 TLSv1.1 TLSv1.2"),
+    spec!("proxy_ssl_ciphers", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_ciphers, "proxy_ssl_ciphers ciphers;", "DEFAULT"),
+    spec!("proxy_ssl_name", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_name, "proxy_ssl_name name;", "$proxy_host"),
+    spec!("proxy_ssl_server_name", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_server_name, "proxy_ssl_server_name on | off;", "off"),
+    spec!("proxy_ssl_verify", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_verify, "proxy_ssl_verify on | off;", "off"),
+    spec!("proxy_ssl_verify_depth", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_verify_depth, "proxy_ssl_verify_depth number;", "1"),
+    spec!("proxy_ssl_trusted_certificate", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_trusted_certificate, "proxy_ssl_trusted_certificate file;", "—"),
+    spec!("proxy_ssl_crl", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_crl, "proxy_ssl_crl file;", "—"),
+    spec!("proxy_ssl_certificate", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_certificate, "proxy_ssl_certificate file;", "—"),
+    spec!("proxy_ssl_certificate_key", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_certificate_key, "proxy_ssl_certificate_key file;", "—"),
+    spec!("proxy_ssl_password_file", HSL, Exactly(1), false, Ready, set_proxy_ssl::proxy_ssl_password_file, "proxy_ssl_password_file file;", "—"),
+    spec!("proxy_ssl_conf_command", HSL, Exactly(2), false, Ready, set_proxy_ssl::proxy_ssl_conf_command, "proxy_ssl_conf_command name value;", "—"),
     // proxy cache and store: parsed and validated, served with the cache engine
     spec!("proxy_cache_path", HTTP, AtLeast(2), false, Ready, set_cache_path::proxy_cache_path, "proxy_cache_path path [levels=levels] [use_temp_path=on|off] keys_zone=name:size [inactive=time] [max_size=size] [min_free=size] [manager_files=number] [manager_sleep=time] [manager_threshold=time] [loader_files=number] [loader_sleep=time] [loader_threshold=time];", "—"),
     spec!("proxy_cache", HSL, Exactly(1), false, Ready, set_cache::proxy_cache, "proxy_cache zone | off;", "off"),
