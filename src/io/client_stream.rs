@@ -152,6 +152,12 @@ impl ClientStream {
         }
     }
 
+    /// Whether a TLS connection holds encrypted bytes the socket has not
+    /// taken yet (never a plain socket).
+    pub fn holds_output(&self) -> bool {
+        self.tls().is_some_and(|s| s.holds_output())
+    }
+
     /// Sends what a TLS connection still holds encrypted (nothing to do on
     /// a plain socket, which holds nothing): the end of a response.
     pub async fn flush(&self) -> io::Result<()> {

@@ -236,6 +236,9 @@ pub struct UpstreamVars {
     /// `$proxy_port`: the port as the URL wrote it (see
     /// [`crate::config::proxy_url::ProxyVars::port`]).
     pub proxy_port: Option<std::sync::Arc<str>>,
+    /// The upstream is spoken to over TLS (`https://`): nginx's
+    /// `u->schema`, which the error log's `upstream: "…"` begins with.
+    pub https: bool,
     /// Every try, in order; a new group after an internal redirect is
     /// separated by `" : "` as nginx does (see `group_starts`).
     pub tries: Vec<UpstreamTry>,
@@ -530,7 +533,13 @@ impl<'a> Req<'a> {
             c.str(", subrequest: \"").str(&self.uri).str("\"");
         }
         if let Some((peer, uri)) = upstream {
-            c.str(", upstream: \"http://")
+            let scheme = if self.upstream.https {
+                "https://"
+            } else {
+                "http://"
+            };
+            c.str(", upstream: \"")
+                .str(scheme)
                 .str(peer)
                 .bytes(uri)
                 .str("\"");

@@ -45,6 +45,9 @@ pub struct Site {
     /// Each server's TLS, by server index (`None` for a server without
     /// TLS).
     pub tls: Vec<Option<super::tls::ServerTls>>,
+    /// Each location's client configuration for upstreams spoken to over
+    /// TLS, by plan id (`UpstreamTlsPlan::id`), with its peers' sessions.
+    pub upstream_tls: Vec<Arc<crate::tls::client::UpstreamTls>>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -184,6 +187,12 @@ impl Site {
             })?,
             None => Vec::new(),
         };
+        let upstream_tls = match &config.http {
+            Some(h) => super::proxy::tls::configs(h).map_err(|e| {
+                SysError::with_arg("SSL_CTX_new", e, std::io::ErrorKind::InvalidInput.into())
+            })?,
+            None => Vec::new(),
+        };
         super::status_ring::start(shared, &thread_init, &error_log);
         if let Err(e) = crate::io::pressure::start(&thread_init) {
             // Without it memory counts as plentiful: the loops keep
@@ -207,6 +216,7 @@ impl Site {
             caches,
             limits,
             tls,
+            upstream_tls,
         })
     }
 

@@ -1,7 +1,15 @@
-//! A connection to an upstream server, TCP or a unix socket, registered
-//! with the worker's reactor while in use and while the worker keeps it
-//! idle (`idle.rs`); and its unregistered form, a plain socket, that the
-//! process's keep-alive tier keeps for any worker (`keepalive.rs`).
+//! A connection to an upstream server, TCP, a unix socket or TLS over TCP
+//! (`proxy_pass https://…`, see [`super::tls`]), registered with the
+//! worker's reactor while in use and while the worker keeps it idle
+//! (`idle.rs`); and its unregistered form, a plain socket (with its TLS
+//! state, for a TLS one), that the process's keep-alive tier keeps for any
+//! worker (`keepalive.rs`).
+//!
+//! Through TLS every read and write is rustls's, driven by the socket's
+//! readiness ([`TlsStream`]): what a write encrypted and the socket did not
+//! take yet is sent by the next write or by [`Conn::flush`], which the
+//! writers call once they have nothing more to write. Nothing reaches a TLS
+//! upstream but through these calls (no `sendfile()`, no `splice()`).
 //!
 //! Connecting never waits on the loop: the socket is non-blocking and the
 //! wait for the handshake is bounded by `proxy_connect_timeout`. Failures
@@ -13,10 +21,12 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use rustls::ClientConnection;
 use tokio::net::{TcpStream, UnixStream};
 
 use super::peer::PeerAddr;
 use crate::io::ready;
+use crate::io::tls_stream::{Held, TlsStream};
 use crate::sys::socket as sys_socket;
 
 /// Why a connection could not be made.
@@ -36,6 +46,8 @@ pub enum Conn {
     Tcp(TcpStream),
     /// A unix socket (`server unix:/path`).
     Unix(UnixStream),
+    /// TLS over TCP, its handshake done.
+    Tls(Box<TlsStream<ClientConnection>>),
 }
 
 /// A connection between requests: registered with no reactor.
@@ -45,12 +57,14 @@ pub enum IdleConn {
     Tcp(std::net::TcpStream),
     /// A unix socket.
     Unix(std::os::unix::net::UnixStream),
+    /// TLS over TCP: the socket and the connection's TLS state.
+    Tls(std::net::TcpStream, Box<ClientConnection>),
 }
 
 impl AsFd for IdleConn {
     fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            IdleConn::Tcp(s) => s.as_fd(),
+            IdleConn::Tcp(s) | IdleConn::Tls(s, _) => s.as_fd(),
             IdleConn::Unix(s) => s.as_fd(),
         }
     }
@@ -61,6 +75,7 @@ impl AsFd for Conn {
         match self {
             Conn::Tcp(s) => s.as_fd(),
             Conn::Unix(s) => s.as_fd(),
+            Conn::Tls(s) => s.as_fd(),
         }
     }
 }
@@ -104,6 +119,9 @@ impl Conn {
         Ok(match idle {
             IdleConn::Tcp(s) => Conn::Tcp(TcpStream::from_std(s)?),
             IdleConn::Unix(s) => Conn::Unix(UnixStream::from_std(s)?),
+            IdleConn::Tls(s, tls) => {
+                Conn::Tls(Box::new(TlsStream::new(TcpStream::from_std(s)?, *tls)))
+            }
         })
     }
 
@@ -112,7 +130,19 @@ impl Conn {
         Ok(match self {
             Conn::Tcp(s) => IdleConn::Tcp(s.into_std()?),
             Conn::Unix(s) => IdleConn::Unix(s.into_std()?),
+            Conn::Tls(s) => {
+                let (tcp, tls) = s.into_parts();
+                IdleConn::Tls(tcp.into_std()?, Box::new(tls))
+            }
         })
+    }
+
+    /// The TLS connection, when it is one.
+    pub fn tls(&self) -> Option<&TlsStream<ClientConnection>> {
+        match self {
+            Conn::Tls(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Reads what is there into the spare capacity of `buf`; `WouldBlock`
@@ -121,40 +151,78 @@ impl Conn {
         match self {
             Conn::Tcp(s) => ready::recv(s, buf),
             Conn::Unix(s) => ready::recv(s, buf),
+            Conn::Tls(s) => s.try_read_buf(buf),
         }
     }
 
     /// What the connection shows while idle, without reading it: quiet at
     /// no cost when the reactor has seen nothing since it was drained.
+    /// Through TLS, records that came meanwhile are read: a session ticket
+    /// leaves the connection quiet, plaintext or the end do not.
     pub fn peek(&self) -> sys_socket::Idle {
         match self {
             Conn::Tcp(s) => ready::peek(s),
             Conn::Unix(s) => ready::peek(s),
+            Conn::Tls(s) if s.has_plaintext() => sys_socket::Idle::Data,
+            Conn::Tls(s) => match ready::peek(s.tcp()) {
+                sys_socket::Idle::Data => match s.fill() {
+                    Ok(Held::Plaintext) => sys_socket::Idle::Data,
+                    Ok(Held::Closed) => sys_socket::Idle::Closed,
+                    Ok(Held::Nothing) => sys_socket::Idle::Quiet,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => sys_socket::Idle::Quiet,
+                    Err(_) => sys_socket::Idle::Closed,
+                },
+                seen => seen,
+            },
         }
     }
 
-    /// Writes what the socket takes now from `bufs`.
+    /// Writes what the socket takes now from `bufs` (through TLS: encrypts
+    /// what rustls takes, see [`TlsStream::try_write_vectored`]).
     pub fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match self {
             Conn::Tcp(s) => s.try_write_vectored(bufs),
             Conn::Unix(s) => s.try_write_vectored(bufs),
+            Conn::Tls(s) => s.try_write_vectored(bufs),
         }
     }
 
-    /// Waits until the connection may be read.
+    /// Waits until the connection may be read (through TLS: plaintext is
+    /// held, or the socket is readable).
     pub async fn readable(&self) -> io::Result<()> {
         match self {
             Conn::Tcp(s) => s.readable().await,
             Conn::Unix(s) => s.readable().await,
+            Conn::Tls(s) => s.readable().await,
         }
     }
 
-    /// Waits until the connection may be written.
+    /// Waits until the connection may be written (through TLS: once what
+    /// earlier writes encrypted is sent).
     pub async fn writable(&self) -> io::Result<()> {
         match self {
             Conn::Tcp(s) => s.writable().await,
             Conn::Unix(s) => s.writable().await,
+            Conn::Tls(s) => s.writable().await,
         }
+    }
+
+    /// Whether bytes written are still held to be sent (encrypted output
+    /// of a TLS connection; never on a plain socket).
+    pub fn holds_output(&self) -> bool {
+        self.tls().is_some_and(|s| s.holds_output())
+    }
+
+    /// Sends what the connection still holds (see [`Conn::holds_output`]),
+    /// waiting at most `timeout` for the socket each time.
+    pub async fn flush(&self, timeout: Duration) -> Result<(), WriteError> {
+        if !self.holds_output() {
+            return Ok(());
+        }
+        crate::io::deadline::within(timeout, self.writable())
+            .await
+            .map_err(|_| WriteError::TimedOut)?
+            .map_err(WriteError::Io)
     }
 
     /// Polls read readiness (for body sources polled by the sender).
@@ -162,6 +230,8 @@ impl Conn {
         match self {
             Conn::Tcp(s) => s.poll_read_ready(cx),
             Conn::Unix(s) => s.poll_read_ready(cx),
+            Conn::Tls(s) if s.has_plaintext() => Poll::Ready(Ok(())),
+            Conn::Tls(s) => s.tcp().poll_read_ready(cx),
         }
     }
 
@@ -170,11 +240,13 @@ impl Conn {
         match self {
             Conn::Tcp(s) => s.poll_write_ready(cx),
             Conn::Unix(s) => s.poll_write_ready(cx),
+            Conn::Tls(s) => s.tcp().poll_write_ready(cx),
         }
     }
 
     /// Writes all of `data`, each wait bounded by `timeout`
-    /// (`proxy_send_timeout`).
+    /// (`proxy_send_timeout`), and sends it all (through TLS, what was
+    /// encrypted too).
     pub async fn write_all(&self, mut data: &[u8], timeout: Duration) -> Result<(), WriteError> {
         while !data.is_empty() {
             match self.try_write_vectored(&[IoSlice::new(data)]) {
@@ -189,7 +261,7 @@ impl Conn {
                 Err(e) => return Err(WriteError::Io(e)),
             }
         }
-        Ok(())
+        self.flush(timeout).await
     }
 }
 

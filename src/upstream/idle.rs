@@ -234,6 +234,7 @@ mod tests {
         let key = Key {
             group: Arc::from("u"),
             peer: PeerAddr::Inet(addr),
+            tls: None,
         };
         (Conn::Tcp(c), s, key)
     }

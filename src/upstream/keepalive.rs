@@ -31,14 +31,35 @@ use super::conn::IdleConn;
 use super::peer::PeerAddr;
 use crate::sys::socket::{self as sys_socket, Idle};
 
-/// Which idle connections can serve a request: the same upstream group and
-/// the same peer.
+/// Which idle connections can serve a request: the same upstream group,
+/// the same peer, and the same TLS (none, or the same settings and name:
+/// a connection made with other certificates trusted, another client
+/// certificate or for another name serves no request that asks for those).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     /// The upstream group's name.
     pub group: Arc<str>,
     /// The peer's address.
     pub peer: PeerAddr,
+    /// The connection's TLS; `None` for plain HTTP.
+    pub tls: Option<Arc<TlsKey>>,
+}
+
+/// What a TLS connection to an upstream was made with.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TlsKey {
+    /// A digest of the location's TLS settings (protocols, ciphers,
+    /// certificates, verification, SNI on or off).
+    pub settings: [u8; 16],
+    /// The name it was made for (verified, and sent as SNI if it was).
+    pub name: String,
+}
+
+impl Key {
+    /// Whether `other` is for the same group and peer, whatever its TLS.
+    fn same_peer(&self, other: &Key) -> bool {
+        self.group == other.group && self.peer == other.peer
+    }
 }
 
 /// A group's `keepalive*` settings.
@@ -208,9 +229,15 @@ impl Cache {
         self.lock().values().map(VecDeque::len).sum::<usize>() + self.held_where(|_| true)
     }
 
-    /// Idle connections for one group and peer.
+    /// Idle connections for one group and peer (plain and TLS ones
+    /// alike: `key`'s own TLS is not looked at).
     pub fn idle_for(&self, key: &Key) -> usize {
-        self.lock().get(key).map_or(0, VecDeque::len) + self.held_where(|k| k == key)
+        self.lock()
+            .iter()
+            .filter(|(k, _)| k.same_peer(key))
+            .map(|(_, l)| l.len())
+            .sum::<usize>()
+            + self.held_where(|k| k.same_peer(key))
     }
 
     /// Idle connections of one group.
@@ -262,6 +289,7 @@ mod tests {
         let key = Key {
             group: Arc::from("u"),
             peer,
+            tls: None,
         };
         let now = Instant::now();
         cache.put(key.clone(), conn, usage(), limits(), now);
@@ -282,6 +310,7 @@ mod tests {
         let key = |peer| Key {
             group: Arc::from("u"),
             peer,
+            tls: None,
         };
         let (c1, s1, p) = pair();
         servers.push(s1);

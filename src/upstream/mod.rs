@@ -12,7 +12,10 @@
 //!   module reads it, and the body framing it announces.
 //! - [`body`]: the response body decoder (length, chunked, until close) and
 //!   whether the connection may be kept alive after it.
-//! - [`conn`]: connections to upstreams (TCP, unix sockets), in use or idle.
+//! - [`conn`]: connections to upstreams (TCP, unix sockets, TLS), in use
+//!   or idle.
+//! - [`tls`]: TLS to an upstream: its name, the handshake, the check of
+//!   its certificate after it (`proxy_ssl_*`).
 //! - [`idle`]: a worker's own idle upstream connections, still registered
 //!   with its reactor (the keep-alive cache's first tier).
 //! - [`keepalive`]: the process's tier of idle upstream connections, where
@@ -32,6 +35,7 @@ pub mod keepalive;
 pub mod peer;
 pub mod resolve;
 pub mod split;
+pub mod tls;
 
 pub use balance::{Balance, GroupError, Outcome, PeerGroup, Pick, PickCtx, Tried};
 pub use peer::{PeerAddr, PeerId, PeerSpec, PeerStats};

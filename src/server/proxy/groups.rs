@@ -169,6 +169,7 @@ impl Groups {
                 let idle = shared.keepalive.idle_for(&Key {
                     group: g.name.clone(),
                     peer: spec.addr.clone(),
+                    tls: None,
                 });
                 out.push(m.sample(&g.name, &spec.name, g.peers.stats(id).conns, idle as u64));
             }

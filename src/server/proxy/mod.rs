@@ -19,6 +19,7 @@
 //! - [`request`]: the request line and headers sent upstream.
 //! - [`response`]: the upstream's head → the client's reply.
 //! - [`source`]: the response body as a stream.
+//! - [`tls`]: TLS to upstreams (`proxy_pass https://…`, `proxy_ssl_*`).
 //! - [`tunnel`]: an upgraded connection (WebSocket) after a `101`.
 
 pub mod cache;
@@ -26,6 +27,7 @@ pub mod groups;
 pub mod request;
 pub mod response;
 pub mod source;
+pub mod tls;
 pub mod tunnel;
 
 use std::borrow::Cow;
@@ -83,6 +85,8 @@ struct Target<'a> {
     uri: Option<Cow<'a, str>>,
     /// The URL had variables.
     dynamic: bool,
+    /// `https://`: the TLS of the connections.
+    tls: Option<tls::TlsTarget>,
 }
 
 /// How the request body goes upstream.
@@ -332,15 +336,37 @@ async fn target<'a>(
             r.upstream.proxy_port = Some(url.port.clone());
             let source = &pass.url.source;
             let url_prefix = source.get(..url.key_start).unwrap_or(source);
+            r.upstream.https = url.tls;
+            let tls = if url.tls {
+                Some(tls_target(site, r, pass, &group.host)?)
+            } else {
+                None
+            };
             Ok(Target {
                 url_prefix: Cow::Borrowed(url_prefix),
                 group,
                 uri: url.uri.as_deref().map(Cow::Borrowed),
                 dynamic: false,
+                tls,
             })
         }
         ProxyTarget::Dynamic => dynamic_target(site, r, pass).await,
     }
+}
+
+/// The TLS of a request's connections through `pass` to a group whose host
+/// is `host`; a 500 when the location has no TLS made for it (it always
+/// has: a location proxying over TLS gets its plan when it is merged).
+fn tls_target(
+    site: &Site,
+    r: &Req<'_>,
+    pass: &crate::config::model::ProxyPass,
+    host: &str,
+) -> Result<tls::TlsTarget, Status> {
+    pass.tls
+        .as_ref()
+        .and_then(|plan| tls::target(site, r, plan, host))
+        .ok_or(Status::INTERNAL_SERVER_ERROR)
 }
 
 /// `proxy_pass` with variables (`ngx_http_proxy_eval`): the URL is
@@ -354,7 +380,11 @@ async fn dynamic_target(
     pass: &crate::config::model::ProxyPass,
 ) -> Result<Target<'static>, Status> {
     let url = r.expand_lossy(&pass.url);
-    let Evaluated { parsed, vars } = proxy_url::evaluate(&url).map_err(|e| {
+    let Evaluated {
+        parsed,
+        vars,
+        scheme,
+    } = proxy_url::evaluate(&url).map_err(|e| {
         r.error_log().log(
             Level::Error,
             Some(r.conn_no),
@@ -362,7 +392,8 @@ async fn dynamic_target(
         );
         Status::INTERNAL_SERVER_ERROR
     })?;
-    let rest = &url[proxy_url::HTTP_PREFIX.len()..];
+    let rest = &url[scheme.prefix().len()..];
+    r.upstream.https = scheme.tls;
     r.upstream.proxy_host = Some(vars.host_header.into());
     r.upstream.proxy_port = Some(vars.port.into());
     let uri = (!parsed.uri.is_empty()).then(|| Cow::Owned(parsed.uri.clone()));
@@ -371,13 +402,25 @@ async fn dynamic_target(
         .upstreams
         .find(&parsed.host, parsed.port, !parsed.no_port)
     {
+        let tls = if scheme.tls {
+            Some(tls_target(site, r, pass, &g.host)?)
+        } else {
+            None
+        };
         return Ok(Target {
             url_prefix,
             group: g.clone(),
             uri,
             dynamic: true,
+            tls,
         });
     }
+    // nginx's `u->resolved->host`: the name a group of its own is made for.
+    let tls = if scheme.tls {
+        Some(tls_target(site, r, pass, &parsed.host)?)
+    } else {
+        None
+    };
     let specs = match parsed.addrs.first() {
         Some(addr) => {
             let name = addr.to_string();
@@ -439,6 +482,7 @@ async fn dynamic_target(
         }),
         uri,
         dynamic: true,
+        tls,
     })
 }
 
@@ -913,6 +957,7 @@ async fn try_peer(
     let key = group.keepalive.map(|_| Key {
         group: group.name.clone(),
         peer: spec.addr.clone(),
+        tls: target.tls.as_ref().map(|t| t.key.clone()),
     });
     let reused = key
         .as_ref()
@@ -921,7 +966,10 @@ async fn try_peer(
     let (conn, usage) = match reused {
         Some(c) => c,
         None => {
-            let conn = Conn::connect(
+            // The handshake has what the connect left of
+            // `proxy_connect_timeout`, as nginx's write timer runs on.
+            let deadline = Instant::now() + conf.proxy_connect_timeout;
+            let mut conn = Conn::connect(
                 &spec.addr,
                 conf.proxy_connect_timeout,
                 conf.proxy_socket_keepalive,
@@ -938,6 +986,22 @@ async fn try_peer(
                     format!("{} while connecting to upstream", e.message),
                 )
             })?;
+            if let Some(t) = &target.tls {
+                conn = tls::connect(conn, t, &spec.name, deadline)
+                    .await
+                    .map_err(|e| Failure {
+                        level: e.level,
+                        request_sent: false,
+                        ..upstream_failure(
+                            if e.timed_out {
+                                NextUpstream::TIMEOUT
+                            } else {
+                                NextUpstream::ERROR
+                            },
+                            format!("{} while SSL handshaking to upstream", e.message),
+                        )
+                    })?;
+            }
             (
                 conn,
                 Usage {
@@ -1157,7 +1221,9 @@ async fn write_vectored(conn: &Conn, parts: &[&[u8]], timeout: Duration) -> Resu
             Err(e) => return Err(WriteError::Io(e)),
         }
     }
-    Ok(())
+    // Through TLS, what was encrypted and not yet sent goes now: the
+    // upstream answers only once it has the whole request.
+    conn.flush(timeout).await
 }
 
 /// Reads the response head within `proxy_buffer_size`, each wait bounded

@@ -7,6 +7,10 @@
 //! silent for `proxy_read_timeout` ends the tunnel (`upstream timed out`),
 //! as does a client that takes no bytes for `send_timeout` (`client timed
 //! out`).
+//!
+//! Either side may be TLS: what a write encrypted and the socket did not
+//! take yet is sent as soon as the socket takes it, even when nothing more
+//! comes to write.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -58,14 +62,14 @@ impl Upgrade for Tunnel {
 }
 
 async fn run(
-    t: Tunnel,
+    mut t: Tunnel,
     client: &ClientStream,
     client_leftover: Vec<u8>,
     sent: &std::cell::Cell<u64>,
 ) -> Result<(), UpgradeError> {
     let size = t.buffer.max(1024);
     let mut down = Half {
-        buf: t.leftover,
+        buf: std::mem::take(&mut t.leftover),
         pos: 0,
         eof: false,
     };
@@ -97,7 +101,7 @@ async fn run(
         }
         if !down.pending() && down.eof || !up.pending() && up.eof {
             // One side closed and everything it sent was passed on.
-            return Ok(());
+            return drained(&t, client, conn).await;
         }
         // Read into an empty buffer only: one buffer per direction.
         if !down.pending() && !down.eof {
@@ -128,18 +132,31 @@ async fn run(
             }
         }
         if down.eof && !down.pending() || up.eof && !up.pending() {
-            return Ok(());
+            return drained(&t, client, conn).await;
         }
+        // TLS output held back (the socket took part of a record) is a
+        // write still pending.
+        let to_client = down.pending() || client.holds_output();
+        let to_upstream = up.pending() || conn.holds_output();
         tokio::select! {
             r = conn.readable(), if !down.pending() => r.map_err(|_| UpgradeError::Closed)?,
             r = client.readable(), if !up.pending() => r.map_err(|_| UpgradeError::Closed)?,
-            r = tokio::time::timeout(t.client_timeout, client.writable()), if down.pending() => {
+            r = tokio::time::timeout(t.client_timeout, client.writable()), if to_client => {
                 r.map_err(|_| UpgradeError::ClientTimedOut)?.map_err(|_| UpgradeError::Closed)?
             }
-            r = tokio::time::timeout(t.send_timeout, conn.writable()), if up.pending() => {
+            r = tokio::time::timeout(t.send_timeout, conn.writable()), if to_upstream => {
                 r.map_err(|_| UpgradeError::UpstreamTimedOut)?.map_err(|_| UpgradeError::Closed)?
             }
             _ = upstream_quiet.as_mut() => return Err(UpgradeError::UpstreamTimedOut),
         }
     }
+}
+
+/// The tunnel ends: what TLS still holds for either side goes first
+/// (each wait bounded by that side's timeout; a side that takes nothing
+/// more loses it, as a closed plain socket would).
+async fn drained(t: &Tunnel, client: &ClientStream, conn: &Conn) -> Result<(), UpgradeError> {
+    let _ = tokio::time::timeout(t.client_timeout, client.flush()).await;
+    let _ = conn.flush(t.send_timeout).await;
+    Ok(())
 }

@@ -1,0 +1,123 @@
+//! The proxy's TLS to upstreams (`proxy_pass https://…`): each
+//! location's rustls client configuration, made once per generation from
+//! its plan ([`UpstreamTlsPlan`]); per request, the name its connections
+//! are for (`proxy_ssl_name`, else the upstream group's host, as nginx's
+//! `u->ssl_name`); per new connection, the handshake and the check of the
+//! certificate (`proxy_ssl_verify`), in [`crate::upstream::tls`].
+//!
+//! A connection kept alive keeps its TLS: the keep-alive cache keys it
+//! with the settings and the name it was made with ([`TlsKey`]), so that
+//! it serves only requests that would have made the same connection.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::model::HttpConf;
+use crate::config::ssl_model::{Protocols, UpstreamTlsPlan};
+use crate::tls::client::{Settings, UpstreamTls};
+use crate::upstream::conn::Conn;
+use crate::upstream::keepalive::TlsKey;
+use crate::upstream::tls::{self as utls, HandshakeError};
+
+use super::super::request::Req;
+use super::super::site::Site;
+
+/// Every location's client configuration, by plan id.
+pub fn configs(http: &HttpConf) -> Result<Vec<Arc<UpstreamTls>>, String> {
+    let provider = crate::tls::provider();
+    http.upstream_tls
+        .iter()
+        .map(|plan| {
+            let mut versions = Vec::new();
+            if plan.protocols.has(Protocols::TLSV1_3) {
+                versions.push(&rustls::version::TLS13);
+            }
+            if plan.protocols.has(Protocols::TLSV1_2) {
+                versions.push(&rustls::version::TLS12);
+            }
+            let settings = Settings {
+                versions,
+                tls12_suites: plan.tls12_suites.clone(),
+                tls13_suites: plan.tls13_suites.clone(),
+                groups: plan.groups.clone(),
+                certificate: plan.certificate.as_ref().map(|p| p.key.clone()),
+                session_reuse: plan.session_reuse,
+            };
+            UpstreamTls::new(&provider, settings).map(Arc::new)
+        })
+        .collect()
+}
+
+/// The TLS of one request's connections.
+pub struct TlsTarget {
+    /// The location's plan.
+    plan: Arc<UpstreamTlsPlan>,
+    /// Its client configuration.
+    client: Arc<UpstreamTls>,
+    /// The name, without its port (verified with `proxy_ssl_verify on`).
+    name: String,
+    /// Whether the name is sent (SNI).
+    sni: bool,
+    /// What a kept-alive connection must have been made with.
+    pub key: Arc<TlsKey>,
+}
+
+/// The TLS of `r`'s connections through a location planned `plan`, to a
+/// group whose host is `host` (the name unless `proxy_ssl_name` says
+/// another). `None` when the generation has no configuration for it (it
+/// always has one: the plans and the configurations are made together).
+pub fn target(
+    site: &Site,
+    r: &Req<'_>,
+    plan: &Arc<UpstreamTlsPlan>,
+    host: &str,
+) -> Option<TlsTarget> {
+    let client = site.upstream_tls.get(plan.id)?.clone();
+    let written = match &plan.name {
+        Some(t) => String::from_utf8_lossy(&r.expand(t)).into_owned(),
+        None => host.to_string(),
+    };
+    let (name, sni) = utls::ssl_name(&written, plan.server_name);
+    let key = Arc::new(TlsKey {
+        settings: plan.fingerprint,
+        name: if sni || plan.verifier.is_some() {
+            name.clone()
+        } else {
+            // Neither sent nor verified: the name makes no other
+            // connection.
+            String::new()
+        },
+    });
+    Some(TlsTarget {
+        plan: plan.clone(),
+        client,
+        name,
+        sni,
+        key,
+    })
+}
+
+/// The handshake over `conn`, a new connection to the peer named `peer`,
+/// before `deadline`, then the check `proxy_ssl_verify` asks for.
+pub async fn connect(
+    conn: Conn,
+    t: &TlsTarget,
+    peer: &str,
+    deadline: Instant,
+) -> Result<Conn, HandshakeError> {
+    let Conn::Tcp(tcp) = conn else {
+        // `https://unix:…`: nginx speaks TLS over the socket too; rustls
+        // is driven here over TCP only.
+        return Err(HandshakeError {
+            message: "SSL over a unix socket is not supported yet".to_string(),
+            level: crate::log::Level::Error,
+            timed_out: false,
+        });
+    };
+    let config = t.client.config_for(peer);
+    let stream = utls::handshake(tcp, config, &t.name, t.sni, deadline).await?;
+    if let Some(verifier) = &t.plan.verifier {
+        utls::check(&stream, verifier, &t.name)?;
+    }
+    Ok(Conn::Tls(Box::new(stream)))
+}
