@@ -36,12 +36,12 @@ pub const HANDSHAKE_POOL: &str = "ssl";
 pub const HANDSHAKE_QUEUE: usize = 1024;
 
 /// Declares the pool that runs handshakes' key operations when some
-/// server speaks TLS and the configuration does not declare it itself
-/// (`thread_pool ssl threads=N max_queue=M;`): one thread per CPU.
+/// server speaks TLS or some location proxies over TLS, and the
+/// configuration does not declare it itself (`thread_pool ssl threads=N
+/// max_queue=M;`): one thread per CPU.
 pub fn handshake_pool(main: &mut super::model::MainConf, h: &HttpConf) {
-    if !h.servers.iter().any(|s| s.tls.is_some())
-        || main.thread_pools.iter().any(|p| p.name == HANDSHAKE_POOL)
-    {
+    let speaks_tls = h.servers.iter().any(|s| s.tls.is_some()) || !h.upstream_tls.is_empty();
+    if !speaks_tls || main.thread_pools.iter().any(|p| p.name == HANDSHAKE_POOL) {
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -275,3 +275,61 @@ pub fn handshake_staple(
     let staple = seen.lock().unwrap().take();
     (staple, s)
 }
+
+/// What a TLS origin (a scripted upstream behind TLS) serves.
+#[derive(Clone)]
+pub struct Origin {
+    /// The fixture its certificate and key come from (`NAME.crt`,
+    /// `NAME.key`).
+    pub cert: &'static str,
+    /// The protocol versions it speaks.
+    pub versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    /// Asks clients for a certificate issued by the test CA (a client may
+    /// send none).
+    pub client_auth: bool,
+}
+
+impl Default for Origin {
+    fn default() -> Origin {
+        Origin {
+            cert: "localhost-ec",
+            versions: vec![&rustls::version::TLS13, &rustls::version::TLS12],
+            client_auth: false,
+        }
+    }
+}
+
+/// A server configuration for an origin: its certificate chain, a session
+/// cache (resumption by session ID in TLS 1.2, by ticket in TLS 1.3).
+pub fn origin(o: &Origin) -> Arc<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(fixtures().join(format!("{}.crt", o.cert)))
+            .expect("the origin's certificate")
+            .map(|c| c.expect("a certificate"))
+            .collect();
+    let key =
+        rustls::pki_types::PrivateKeyDer::from_pem_file(fixtures().join(format!("{}.key", o.cert)))
+            .expect("the origin's key");
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&o.versions)
+        .expect("the versions");
+    let builder = if o.client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        let ca = CertificateDer::from_pem_file(fixtures().join("ca.crt")).expect("the test CA");
+        roots.add(ca).expect("the test CA is a CA");
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .allow_unauthenticated()
+                .build()
+                .expect("a client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .expect("the origin's certificate and key");
+    config.session_storage = rustls::server::ServerSessionMemoryCache::new(64);
+    Arc::new(config)
+}

@@ -11,6 +11,12 @@
 //! of the connection it came on, and accepted connections are counted, so
 //! a test can tell whether nowait reused a kept-alive connection.
 //!
+//! [`Upstream::start_tls`] is the same upstream behind TLS (rustls, with
+//! the configuration the test gives): each connection's handshake is done
+//! before the handler runs, and what it showed is recorded
+//! ([`Upstream::handshakes`]: the server name sent, whether the session
+//! was resumed, the client's certificate, or why it failed).
+//!
 //! On drop, the upstream stops accepting, closes its port, shuts down the
 //! connections still open (a handler blocked in a read sees the end) and,
 //! if a handler panicked (a failed assertion inside it), panics with its
@@ -115,11 +121,74 @@ fn header_values(head: &[u8], name: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a TLS upstream saw of one connection's handshake.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Handshake {
+    /// The connection: 0 for the first accepted, and so on.
+    pub connection: usize,
+    /// The server name the client sent (SNI).
+    pub server_name: Option<String>,
+    /// Whether the client resumed a session.
+    pub resumed: bool,
+    /// The client's certificate (DER), when it sent one.
+    pub client_cert: Option<Vec<u8>>,
+    /// The protocol (`TLSv1.2`, `TLSv1.3`).
+    pub protocol: Option<String>,
+    /// Why the handshake failed, if it did.
+    pub failed: Option<String>,
+}
+
+/// A connection's bytes: plain, or through TLS.
+enum Io {
+    /// TCP.
+    Plain(TcpStream),
+    /// TLS over TCP, its handshake done.
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Io {
+    /// The socket under it.
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Io::Plain(s) => s,
+            Io::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Io {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf),
+            Io::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Io {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.write(buf),
+            Io::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Io::Plain(s) => s.flush(),
+            Io::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// What the upstream's threads share.
 #[derive(Default)]
 struct Shared {
     /// Requests read, in the order they were read.
     requests: Mutex<Vec<Recorded>>,
+    /// The TLS it speaks, if any.
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// Each TLS connection's handshake, in the order they ended.
+    handshakes: Mutex<Vec<Handshake>>,
     /// Connections accepted.
     accepted: AtomicUsize,
     /// A handle to each connection still open, to shut it down on drop.
@@ -150,12 +219,32 @@ impl Upstream {
     /// `handler` on a thread of its own; the connection is closed when the
     /// handler returns.
     pub fn start(handler: impl Fn(&mut UpstreamConn) + Send + Sync + 'static) -> Upstream {
+        Upstream::serve(None, handler)
+    }
+
+    /// [`Upstream::start`] behind TLS with `config`: the handler runs once
+    /// a connection's handshake is done (a failed one is recorded, and the
+    /// connection closed).
+    pub fn start_tls(
+        config: Arc<rustls::ServerConfig>,
+        handler: impl Fn(&mut UpstreamConn) + Send + Sync + 'static,
+    ) -> Upstream {
+        Upstream::serve(Some(config), handler)
+    }
+
+    fn serve(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        handler: impl Fn(&mut UpstreamConn) + Send + Sync + 'static,
+    ) -> Upstream {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap_or_else(|e| panic!("bind 127.0.0.1:0: {e}"));
         let addr = listener
             .local_addr()
             .unwrap_or_else(|e| panic!("getsockname: {e}"));
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            tls,
+            ..Shared::default()
+        });
         let handler: Arc<dyn Fn(&mut UpstreamConn) + Send + Sync> = Arc::new(handler);
         let acceptor = {
             let shared = shared.clone();
@@ -235,6 +324,11 @@ impl Upstream {
     pub fn connections(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
     }
+
+    /// Every TLS handshake that ended so far, in the order they ended.
+    pub fn handshakes(&self) -> Vec<Handshake> {
+        lock(&self.shared.handshakes).clone()
+    }
 }
 
 impl Drop for Upstream {
@@ -290,9 +384,23 @@ fn serve(
     shared: Arc<Shared>,
     handler: Arc<dyn Fn(&mut UpstreamConn) + Send + Sync>,
 ) {
+    let io = match &shared.tls {
+        None => Io::Plain(stream),
+        Some(config) => match tls_handshake(id, stream, config.clone()) {
+            (Some(io), seen) => {
+                lock(&shared.handshakes).push(seen);
+                io
+            }
+            (None, seen) => {
+                lock(&shared.handshakes).push(seen);
+                lock(&shared.open).remove(&id);
+                return;
+            }
+        },
+    };
     let mut conn = UpstreamConn {
         id,
-        stream: Some(stream),
+        stream: Some(io),
         buf: Vec::new(),
         shared: shared.clone(),
     };
@@ -305,6 +413,49 @@ fn serve(
         lock(&shared.panics).push(format!("connection #{id}: {message}"));
     }
     conn.close();
+}
+
+/// The server side of a TLS handshake on connection `id`: the stream and
+/// what the handshake showed, or no stream and why it failed.
+fn tls_handshake(
+    id: usize,
+    mut sock: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+) -> (Option<Io>, Handshake) {
+    let mut seen = Handshake {
+        connection: id,
+        ..Handshake::default()
+    };
+    let mut conn = match rustls::ServerConnection::new(config) {
+        Ok(c) => c,
+        Err(e) => {
+            seen.failed = Some(e.to_string());
+            return (None, seen);
+        }
+    };
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut sock) {
+            // The alert rustls queued, if any, goes out.
+            let _ = conn.write_tls(&mut sock);
+            seen.failed = Some(e.to_string());
+            return (None, seen);
+        }
+    }
+    seen.server_name = conn.server_name().map(str::to_string);
+    seen.resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    seen.client_cert = conn
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.as_ref().to_vec());
+    seen.protocol = conn.protocol_version().map(|v| match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+        other => format!("{other:?}"),
+    });
+    (
+        Some(Io::Tls(Box::new(rustls::StreamOwned::new(conn, sock)))),
+        seen,
+    )
 }
 
 /// Whether a connection must be closed after `response` for its end to be
@@ -342,8 +493,8 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 pub struct UpstreamConn {
     /// Its number in accept order, from 0.
     id: usize,
-    /// The socket; `None` once closed or reset.
-    stream: Option<TcpStream>,
+    /// The connection; `None` once closed or reset.
+    stream: Option<Io>,
     /// Bytes read and not yet part of a returned request.
     buf: Vec<u8>,
     /// Where requests are recorded.
@@ -496,7 +647,7 @@ impl UpstreamConn {
                 break true;
             };
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            if left.is_zero() || stream.tcp().set_read_timeout(Some(left)).is_err() {
                 break false;
             }
             let mut chunk = [0u8; READ_CHUNK];
@@ -511,7 +662,7 @@ impl UpstreamConn {
             }
         };
         if let Some(stream) = self.stream.as_ref() {
-            let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+            let _ = stream.tcp().set_read_timeout(Some(READ_TIMEOUT));
         }
         closed
     }
@@ -520,7 +671,7 @@ impl UpstreamConn {
     /// the peer has gone or the connection was closed here).
     pub fn write(&mut self, bytes: &[u8]) -> bool {
         match self.stream.as_mut() {
-            Some(stream) => stream.write_all(bytes).is_ok(),
+            Some(stream) => stream.write_all(bytes).is_ok() && stream.flush().is_ok(),
             None => false,
         }
     }
@@ -548,13 +699,23 @@ impl UpstreamConn {
     /// Shuts down the writing side (FIN) and keeps reading.
     pub fn half_close(&mut self) {
         if let Some(stream) = self.stream.as_ref() {
-            let _ = stream.shutdown(Shutdown::Write);
+            let _ = stream.tcp().shutdown(Shutdown::Write);
         }
     }
 
-    /// Closes the connection (FIN; the kernel sends RST instead if bytes
-    /// sent to us were left unread).
+    /// Closes the connection (FIN, after TLS's `close_notify`; the kernel
+    /// sends RST instead if bytes sent to us were left unread).
     pub fn close(&mut self) {
+        if let Some(Io::Tls(s)) = self.stream.as_mut() {
+            s.conn.send_close_notify();
+            let _ = s.conn.write_tls(&mut s.sock);
+        }
+        self.drop_stream();
+    }
+
+    /// Forgets the socket, and the handle kept for the stop on drop, which
+    /// shares it (or the close would not release the socket).
+    fn drop_stream(&mut self) {
         lock(&self.shared.open).remove(&self.id);
         self.stream = None;
     }
@@ -563,10 +724,8 @@ impl UpstreamConn {
     /// sends RST and the peer's next read fails with ECONNRESET.
     pub fn reset(&mut self) {
         if let Some(stream) = self.stream.as_ref() {
-            let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+            let _ = socket2::SockRef::from(stream.tcp()).set_linger(Some(Duration::ZERO));
         }
-        // The handle kept for the stop on drop shares the socket: it must
-        // go too, or the close would not release the socket.
-        self.close();
+        self.drop_stream();
     }
 }

@@ -686,7 +686,8 @@ async fn exchange<'a>(
                     r.upstream.tries.push(attempt);
                     group.record(peer, outcome == Outcome::Ok, timed::since(t0));
                     let ctx_text = context(r, &spec.name, uri);
-                    release(site, r, group, &mut tried, peer, outcome, &ctx_text);
+                    let action = "reading response header from upstream";
+                    release(site, r, group, &mut tried, peer, outcome, action, &ctx_text);
                     continue;
                 }
                 attempt.status = Some(got.head.status);
@@ -746,7 +747,21 @@ async fn exchange<'a>(
                 attempt.status = Some(status);
                 r.upstream.tries.push(attempt);
                 group.record(peer, false, timed::since(t0));
-                release(site, r, group, &mut tried, peer, Outcome::Failed, &ctx_text);
+                // nginx's warning names what the connection was doing.
+                let action = f
+                    .message
+                    .rsplit_once(" while ")
+                    .map_or("reading response header from upstream", |(_, a)| a);
+                release(
+                    site,
+                    r,
+                    group,
+                    &mut tried,
+                    peer,
+                    Outcome::Failed,
+                    action,
+                    &ctx_text,
+                );
                 if f.cached && f.kind == NextUpstream::ERROR {
                     // A kept-alive connection the peer had closed: the
                     // next try is free, even with a lone peer.
@@ -841,7 +856,10 @@ async fn cached_answer(
     answer
 }
 
-/// Gives the peer back to its balancer; logs when a failure takes it out.
+/// Gives the peer back to its balancer; logs when a failure takes it out,
+/// with what the connection was doing (`action`: `connecting to
+/// upstream`, `SSL handshaking to upstream`, …), as nginx's log does.
+#[allow(clippy::too_many_arguments)]
 fn release(
     _site: &Site,
     r: &Req<'_>,
@@ -849,13 +867,14 @@ fn release(
     tried: &mut Tried,
     peer: PeerId,
     outcome: Outcome,
+    action: &str,
     ctx: &LogText,
 ) {
     if group.peers.done(tried, peer, outcome, timed::now()) {
         r.error_log().log(
             Level::Warn,
             Some(r.conn_no),
-            format_args!("upstream server temporarily disabled while reading response header from upstream{ctx}"),
+            format_args!("upstream server temporarily disabled while {action}{ctx}"),
         );
     }
 }
@@ -987,7 +1006,7 @@ async fn try_peer(
                 )
             })?;
             if let Some(t) = &target.tls {
-                conn = tls::connect(conn, t, &spec.name, deadline)
+                conn = tls::connect(site, conn, t, &spec.name, deadline)
                     .await
                     .map_err(|e| Failure {
                         level: e.level,

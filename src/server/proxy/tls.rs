@@ -3,7 +3,8 @@
 //! its plan ([`UpstreamTlsPlan`]); per request, the name its connections
 //! are for (`proxy_ssl_name`, else the upstream group's host, as nginx's
 //! `u->ssl_name`); per new connection, the handshake and the check of the
-//! certificate (`proxy_ssl_verify`), in [`crate::upstream::tls`].
+//! certificate (`proxy_ssl_verify`), in [`crate::upstream::tls`], their
+//! key operations in the `ssl` pool.
 //!
 //! A connection kept alive keeps its TLS: the keep-alive cache keys it
 //! with the settings and the name it was made with ([`TlsKey`]), so that
@@ -98,8 +99,10 @@ pub fn target(
 }
 
 /// The handshake over `conn`, a new connection to the peer named `peer`,
-/// before `deadline`, then the check `proxy_ssl_verify` asks for.
+/// before `deadline`, then the check `proxy_ssl_verify` asks for; their
+/// key operations in the `ssl` pool.
 pub async fn connect(
+    site: &Site,
     conn: Conn,
     t: &TlsTarget,
     peer: &str,
@@ -114,10 +117,13 @@ pub async fn connect(
             timed_out: false,
         });
     };
-    let config = t.client.config_for(peer);
-    let stream = utls::handshake(tcp, config, &t.name, t.sni, deadline).await?;
-    if let Some(verifier) = &t.plan.verifier {
-        utls::check(&stream, verifier, &t.name)?;
-    }
+    let h = utls::Handshake {
+        config: t.client.config_for(peer),
+        name: t.name.clone(),
+        sni: t.sni,
+        verifier: t.plan.verifier.clone(),
+    };
+    let pool = site.pools.get(crate::config::finish_ssl::HANDSHAKE_POOL);
+    let stream = utls::handshake(tcp, h, pool, deadline).await?;
     Ok(Conn::Tls(Box::new(stream)))
 }
