@@ -72,6 +72,21 @@ const READERS: &[(&str, &str)] = &[
     ("ssl_stapling_responder", r"StapleSource::Responder\b"),
     ("ssl_stapling_verify", r"\.plan\.verify\b"),
     ("ssl_trusted_certificate", r"\.plan\.trusted\b"),
+    // The proxy's TLS settings reach the connections through the
+    // location's `UpstreamTlsPlan`.
+    ("proxy_ssl_session_reuse", r"plan\.session_reuse\b"),
+    ("proxy_ssl_protocols", r"plan\.protocols\b"),
+    ("proxy_ssl_ciphers", r"plan\.tls12_suites\b"),
+    ("proxy_ssl_conf_command", r"plan\.tls13_suites\b"),
+    ("proxy_ssl_name", r"plan\.name\b"),
+    ("proxy_ssl_server_name", r"plan\.server_name\b"),
+    ("proxy_ssl_verify", r"plan\.verifier\b"),
+    ("proxy_ssl_verify_depth", r"plan\.verifier\b"),
+    ("proxy_ssl_trusted_certificate", r"plan\.verifier\b"),
+    ("proxy_ssl_crl", r"plan\.verifier\b"),
+    ("proxy_ssl_certificate", r"plan\.certificate\b"),
+    ("proxy_ssl_certificate_key", r"plan\.certificate\b"),
+    ("proxy_ssl_password_file", r"plan\.certificate\b"),
 ];
 
 /// Directives that are structure, not a value: they open a block or
