@@ -6,8 +6,6 @@
 //! nginx only the first; these configurations have one error each, and
 //! nowait must report only that one (no follow-on errors).
 //!
-//! Where nowait differs from nginx on purpose (`https://` upstreams), the
-//! test says so and checks nowait alone.
 
 mod common;
 
@@ -276,22 +274,52 @@ fn header_hash_warnings_where_nginx_builds_tables() {
     ]);
 }
 
-/// nowait has no TLS yet: an `https://` upstream is refused at load time
-/// (nginx built with OpenSSL accepts it), never silently sent in clear.
+/// A fixture of `tests/tls/`, as a configuration names it.
+macro_rules! tls_fixture {
+    ($name:literal) => {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tls/", $name)
+    };
+}
+
+/// `proxy_pass https://…` and the `proxy_ssl_*` directives: accepted where
+/// nginx accepts them (a plain `proxy_pass` does not read its TLS
+/// settings), refused where nginx refuses them, in its words (the files
+/// and checks of `ngx_http_proxy_set_ssl` at merge time, without a place).
 #[test]
-fn https_upstreams_are_refused() {
-    let conf = Conf::new(
-        "https",
-        &http(&s("location / { proxy_pass https://127.0.0.1; }")),
+#[rustfmt::skip]
+fn https_upstreams_and_proxy_ssl() {
+    let all = format!(
+        "location / {{ proxy_pass https://127.0.0.1:8443/x/; proxy_ssl_server_name on; proxy_ssl_name $host;
+             proxy_ssl_verify on; proxy_ssl_verify_depth 2; proxy_ssl_trusted_certificate {};
+             proxy_ssl_crl {}; proxy_ssl_certificate {}; proxy_ssl_certificate_key {};
+             proxy_ssl_password_file {}; proxy_ssl_session_reuse off; proxy_ssl_protocols TLSv1.2 TLSv1.3;
+             proxy_ssl_ciphers HIGH:!aNULL; proxy_ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256; }}",
+        tls_fixture!("ca.crt"),
+        tls_fixture!("ca.crl"),
+        tls_fixture!("client.crt"),
+        tls_fixture!("client.key"),
+        tls_fixture!("password.txt"),
     );
-    assert_eq!(conf.nginx().0, Some(0));
-    let (code, err) = conf.nowait();
-    assert_eq!(code, Some(1));
-    assert_eq!(
-        messages(&err, "emerg"),
-        [format!(
-            "https proxying is not implemented yet in {}:3",
-            conf.file()
-        )]
-    );
+    check_good(vec![
+        ("https", s("location / { proxy_pass https://127.0.0.1; }")),
+        ("https-group", format!("upstream u {{ server 127.0.0.1:1; }} {}", s("location / { proxy_pass https://u; }"))),
+        ("https-vars", s("location / { proxy_pass https://$host; }")),
+        ("every-directive", s(&all)),
+        ("verify-unused-by-plain-http", s("location / { proxy_pass http://127.0.0.1; proxy_ssl_verify on; }")),
+        ("protocols-add-up", s("location / { proxy_pass https://127.0.0.1; proxy_ssl_protocols TLSv1.2; proxy_ssl_protocols TLSv1.3; }")),
+    ]);
+    check_bad(vec![
+        ("verify-without-ca", s("location / { proxy_pass https://127.0.0.1; proxy_ssl_verify on; }"), "no proxy_ssl_trusted_certificate for proxy_ssl_verify", None),
+        ("verify-without-ca-vars", s("location / { proxy_pass http://$host; proxy_ssl_verify on; }"), "no proxy_ssl_trusted_certificate for proxy_ssl_verify", None),
+        ("certificate-without-key", s(&format!("location / {{ proxy_pass https://127.0.0.1; proxy_ssl_certificate {}; }}", tls_fixture!("client.crt"))), concat!("no \"proxy_ssl_certificate_key\" is defined for certificate \"", env!("CARGO_MANIFEST_DIR"), "/tests/tls/client.crt\""), None),
+        ("ciphers-no-match", s("location / { proxy_pass https://127.0.0.1; proxy_ssl_ciphers FOO; }"), "SSL_CTX_set_cipher_list(\"FOO\") failed (SSL: error:0A0000B9:SSL routines::no cipher match)", None),
+        ("verify-duplicate", s("location / { proxy_pass https://127.0.0.1; proxy_ssl_verify off; proxy_ssl_verify off; }"), "\"proxy_ssl_verify\" directive is duplicate", Some(3)),
+        ("name-duplicate", s("location / { proxy_pass https://127.0.0.1; proxy_ssl_name a; proxy_ssl_name b; }"), "\"proxy_ssl_name\" directive is duplicate", Some(3)),
+        ("trusted-duplicate", s("location / { proxy_ssl_trusted_certificate a; proxy_ssl_trusted_certificate b; }"), "\"proxy_ssl_trusted_certificate\" directive is duplicate", Some(3)),
+        ("depth-invalid", s("location / { proxy_ssl_verify_depth x; }"), "\"proxy_ssl_verify_depth\" directive invalid number", Some(3)),
+        ("flag-invalid", s("location / { proxy_ssl_server_name yes; }"), "invalid value \"yes\" in \"proxy_ssl_server_name\" directive, it must be \"on\" or \"off\"", Some(3)),
+        ("protocols-invalid", s("location / { proxy_ssl_protocols TLSv2; }"), "invalid value \"TLSv2\"", Some(3)),
+        ("password-file-missing", s("location / { proxy_ssl_password_file /nonexistent.pass; }"), "open() \"/nonexistent.pass\" failed (2: No such file or directory)", Some(3)),
+        ("https-no-host", s("location / { proxy_pass https://; }"), "no host in upstream \"\"", Some(3)),
+    ]);
 }

@@ -135,6 +135,25 @@ fn sessions_are_resumed_unless_proxy_ssl_session_reuse_is_off() {
 }
 
 #[test]
+fn a_resumed_session_is_verified_with_the_certificate_it_was_made_with() {
+    let up = origin(Origin::default());
+    let server = start(
+        &up,
+        &format!(
+            "proxy_ssl_verify on; proxy_ssl_trusted_certificate {}; proxy_ssl_name localhost;",
+            fixture("ca.crt")
+        ),
+        "location / { proxy_pass https://UP; }",
+    );
+    for _ in 0..3 {
+        let r = get(&server, "/v");
+        assert_eq!(r.status, 200, "{}", server.stderr());
+    }
+    let resumed: Vec<bool> = handshakes(&up, 3).iter().map(|h| h.resumed).collect();
+    assert_eq!(resumed, [false, true, true]);
+}
+
+#[test]
 fn proxy_ssl_verify_passes_with_the_right_ca_and_fails_in_nginx_words() {
     let leaf = origin(Origin::default());
     let chained = origin(Origin {

@@ -82,8 +82,15 @@ impl Plans {
         let protocols =
             usable_protocols(b, "proxy_ssl_protocols", *asked, loc.as_ref(), loc.as_ref())?;
         let (spec, cipher_loc) = &c.proxy_ssl_ciphers;
-        let tls12_suites =
-            usable_tls12_suites(b, "proxy_ssl_ciphers", spec, cipher_loc.as_ref(), protocols)?;
+        // nginx's `SSL_CTX_set_cipher_list` error has no place.
+        let tls12_suites = usable_tls12_suites(
+            b,
+            "proxy_ssl_ciphers",
+            spec,
+            cipher_loc.as_ref(),
+            None,
+            protocols,
+        )?;
         let mut tls13_suites = TLS13_SUITES.to_vec();
         // A client has no preference of its own to impose: nowait's
         // `Options ServerPreference` reaches nothing here, as OpenSSL's

@@ -289,17 +289,20 @@ pub(super) fn usable_protocols(
 fn tls12_suites(b: &mut Builder, c: &SrvConf, protocols: Protocols) -> Option<Vec<u16>> {
     let (spec, loc) = &c.ssl_ciphers;
     let at = loc.clone().or_else(|| c.ssl.clone());
-    usable_tls12_suites(b, "ssl_ciphers", spec, at.as_ref(), protocols)
+    usable_tls12_suites(b, "ssl_ciphers", spec, at.as_ref(), at.as_ref(), protocols)
 }
 
 /// The TLS 1.2 suites the cipher string `spec` of `directive` selects, of
 /// those rustls has (what it selects that rustls lacks is said in a notice
 /// at `at`); with TLS 1.3 on, a string that selects none offers no TLS 1.2.
+/// An error is said at `error_at` (without a place when `None`, as nginx
+/// says the ones it finds while merging).
 pub(super) fn usable_tls12_suites(
     b: &mut Builder,
     directive: &str,
     spec: &str,
     at: Option<&Loc>,
+    error_at: Option<&Loc>,
     protocols: Protocols,
 ) -> Option<Vec<u16>> {
     let only_tls12 = protocols.has(Protocols::TLSV1_2) && !protocols.has(Protocols::TLSV1_3);
@@ -322,7 +325,7 @@ pub(super) fn usable_tls12_suites(
             Some(Vec::new())
         }
         Err(e) => {
-            match at {
+            match error_at {
                 Some(at) => b.error(e.to_string(), at),
                 None => b.diags.push(ConfError::emerg(e.to_string(), None)),
             }
