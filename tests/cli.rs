@@ -243,7 +243,6 @@ fn version_claims_no_module_nowait_lacks() {
     for word in [
         "stream",
         "--with-mail",
-        "http_ssl",
         "http_v2",
         "http_v3",
         "TLS SNI",
@@ -262,6 +261,7 @@ fn version_claims_no_module_nowait_lacks() {
     // The body filters nowait has are claimed, and no other flag holds
     // their words (the harness matches `sub` and `addition` bare).
     for claimed in [
+        "--with-http_ssl_module",
         "--with-http_addition_module",
         "--with-http_sub_module",
         "--with-http_secure_link_module",

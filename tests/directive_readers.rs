@@ -66,7 +66,6 @@ const READERS: &[(&str, &str)] = &[
     ("ssl_session_timeout", r"plan\.session_timeout\b"),
     ("ssl_session_tickets", r"TicketPlan::Off\b"),
     ("ssl_session_ticket_key", r"TicketPlan::Files\b"),
-    // The stapling directives are read into each certificate's plan.
     ("ssl_stapling", r"\bplan\.stapling\b"),
     ("ssl_stapling_file", r"StapleSource::File\b"),
     ("ssl_stapling_responder", r"StapleSource::Responder\b"),
@@ -87,6 +86,11 @@ const READERS: &[(&str, &str)] = &[
     ("proxy_ssl_certificate", r"plan\.certificate\b"),
     ("proxy_ssl_certificate_key", r"plan\.certificate\b"),
     ("proxy_ssl_password_file", r"plan\.certificate\b"),
+    ("ssl_password_file", r"plan\.passwords\b"),
+    ("ssl_verify_depth", r"plan\.client_cas\b"),
+    ("ssl_client_certificate", r"plan\.client_cas\b"),
+    ("ssl_crl", r"plan\.client_cas\b"),
+    ("ssl_early_data", r"plan\.early_data\b"),
 ];
 
 /// Directives that are structure, not a value: they open a block or

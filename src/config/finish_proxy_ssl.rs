@@ -189,7 +189,7 @@ impl Plans {
             if let (Some(cp), Some(kp)) = (&cert.path, &key.path) {
                 return load_pair(b, provider, cp, kp);
             }
-            material::pair(provider, &cert_pem, &cert_path, &key_pem, &key_path)
+            material::pair(provider, &cert_pem, &cert_path, &key_pem, &key_path, None)
         });
         match loaded {
             Ok(pair) => Some(Some(pair)),

@@ -19,7 +19,7 @@ use super::error::ConfError;
 use super::inherit::SrvConf;
 use super::model::{HttpConf, ListenAddr, Server};
 use super::source::Loc;
-use super::ssl_model::{Protocols, TicketPlan, TlsPlan};
+use super::ssl_model::{NamedFile, Protocols, TicketPlan, TlsPlan};
 use crate::tls::material;
 
 /// The TLS 1.2 suites rustls has (IANA codes), in OpenSSL's default order.
@@ -118,31 +118,44 @@ fn plan(
         b.diags.push(ConfError::emerg(msg, at));
         return None;
     }
+    let passwords = match &c.ssl_password_file {
+        Some(f) => Some(password_file(b, f)?),
+        None => None,
+    };
     let mut pairs = Vec::new();
     let mut names = Vec::new();
     let mut dynamic = Vec::new();
+    // A name with variables makes every pair load per handshake, as
+    // nginx's `ngx_http_ssl_compile_certificates` compiles them all.
+    let per_handshake = certs
+        .iter()
+        .zip(keys)
+        .any(|(c, k)| !c.name.is_static() || !k.name.is_static());
     for (cert, key) in certs.iter().zip(keys) {
-        match (&cert.path, &key.path) {
-            (Some(cp), Some(kp)) => match load_pair(b, provider, cp, kp) {
-                Ok(p) => {
-                    expiry_warning(b, &p, &cert.loc);
-                    pairs.push(p);
-                    names.push(cp.display().to_string());
-                }
-                Err(e) => {
-                    b.error(e, &cert.loc);
-                    return None;
-                }
-            },
-            _ => dynamic.push((cert.clone(), key.clone())),
+        if per_handshake {
+            dynamic.push((cert.clone(), key.clone()));
+            continue;
         }
-    }
-    if !dynamic.is_empty() {
-        b.error(
-            "variables in \"ssl_certificate\" and \"ssl_certificate_key\" directives are not supported yet",
-            &dynamic[0].0.loc,
+        let loaded = load_named_pair(
+            b,
+            provider,
+            cert,
+            key,
+            passwords.as_ref().map(|p| p.as_slice()),
         );
-        return None;
+        match loaded {
+            Ok(p) => {
+                expiry_warning(b, &p, &cert.loc);
+                names.push(p.path.display().to_string());
+                pairs.push(p);
+            }
+            Err(e) => {
+                // nginx says it without a place (`ngx_ssl_error` at
+                // merge time).
+                b.diags.push(ConfError::emerg(e, None));
+                return None;
+            }
+        }
     }
     let trusted = super::finish_stapling::trusted(b, c)?;
     let protocols = protocols(b, c)?;
@@ -179,6 +192,7 @@ fn plan(
     }
     let tickets = tickets(b, c)?;
     let stapling = super::finish_stapling::plans(b, c, &pairs, &names, &trusted)?;
+    let client_cas = client_cas(b, provider, c, &trusted)?;
     Some(TlsPlan {
         pairs,
         dynamic_certs: dynamic,
@@ -193,11 +207,185 @@ fn plan(
         tickets,
         reject_handshake: c.ssl_reject_handshake,
         stapling,
+        verify: c.ssl_verify_client,
+        client_cas,
+        early_data: c.ssl_early_data,
+        passwords,
     })
 }
 
+/// The words OpenSSL's file loaders fail with when a file cannot be
+/// opened (`fopen` through a BIO), after nginx's `CALL("PATH") failed`.
+pub(super) fn fopen_failed(call: &str, path: &std::path::Path, e: &std::io::Error) -> String {
+    let p = path.display();
+    let text = crate::config::errno_text(e);
+    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
+    let bio = if e.kind() == std::io::ErrorKind::NotFound {
+        "error:10000080:BIO routines::no such file"
+    } else {
+        "error:10080002:BIO routines::system lib"
+    };
+    format!(
+        "{call}(\"{p}\") failed (SSL: error:80000002:system library::{strerror}:calling fopen({p}, r) {bio} error:05880002:x509 certificate routines::system lib)"
+    )
+}
+
+/// The certificates of a CA file (`SSL_CTX_load_verify_locations`), in
+/// nginx's words when it cannot be read or holds none.
+fn ca_file(
+    b: &mut Builder,
+    f: &NamedFile,
+) -> Option<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    const CALL: &str = "SSL_CTX_load_verify_locations";
+    let bytes = match b.data.read(&f.path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            b.diags
+                .push(ConfError::emerg(fopen_failed(CALL, &f.path, &e), None));
+            return None;
+        }
+    };
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes)
+        .filter_map(Result::ok)
+        .collect();
+    let crls = rustls::pki_types::CertificateRevocationListDer::pem_slice_iter(&bytes).count();
+    if certs.is_empty() && crls == 0 {
+        b.diags.push(ConfError::emerg(
+            format!(
+                "{CALL}(\"{}\") failed (SSL: error:05800088:x509 certificate routines::no certificate or crl found)",
+                f.path.display()
+            ),
+            None,
+        ));
+        return None;
+    }
+    Some(certs)
+}
+
+/// The CRLs of `ssl_crl` (`X509_LOOKUP_load_file`), DER.
+fn crl_file(b: &mut Builder, f: &NamedFile) -> Option<Vec<Vec<u8>>> {
+    use rustls::pki_types::pem::PemObject;
+    const CALL: &str = "X509_LOOKUP_load_file";
+    let bytes = match b.data.read(&f.path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            b.diags
+                .push(ConfError::emerg(fopen_failed(CALL, &f.path, &e), None));
+            return None;
+        }
+    };
+    let crls: Vec<Vec<u8>> =
+        rustls::pki_types::CertificateRevocationListDer::pem_slice_iter(&bytes)
+            .filter_map(Result::ok)
+            .map(|c| c.as_ref().to_vec())
+            .collect();
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes).count();
+    if crls.is_empty() && certs == 0 {
+        b.diags.push(ConfError::emerg(
+            format!(
+                "{CALL}(\"{}\") failed (SSL: error:05800088:x509 certificate routines::no certificate or crl found)",
+                f.path.display()
+            ),
+            None,
+        ));
+        return None;
+    }
+    Some(crls)
+}
+
+/// `ssl_verify_client`, `ssl_client_certificate`,
+/// `ssl_trusted_certificate`, `ssl_verify_depth` and `ssl_crl`, as
+/// `ngx_http_ssl_merge_srv_conf` checks and loads them: the client CAs
+/// only when client certificates are verified (and required then but for
+/// `optional_no_ca`), the trusted CAs and the CRLs always. `Some(None)`:
+/// no certificate is asked for.
+fn client_cas(
+    b: &mut Builder,
+    provider: &rustls::crypto::CryptoProvider,
+    c: &SrvConf,
+    trusted: &[rustls::pki_types::CertificateDer<'static>],
+) -> Option<Option<Arc<crate::tls::client_verify::ClientCas>>> {
+    use super::ssl_model::VerifyClient;
+    let mut named = Vec::new();
+    if c.ssl_verify_client != VerifyClient::Off {
+        match &c.ssl_client_certificate {
+            Some(f) => named = ca_file(b, f)?,
+            None if c.ssl_verify_client != VerifyClient::OptionalNoCa => {
+                b.diags.push(ConfError::emerg(
+                    "no ssl_client_certificate for ssl_verify_client",
+                    None,
+                ));
+                return None;
+            }
+            None => {}
+        }
+    }
+    // `ssl_trusted_certificate` was read with the stapling's settings.
+    let unnamed = trusted;
+    let crls = match &c.ssl_crl {
+        Some(f) => Some(crl_file(b, f)?),
+        None => None,
+    };
+    if c.ssl_verify_client == VerifyClient::Off {
+        return Some(None);
+    }
+    let at = c
+        .ssl_client_certificate
+        .as_ref()
+        .or(c.ssl_trusted_certificate.as_ref())
+        .or(c.ssl_crl.as_ref())
+        .map(|f| f.loc.clone());
+    match crate::tls::client_verify::ClientCas::new(
+        provider,
+        &named,
+        unnamed,
+        crls.as_deref(),
+        c.ssl_verify_depth,
+    ) {
+        Ok(cas) => Some(Some(Arc::new(cas))),
+        Err(e) => {
+            match at {
+                Some(at) => b.error(e, &at),
+                None => b.diags.push(ConfError::emerg(e, None)),
+            }
+            None
+        }
+    }
+}
+
 /// A certificate and its key read and checked; the error in nginx's words
-/// (`cannot load certificate "…": …`).
+/// (`cannot load certificate "…": …`). A `data:` name is the PEM itself.
+fn load_named_pair(
+    b: &mut Builder,
+    provider: &rustls::crypto::CryptoProvider,
+    cert: &super::ssl_model::CertName,
+    key: &super::ssl_model::CertName,
+    passwords: Option<&[Vec<u8>]>,
+) -> Result<material::Pair, String> {
+    let read = |b: &mut Builder, what: &str, n: &super::ssl_model::CertName| {
+        let text = n.name.to_string();
+        match (&n.path, text.strip_prefix("data:")) {
+            (None, Some(pem)) => Ok((pem.as_bytes().to_vec(), std::path::PathBuf::from(&text))),
+            (Some(p), _) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
+                format!(
+                    "cannot load {what} \"{}\": BIO_new_file() failed ({})",
+                    p.display(),
+                    crate::config::errno_text(&e)
+                )
+            }),
+            (None, None) => Err(format!("cannot load {what} \"{text}\"")),
+        }
+    };
+    let (cert_pem, cert_path) = read(b, "certificate", cert)?;
+    let (key_pem, key_path) = read(b, "certificate key", key)?;
+    material::pair(
+        provider, &cert_pem, &cert_path, &key_pem, &key_path, passwords,
+    )
+}
+
+/// A certificate and its key read from files and checked, unencrypted
+/// (the upstream side's: `proxy_ssl_certificate`).
 pub(super) fn load_pair(
     b: &mut Builder,
     provider: &rustls::crypto::CryptoProvider,
@@ -215,8 +403,34 @@ pub(super) fn load_pair(
     };
     let cert_pem = read(b, "certificate", cert_path)?;
     let key_pem = read(b, "certificate key", key_path)?;
-    let pair = material::pair(provider, &cert_pem, cert_path, &key_pem, key_path)?;
-    Ok(pair)
+    material::pair(provider, &cert_pem, cert_path, &key_pem, key_path, None)
+}
+
+/// The passphrases of `ssl_password_file`, read as nginx's
+/// `ngx_ssl_read_password_file` reads them, its errors in nginx's words at
+/// the directive's place.
+fn password_file(b: &mut Builder, f: &NamedFile) -> Option<Arc<Vec<Vec<u8>>>> {
+    let bytes = match b.data.read(&f.path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            b.error(
+                format!(
+                    "open() \"{}\" failed ({})",
+                    f.path.display(),
+                    crate::config::errno_text(&e)
+                ),
+                &f.loc,
+            );
+            return None;
+        }
+    };
+    match crate::tls::encrypted::passwords(&bytes) {
+        Ok(p) => Some(Arc::new(p)),
+        Err(crate::tls::encrypted::LineTooLong) => {
+            b.error(format!("too long line in \"{}\"", f.path.display()), &f.loc);
+            None
+        }
+    }
 }
 
 /// A warning for a certificate that has expired or is not valid yet

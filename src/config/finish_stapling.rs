@@ -42,7 +42,7 @@ pub fn trusted(b: &mut Builder, c: &SrvConf) -> Option<Arc<Vec<CertificateDer<'s
         Ok(pem) => pem,
         Err(e) => {
             b.diags.push(ConfError::emerg(
-                failed(crate::config::errno_text(&e)),
+                super::finish_ssl::fopen_failed("SSL_CTX_load_verify_locations", &f.path, &e),
                 None,
             ));
             return None;
@@ -51,6 +51,13 @@ pub fn trusted(b: &mut Builder, c: &SrvConf) -> Option<Arc<Vec<CertificateDer<'s
     match read_trusted(&pem) {
         Ok(certs) => Some(Arc::new(certs)),
         Err(why) => {
+            // OpenSSL 3.0's code for a file with neither.
+            let why = match why.as_str() {
+                "no certificate or crl found" => {
+                    format!("error:05800088:x509 certificate routines::{why}")
+                }
+                _ => why,
+            };
             b.diags
                 .push(ConfError::emerg(failed(format!("SSL: {why}")), None));
             None

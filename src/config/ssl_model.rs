@@ -198,6 +198,16 @@ pub struct TlsPlan {
     /// certificate stapled nothing (stapling off, or ignored as nginx
     /// ignores it, said at load).
     pub stapling: Vec<Option<StaplingPlan>>,
+    /// `ssl_verify_client`.
+    pub verify: VerifyClient,
+    /// The CAs, CRLs and depth client certificates are verified with;
+    /// `None` when no certificate is asked for (`ssl_verify_client off`).
+    pub client_cas: Option<std::sync::Arc<crate::tls::client_verify::ClientCas>>,
+    /// `ssl_early_data`.
+    pub early_data: bool,
+    /// The passphrases of `ssl_password_file`, kept for certificate keys
+    /// loaded per handshake.
+    pub passwords: Option<std::sync::Arc<Vec<Vec<u8>>>>,
 }
 
 /// How one certificate's OCSP staple is had (`ssl_stapling on`).

@@ -162,6 +162,37 @@ builtins! {
     SslServerName = "ssl_server_name",
     /// `r` when the TLS session was resumed, else `.`.
     SslSessionReused = "ssl_session_reused",
+    /// The TLS session's id, in hex, when a session cache keeps it.
+    SslSessionId = "ssl_session_id",
+    /// `1` while the request is read from TLS 1.3 early data.
+    SslEarlyData = "ssl_early_data",
+    /// `NONE`, `SUCCESS` or `FAILED:reason`: the client certificate's
+    /// verification.
+    SslClientVerify = "ssl_client_verify",
+    /// The client certificate's subject, RFC 2253.
+    SslClientSDn = "ssl_client_s_dn",
+    /// The client certificate's issuer, RFC 2253.
+    SslClientIDn = "ssl_client_i_dn",
+    /// The client certificate's subject, `/C=…/O=…`.
+    SslClientSDnLegacy = "ssl_client_s_dn_legacy",
+    /// The client certificate's issuer, `/C=…/O=…`.
+    SslClientIDnLegacy = "ssl_client_i_dn_legacy",
+    /// The client certificate's serial number, upper-case hex.
+    SslClientSerial = "ssl_client_serial",
+    /// The client certificate's SHA-1, lower-case hex.
+    SslClientFingerprint = "ssl_client_fingerprint",
+    /// The client certificate in PEM, a tab after each line break.
+    SslClientCert = "ssl_client_cert",
+    /// The client certificate in PEM.
+    SslClientRawCert = "ssl_client_raw_cert",
+    /// The client certificate in PEM, URL-encoded.
+    SslClientEscapedCert = "ssl_client_escaped_cert",
+    /// The client certificate's start date.
+    SslClientVStart = "ssl_client_v_start",
+    /// The client certificate's end date.
+    SslClientVEnd = "ssl_client_v_end",
+    /// Days until the client certificate expires.
+    SslClientVRemain = "ssl_client_v_remain",
     /// The connection's serial number.
     Connection = "connection",
     /// Requests made on this connection so far.

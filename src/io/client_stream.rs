@@ -46,8 +46,9 @@ pub enum StdClientStream {
     Tcp(std::net::TcpStream),
     /// A unix-domain stream connection.
     Unix(std::os::unix::net::UnixStream),
-    /// TLS over TCP: the socket and the connection's TLS state.
-    Tls(std::net::TcpStream, Box<rustls::ServerConnection>),
+    /// TLS over TCP: the socket, the connection's TLS state, and early
+    /// data taken from it and not read yet.
+    Tls(std::net::TcpStream, Box<rustls::ServerConnection>, Vec<u8>),
 }
 
 impl AsFd for ClientStream {
@@ -63,7 +64,7 @@ impl AsFd for ClientStream {
 impl AsFd for StdClientStream {
     fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _) => s.as_fd(),
+            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _, _) => s.as_fd(),
             StdClientStream::Unix(s) => s.as_fd(),
         }
     }
@@ -73,7 +74,7 @@ impl StdClientStream {
     /// Shuts the writing side down (the start of a lingering close).
     pub fn shutdown_write(&self) -> io::Result<()> {
         match self {
-            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _) => {
+            StdClientStream::Tcp(s) | StdClientStream::Tls(s, _, _) => {
                 s.shutdown(std::net::Shutdown::Write)
             }
             StdClientStream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
@@ -97,9 +98,9 @@ impl ClientStream {
         Ok(match s {
             StdClientStream::Tcp(s) => ClientStream::Tcp(TcpStream::from_std(s)?),
             StdClientStream::Unix(s) => ClientStream::Unix(UnixStream::from_std(s)?),
-            StdClientStream::Tls(s, tls) => {
-                ClientStream::Tls(Box::new(TlsStream::new(TcpStream::from_std(s)?, *tls)))
-            }
+            StdClientStream::Tls(s, tls, early) => ClientStream::Tls(Box::new(
+                TlsStream::with_early(TcpStream::from_std(s)?, *tls, early),
+            )),
         })
     }
 
@@ -109,10 +110,16 @@ impl ClientStream {
             ClientStream::Tcp(s) => StdClientStream::Tcp(s.into_std()?),
             ClientStream::Unix(s) => StdClientStream::Unix(s.into_std()?),
             ClientStream::Tls(s) => {
-                let (tcp, tls) = s.into_parts();
-                StdClientStream::Tls(tcp.into_std()?, Box::new(tls))
+                let (tcp, tls, early) = s.into_parts();
+                StdClientStream::Tls(tcp.into_std()?, Box::new(tls), early)
             }
         })
+    }
+
+    /// Whether what is read now came in TLS 1.3 early data, before the
+    /// handshake completed.
+    pub fn in_early_data(&self) -> bool {
+        matches!(self, ClientStream::Tls(s) if s.in_early_data())
     }
 
     /// Whether it is a unix-domain connection.

@@ -33,10 +33,20 @@ use tokio::net::TcpStream;
 pub trait Side: DerefMut<Target = ConnectionCommon<Self::Data>> + std::fmt::Debug {
     /// rustls's side-specific state.
     type Data;
+
+    /// Moves the TLS 1.3 early data rustls decrypted into `into` (a
+    /// server's: a client sends early data, it never reads any).
+    fn take_early(&mut self, _into: &mut Vec<u8>) {}
 }
 
 impl Side for ServerConnection {
     type Data = rustls::server::ServerConnectionData;
+
+    fn take_early(&mut self, into: &mut Vec<u8>) {
+        if let Some(mut ed) = self.early_data() {
+            let _ = ed.read_to_end(into);
+        }
+    }
 }
 
 impl Side for ClientConnection {
@@ -50,6 +60,10 @@ pub const SEND_BUFFER_LIMIT: usize = 160 * 1024;
 
 /// A TLS connection whose handshake is complete: a client's
 /// (`ServerConnection`, the default) or an upstream's (`ClientConnection`).
+/// A client's may still wait for the client's Finished: with TLS 1.3 early
+/// data (`ssl_early_data`) the stream is handed over once the server's
+/// Finished is sent, and what the client sent early is read first; the
+/// Finished is taken as it comes.
 #[derive(Debug)]
 pub struct TlsStream<C: Side = ServerConnection> {
     /// The socket and the TLS state; `None` only once taken apart
@@ -64,6 +78,11 @@ struct Whole<C> {
     tls: RefCell<C>,
     /// The peer closed its side of the socket.
     eof: Cell<bool>,
+    /// Early data taken from rustls and not read yet: read before
+    /// anything after it.
+    early: RefCell<Vec<u8>>,
+    /// Whether the last read returned early data.
+    read_early: Cell<bool>,
 }
 
 /// What a TLS connection holds for a reader.
@@ -107,15 +126,37 @@ impl<C: Side> AsFd for TlsStream<C> {
 
 impl<C: Side> TlsStream<C> {
     /// A stream over `tcp` whose handshake `tls` completed.
-    pub fn new(tcp: TcpStream, mut tls: C) -> TlsStream<C> {
+    pub fn new(tcp: TcpStream, tls: C) -> TlsStream<C> {
+        TlsStream::with_early(tcp, tls, Vec::new())
+    }
+
+    /// A stream over `tcp` whose handshake `tls` completed, or waits only
+    /// for the client's Finished after `early` data.
+    pub fn with_early(tcp: TcpStream, mut tls: C, early: Vec<u8>) -> TlsStream<C> {
         tls.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
         TlsStream {
             whole: Some(Whole {
                 tcp,
                 tls: RefCell::new(tls),
                 eof: Cell::new(false),
+                early: RefCell::new(early),
+                read_early: Cell::new(false),
             }),
         }
+    }
+
+    /// Whether the last bytes read came in early data, before the
+    /// handshake completed (`$ssl_early_data` of the request they end).
+    pub fn in_early_data(&self) -> bool {
+        self.w().read_early.get()
+    }
+
+    /// Moves the early data rustls decrypted into the stream's; whether
+    /// any is held.
+    fn take_early(&self, tls: &mut C) -> bool {
+        let mut early = self.w().early.borrow_mut();
+        tls.take_early(&mut early);
+        !early.is_empty()
     }
 
     fn w(&self) -> &Whole<C> {
@@ -130,13 +171,14 @@ impl<C: Side> TlsStream<C> {
     }
 
     /// Into its parts (leaving the reactor, or for another worker's),
-    /// saying nothing to the peer.
-    pub fn into_parts(mut self) -> (TcpStream, C) {
+    /// saying nothing to the peer: the socket, the TLS state, and early
+    /// data not read yet.
+    pub fn into_parts(mut self) -> (TcpStream, C, Vec<u8>) {
         let w = self
             .whole
             .take()
             .expect("a TLS stream is whole until it is taken apart");
-        (w.tcp, w.tls.into_inner())
+        (w.tcp, w.tls.into_inner(), w.early.into_inner())
     }
 
     /// Sends what rustls holds, as much as the socket takes now: `Ok` once
@@ -152,8 +194,21 @@ impl<C: Side> TlsStream<C> {
         loop {
             {
                 let mut tls = self.w().tls.borrow_mut();
+                if self.take_early(&mut tls) {
+                    let mut early = self.w().early.borrow_mut();
+                    let n = buf.len().min(early.len());
+                    buf[..n].copy_from_slice(&early[..n]);
+                    early.drain(..n);
+                    self.w().read_early.set(true);
+                    return Ok(n);
+                }
                 match tls.reader().read(buf) {
-                    Ok(n) => return Ok(n),
+                    Ok(n) => {
+                        if n > 0 {
+                            self.w().read_early.set(false);
+                        }
+                        return Ok(n);
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                     Err(e) => return Err(e),
@@ -168,10 +223,18 @@ impl<C: Side> TlsStream<C> {
     /// What a read would find now without touching the socket.
     pub fn held(&self) -> Held {
         let w = self.w();
+        if !w.early.borrow().is_empty() {
+            return Held::Plaintext;
+        }
         if w.eof.get() {
             return Held::Closed;
         }
-        match w.tls.borrow_mut().process_new_packets() {
+        let mut tls = w.tls.borrow_mut();
+        let state = tls.process_new_packets();
+        if state.is_ok() && self.take_early(&mut tls) {
+            return Held::Plaintext;
+        }
+        match state {
             Ok(st) if st.plaintext_bytes_to_read() > 0 => Held::Plaintext,
             Ok(st) if st.peer_has_closed() => Held::Closed,
             Ok(_) => Held::Nothing,

@@ -98,6 +98,19 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
         add(p.clone(), Access::Read);
     }
     if let Some(h) = &c.http {
+        // Certificates named with variables are read per handshake: the
+        // directory before the first variable.
+        let per_handshake = h
+            .servers
+            .iter()
+            .filter_map(|s| s.tls.as_ref())
+            .flat_map(|t| t.dynamic_certs.iter())
+            .flat_map(|(cert, key)| [cert, key]);
+        for n in per_handshake {
+            if !n.name.to_string().starts_with("data:") {
+                add(fixed_dir(&n.name, &c.prefix), Access::Read);
+            }
+        }
         for conf in h.loc_confs() {
             let root = match &conf.root {
                 Root::Root(t) | Root::Alias(t) => fixed_dir(t, &c.prefix),
@@ -187,6 +200,24 @@ mod tests {
         assert_eq!(
             fixed_dir(&t("logs/$host.log"), p),
             PathBuf::from("/prefix/logs")
+        );
+    }
+
+    #[test]
+    fn certificates_named_with_variables_are_readable_below_their_fixed_folder() {
+        let text = "events {} http { server { listen 127.0.0.1:18443 ssl;
+            ssl_certificate /srv/certs/$ssl_server_name.crt;
+            ssl_certificate_key keys/$ssl_server_name.key; } }";
+        let loaded = crate::config::load_text(text).expect("a configuration");
+        let rules = rules(&loaded.config);
+        let prefix = &loaded.config.prefix;
+        assert!(
+            rules.contains(&(PathBuf::from("/srv/certs"), Access::Read)),
+            "{rules:?}"
+        );
+        assert!(
+            rules.contains(&(prefix.join("keys"), Access::Read)),
+            "{rules:?}"
         );
     }
 

@@ -328,6 +328,7 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     buf.drain(..head_len);
     let mut r = Req::new(site, &head, server, info, requests, start, head_len);
     r.pipelined = pipelined;
+    r.early_data = stream.in_early_data();
     if let (Some(re), Some(host)) = (name_regex, head.host.as_deref()) {
         // A regex server name's captures are the request's.
         r.regex_exec(re, host);
@@ -342,13 +343,23 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     let mut held = None;
     // Plain HTTP on a TLS address: nginx reads the request, then answers
     // 497 through the server's `error_page` (or its 400 page) and closes.
+    // So is a request on a connection whose client certificate the
+    // server's `ssl_verify_client` refuses (495, 496).
     let plain_on_tls = info.https_port && info.tls.is_none();
-    if plain_on_tls {
+    let refused = match &info.tls {
+        None if plain_on_tls => Some((
+            497,
+            "client sent plain HTTP request to HTTPS port".to_string(),
+        )),
+        None => None,
+        Some(tls) => super::tls::info::refusal(tls, server.srv.ssl_verify_client),
+    };
+    if let Some((_, why)) = &refused {
         r.error_log().log(
             Level::Info,
             Some(r.conn_no),
             format_args!(
-                "client sent plain HTTP request to HTTPS port while reading client request headers{}",
+                "{why} while reading client request headers{}",
                 r.log_context()
             ),
         );
@@ -356,16 +367,15 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     let next = {
         let mut client = Client::new(stream, buf);
         let mut walk = Walk::new(site);
-        let routed = if plain_on_tls {
-            walk.fail(&mut r, crate::http::status::Status(497))
-        } else {
-            walk.route(&mut r)
+        let routed = match &refused {
+            Some((status, _)) => walk.fail(&mut r, crate::http::status::Status(*status)),
+            None => walk.route(&mut r),
         };
         let mut handled = match routed {
             Some(h) => h,
             None => walk.content(&mut r, &mut client).await,
         };
-        handled.reply.close |= plain_on_tls;
+        handled.reply.close |= refused.is_some();
         r.body.received = r.body.received.max(client.body_received());
         let continue_sent = client.continue_sent;
         let progress = std::mem::replace(&mut client.body, BodyProgress::Failed);
@@ -592,7 +602,7 @@ async fn respond<'c>(
     let head = r.head;
     if reply.abort {
         let sent = Sent {
-            status: reply.status.0,
+            status: reply.status.wire().0,
             ..Sent::default()
         };
         let lines = log_request(site, r, conf, &reply, &sent, false);
@@ -779,7 +789,7 @@ async fn respond<'c>(
         e => e,
     };
     let sent = Sent {
-        status: reply.status.0,
+        status: reply.status.wire().0,
         body_bytes: written.body,
         bytes: written.total,
         complete: result.is_ok(),
@@ -863,7 +873,7 @@ async fn upgrade(
         .await
         .is_ok();
     let mut sent = Sent {
-        status: reply.status.0,
+        status: reply.status.wire().0,
         bytes: if ok { head.len() as u64 } else { 0 },
         ..Sent::default()
     };

@@ -97,6 +97,9 @@ pub struct Req<'a> {
     /// What the connection's TLS handshake negotiated (`$https`,
     /// `$ssl_*`); `None` in cleartext.
     pub tls: Option<std::sync::Arc<super::tls::info::TlsInfo>>,
+    /// Whether the request was read from TLS 1.3 early data, before the
+    /// handshake completed (`$ssl_early_data`).
+    pub early_data: bool,
     /// When the first byte of the request arrived (`$request_time`,
     /// `limit_rate`'s clock): nginx's `r->start_sec`/`start_msec`.
     pub start: Instant,
@@ -312,6 +315,7 @@ impl<'a> Req<'a> {
             conn_requests,
             conn_start: conn.accepted,
             tls: conn.tls.clone(),
+            early_data: false,
             start,
             head_read: crate::metrics::timed::now(),
             head_len,
@@ -360,6 +364,7 @@ impl<'a> Req<'a> {
             conn_requests: self.conn_requests,
             conn_start: self.conn_start,
             tls: self.tls.clone(),
+            early_data: self.early_data,
             start: crate::metrics::timed::now(),
             head_read: self.head_read,
             head_len: self.head_len,

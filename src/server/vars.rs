@@ -185,6 +185,23 @@ impl<'a> Req<'a> {
                 Some(_) => ".",
                 None => return None,
             }),
+            Builtin::SslSessionId
+            | Builtin::SslEarlyData
+            | Builtin::SslClientVerify
+            | Builtin::SslClientSDn
+            | Builtin::SslClientIDn
+            | Builtin::SslClientSDnLegacy
+            | Builtin::SslClientIDnLegacy
+            | Builtin::SslClientSerial
+            | Builtin::SslClientFingerprint
+            | Builtin::SslClientCert
+            | Builtin::SslClientRawCert
+            | Builtin::SslClientEscapedCert
+            | Builtin::SslClientVStart
+            | Builtin::SslClientVEnd
+            | Builtin::SslClientVRemain => {
+                super::tls::vars::value(b, self.tls.as_ref()?, self.early_data).flatten()
+            }
             Builtin::Connection => owned(self.conn_no.to_string()),
             Builtin::ConnectionRequests => owned(self.conn_requests.to_string()),
             Builtin::ConnectionTime => owned(secs(self.conn_start.elapsed())),

@@ -12,6 +12,8 @@ use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::encrypted;
+
 /// One `ssl_certificate` with its `ssl_certificate_key`, ready to serve.
 #[derive(Clone, Debug)]
 pub struct Pair {
@@ -51,18 +53,26 @@ pub fn chain(pem_bytes: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static
     Ok(out)
 }
 
-/// The private key in a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC).
-pub fn key(pem_bytes: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+/// The private key in a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC), an
+/// encrypted one opened with the first of `passwords` that fits
+/// (`ssl_password_file`; `None`: no file).
+pub fn key(
+    pem_bytes: &[u8],
+    path: &Path,
+    passwords: Option<&[Vec<u8>]>,
+) -> Result<PrivateKeyDer<'static>, String> {
     let fail = |why: &str| {
         format!(
             "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: {why})",
             path.display()
         )
     };
-    if encrypted(pem_bytes) {
-        return Err(fail(
-            "the key is encrypted, and nowait reads only keys without a passphrase",
-        ));
+    if encrypted::is_encrypted(pem_bytes) {
+        let pkcs8 = pem_bytes
+            .windows(ENCRYPTED_PKCS8.len())
+            .any(|w| w == ENCRYPTED_PKCS8);
+        return encrypted::decrypt(pem_bytes, passwords.unwrap_or_default())
+            .map_err(|f| fail(&decrypt_error(&f, pkcs8)));
     }
     match PrivateKeyDer::from_pem_slice(pem_bytes) {
         Ok(k) => Ok(k),
@@ -74,8 +84,42 @@ pub fn key(pem_bytes: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, Stri
 /// Whether a PEM key is encrypted (PKCS#8 `ENCRYPTED PRIVATE KEY`, or
 /// OpenSSL's traditional `Proc-Type: 4,ENCRYPTED` header).
 pub fn encrypted(pem_bytes: &[u8]) -> bool {
-    let has = |needle: &[u8]| pem_bytes.windows(needle.len()).any(|w| w == needle);
-    has(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || has(b"Proc-Type: 4,ENCRYPTED")
+    encrypted::is_encrypted(pem_bytes)
+}
+
+/// The PEM label of an encrypted PKCS#8 key.
+const ENCRYPTED_PKCS8: &[u8] = b"-----BEGIN ENCRYPTED PRIVATE KEY-----";
+
+/// OpenSSL 3.0's error queue for a key no passphrase opened, as nginx
+/// prints it.
+fn decrypt_error(f: &encrypted::Failure, pkcs8: bool) -> String {
+    const NO_PASSWORD: &str = "error:1400006B:UI routines::processing error:while reading strings error:0480006D:PEM routines::problems getting password error:07880109:common libcrypto routines::interrupted or cancelled";
+    match f {
+        encrypted::Failure::NoPassphrase if pkcs8 => format!(
+            "{NO_PASSWORD} error:07880109:common libcrypto routines::interrupted or cancelled error:1C80009F:Provider routines::unable to get passphrase {NO_PASSWORD} error:04800068:PEM routines::bad password read"
+        ),
+        encrypted::Failure::NoPassphrase => format!(
+            "{NO_PASSWORD} error:07880109:common libcrypto routines::interrupted or cancelled error:04800068:PEM routines::bad password read"
+        ),
+        encrypted::Failure::BadDecrypt { pkcs8: true, empty } => {
+            let why = if *empty {
+                "empty password"
+            } else {
+                "maybe wrong password"
+            };
+            let one = format!(
+                "error:1C800064:Provider routines::bad decrypt error:11800074:PKCS12 routines::pkcs12 cipherfinal error:{why}"
+            );
+            format!("{one} {one}")
+        }
+        encrypted::Failure::BadDecrypt { .. } => {
+            "error:1C800064:Provider routines::bad decrypt error:04800065:PEM routines::bad decrypt"
+                .to_string()
+        }
+        encrypted::Failure::Unsupported(why) => {
+            format!("nowait cannot decrypt the key: {why}")
+        }
+    }
 }
 
 /// A pair from the certificate's and the key's PEM bytes: the provider
@@ -87,9 +131,10 @@ pub fn pair(
     cert_path: &Path,
     key_pem: &[u8],
     key_path: &Path,
+    passwords: Option<&[Vec<u8>]>,
 ) -> Result<Pair, String> {
     let certs = chain(cert_pem, cert_path)?;
-    let der = key(key_pem, key_path)?;
+    let der = key(key_pem, key_path, passwords)?;
     let signing = provider.key_provider.load_private_key(der).map_err(|e| {
         format!(
             "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: {e})",
@@ -143,7 +188,7 @@ mod tests {
             e,
             "cannot load certificate \"/x.pem\": PEM_read_bio_X509_AUX() failed (SSL: no start line: Expecting: TRUSTED CERTIFICATE)"
         );
-        let e = key(b"junk", Path::new("/x.key")).unwrap_err();
+        let e = key(b"junk", Path::new("/x.key"), None).unwrap_err();
         assert!(
             e.starts_with(
                 "cannot load certificate key \"/x.key\": PEM_read_bio_PrivateKey() failed"

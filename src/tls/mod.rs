@@ -28,7 +28,9 @@
 
 pub mod ciphers;
 pub mod client;
+pub mod client_verify;
 pub mod der;
+pub mod encrypted;
 pub mod groups;
 pub mod hello;
 pub mod material;
@@ -38,6 +40,7 @@ pub mod sessions;
 pub mod tickets;
 pub mod verify;
 pub mod x509;
+pub mod x509_print;
 
 /// The clock as nginx's `ngx_time()`: seconds since the epoch.
 pub fn unix_now() -> i64 {

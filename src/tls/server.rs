@@ -39,7 +39,20 @@ pub struct Settings {
     pub tickets: Option<Arc<dyn ProducesTickets>>,
     /// ALPN protocols offered, in preference order.
     pub alpn: Vec<Vec<u8>>,
+    /// `ssl_early_data`: TLS 1.3 0-RTT data accepted, up to
+    /// [`EARLY_DATA_MAX`] bytes, and answered before the handshake ends.
+    pub early_data: bool,
+    /// The certificates are loaded per handshake (names with variables):
+    /// the resolver takes the ones [`with_handshake_certs`] hands it.
+    pub per_handshake: bool,
+    /// Client certificates (`ssl_verify_client`): asked for and judged
+    /// after the handshake; `None` asks for none.
+    pub client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
 }
+
+/// How much early data a client may send: nginx's
+/// `SSL_CTX_set_max_early_data(…, NGX_SSL_BUFSIZE)`.
+pub const EARLY_DATA_MAX: u32 = 16384;
 
 /// The smallest record rustls will fragment to (its `max_fragment_size`
 /// lower bound is 32; nginx accepts any size, and a 0 or tiny one means
@@ -51,11 +64,17 @@ const MAX_RECORD: usize = 16384;
 /// The configuration these settings make, or why it cannot be made.
 pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>, String> {
     let provider = super::restricted(provider, &s.tls12_suites, &s.tls13_suites, &s.groups)?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
+    let config = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&s.versions)
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(ByClient {
+        .map_err(|e| e.to_string())?;
+    let config = match s.client_verifier {
+        Some(v) => config.with_client_cert_verifier(v),
+        None => config.with_no_client_auth(),
+    };
+    let resolver: Arc<dyn ResolvesServerCert> = if s.per_handshake {
+        Arc::new(PerHandshake)
+    } else {
+        Arc::new(ByClient {
             plain: s.pairs.iter().map(|p| p.key.clone()).collect(),
             stapled: s
                 .pairs
@@ -69,10 +88,18 @@ pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>
                     })
                 })
                 .collect(),
-        }));
+        })
+    };
+    let mut config = config.with_cert_resolver(resolver);
     config.ignore_client_order = s.prefer_server_ciphers;
     config.max_fragment_size = Some(s.buffer_size.clamp(MIN_RECORD, MAX_RECORD) + 5);
     config.alpn_protocols = s.alpn;
+    if s.early_data {
+        config.max_early_data_size = EARLY_DATA_MAX;
+        // OpenSSL lets nginx answer early data before the client's
+        // Finished (0.5-RTT data); so does this.
+        config.send_half_rtt_data = true;
+    }
     match s.sessions {
         Some(store) => config.session_storage = store,
         None => config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {}),
@@ -176,5 +203,37 @@ impl ResolvesServerCert for ByClient {
             Some(Some(s)) => Some(s.key()),
             _ => self.plain.get(i).cloned(),
         }
+    }
+}
+
+thread_local! {
+    /// The certificates loaded for the handshake whose ClientHello is
+    /// being answered on this thread (names with variables).
+    static HANDSHAKE_CERTS: std::cell::RefCell<Vec<Arc<CertifiedKey>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` (the ClientHello's answer, `Accepted::into_connection`) with
+/// `certs` as the certificates a per-handshake configuration offers: the
+/// resolver runs inside `f`, on this thread, and has no other way to know
+/// the connection it answers.
+pub fn with_handshake_certs<R>(certs: Vec<Arc<CertifiedKey>>, f: impl FnOnce() -> R) -> R {
+    HANDSHAKE_CERTS.with(|c| *c.borrow_mut() = certs);
+    let r = f();
+    HANDSHAKE_CERTS.with(|c| c.borrow_mut().clear());
+    r
+}
+
+/// The resolver of a server whose certificates are loaded per handshake
+/// (no staple: nginx staples no certificate named with variables).
+#[derive(Debug)]
+struct PerHandshake;
+
+impl ResolvesServerCert for PerHandshake {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        HANDSHAKE_CERTS.with(|c| {
+            let keys = c.borrow();
+            keys.get(choose(&keys, hello.signature_schemes())).cloned()
+        })
     }
 }

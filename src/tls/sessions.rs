@@ -10,10 +10,20 @@
 //! sessions"); when full, the oldest session goes first, as nginx's
 //! expiry queue drops it.
 //!
+//! The id a handshake stored its session under, or resumed it by, is
+//! `$ssl_session_id`: rustls says nothing of ids, so the store notes the
+//! id it is handed on the thread the handshake step runs on
+//! ([`take_handshake_id`]). A TLS 1.2 session's id is the one the
+//! ServerHello carried; a TLS 1.3 session's, the first ticket's id (a
+//! stateful ticket is an id in the cache, as OpenSSL's are). Sessions
+//! resumed by a stateless ticket are in no cache and have none, as
+//! nginx's `$ssl_session_id` is empty without a session cache.
+//!
 //! Each session carries its expiry (`ssl_session_timeout` of the server
 //! that stored it); an expired one is not returned, as OpenSSL checks a
 //! session's timeout when it is looked up.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -104,6 +114,28 @@ impl SessionCache {
     }
 }
 
+thread_local! {
+    /// The id the handshake step running on this thread stored or
+    /// resumed a session under: the first one.
+    static HANDSHAKE_ID: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// Notes `key` as the handshake's session id unless one is noted.
+fn note(key: &[u8]) {
+    HANDSHAKE_ID.with(|id| {
+        let mut id = id.borrow_mut();
+        if id.is_none() {
+            *id = Some(key.to_vec());
+        }
+    });
+}
+
+/// The session id the handshake step that just ran on this thread
+/// stored or resumed a session under, if any; forgets it.
+pub fn take_handshake_id() -> Option<Vec<u8>> {
+    HANDSHAKE_ID.with(|id| id.borrow_mut().take())
+}
+
 /// One server's view of a cache: sessions it stores live its
 /// `ssl_session_timeout`.
 #[derive(Debug)]
@@ -121,15 +153,24 @@ impl Store {
 
 impl rustls::server::StoresServerSessions for Store {
     fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        note(&key);
         self.cache.put(key, value, Instant::now() + self.timeout)
     }
 
     fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.cache.get(key, Instant::now(), false)
+        let found = self.cache.get(key, Instant::now(), false);
+        if found.is_some() {
+            note(key);
+        }
+        found
     }
 
     fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.cache.get(key, Instant::now(), true)
+        let found = self.cache.get(key, Instant::now(), true);
+        if found.is_some() {
+            note(key);
+        }
+        found
     }
 
     fn can_cache(&self) -> bool {

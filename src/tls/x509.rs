@@ -102,7 +102,7 @@ impl<'a> CertFields<'a> {
     }
 
     /// The value (the OCTET STRING's content) of the extension `oid`.
-    fn extension(&self, oid: &[u8]) -> Option<&'a [u8]> {
+    pub fn extension(&self, oid: &[u8]) -> Option<&'a [u8]> {
         let mut r = Reader::new(self.extensions);
         while let Some(ext) = r.read(der::SEQUENCE) {
             let mut e = Reader::new(ext.content);

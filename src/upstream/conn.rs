@@ -131,7 +131,7 @@ impl Conn {
             Conn::Tcp(s) => IdleConn::Tcp(s.into_std()?),
             Conn::Unix(s) => IdleConn::Unix(s.into_std()?),
             Conn::Tls(s) => {
-                let (tcp, tls) = s.into_parts();
+                let (tcp, tls, _) = s.into_parts();
                 IdleConn::Tls(tcp.into_std()?, Box::new(tls))
             }
         })

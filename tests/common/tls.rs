@@ -40,6 +40,8 @@ pub struct Options {
     pub resume: bool,
     /// Offer tickets (TLS 1.2 session tickets; TLS 1.3 always uses them).
     pub tickets: bool,
+    /// A client certificate to present: its PEM chain's and key's paths.
+    pub client_cert: Option<(String, String)>,
 }
 
 impl Default for Options {
@@ -50,6 +52,7 @@ impl Default for Options {
             alpn: Vec::new(),
             resume: false,
             tickets: true,
+            client_cert: None,
         }
     }
 }
@@ -63,9 +66,20 @@ pub fn client(opts: &Options) -> Arc<ClientConfig> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&opts.versions)
         .expect("the versions");
-    let mut config = match &opts.schemes {
-        None => builder.with_root_certificates(roots).with_no_client_auth(),
-        Some(schemes) => {
+    let mut config = match (&opts.schemes, &opts.client_cert) {
+        (None, Some((cert, key))) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .expect("the client certificate")
+                .collect::<Result<Vec<_>, _>>()
+                .expect("the client certificate");
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).expect("its key");
+            builder
+                .with_root_certificates(roots)
+                .with_client_auth_cert(chain, key)
+                .expect("a client certificate and key")
+        }
+        (None, None) => builder.with_root_certificates(roots).with_no_client_auth(),
+        (Some(schemes), _) => {
             let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
                 Arc::new(roots),
                 provider,

@@ -92,6 +92,17 @@ enum Failure {
     Pool(String),
     /// `ssl_reject_handshake`.
     Rejected,
+    /// A certificate named with variables did not load (`error`, as
+    /// nginx's `cannot load certificate`).
+    Certificate(String),
+}
+
+/// Why the ClientHello's answer failed.
+enum Start {
+    /// rustls refused the hello.
+    Tls(rustls::Error),
+    /// The certificates for it did not load.
+    Certificate(String),
 }
 
 /// Runs the handshake of `tcp`, accepted on `info.socket_addr`, before
@@ -121,7 +132,7 @@ pub async fn accept(
             let outcome = match &f {
                 Failure::Gone(_) => Outcome::Closed,
                 Failure::TimedOut => Outcome::TimedOut,
-                Failure::Tls(_) => Outcome::TlsError,
+                Failure::Tls(_) | Failure::Certificate(_) => Outcome::TlsError,
                 Failure::Pool(_) => Outcome::PoolFull,
                 Failure::Rejected => Outcome::Rejected,
             };
@@ -180,7 +191,7 @@ async fn handshake(
     let hello = accepted.client_hello();
     let (server_name, suites, groups) = offered(&hello);
     let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
-    let (config, fetch) = match index {
+    let (tls, fetch) = match index {
         Some((_, Some(tls))) => {
             // A client that asks for the certificate's status may start
             // its staple's fetch (`ngx_ssl_certificate_status_callback`).
@@ -188,7 +199,7 @@ async fn handshake(
                 .fetch_for(hello.signature_schemes())
                 .filter(|_| crate::tls::hello::asks_status(&hello_bytes))
                 .cloned();
-            (tls.config.clone(), fetch)
+            (tls, fetch)
         }
         Some((true, None)) => {
             let _ = tcp.try_write(&UNRECOGNIZED_NAME_ALERT);
@@ -206,12 +217,72 @@ async fn handshake(
     else {
         return Err(Failure::Pool("no \"ssl\" thread pool".to_string()));
     };
+    let config = tls.config.clone();
+    let cas = tls.plan.client_cas.clone();
+    // OpenSSL gives a session that a ticket carries no id (its
+    // `ssl_get_new_session` empties it when a ticket is expected), and
+    // nginx's `$ssl_session_id` is then empty; rustls keeps a TLS 1.2
+    // session in the cache under an id even when it also sends a ticket.
+    let ids = matches!(tls.plan.tickets, crate::config::ssl_model::TicketPlan::Off);
+    // Names with variables are evaluated now that the server name is
+    // known; their files are read in the pool.
+    let names = tls
+        .loaded
+        .as_ref()
+        .map(|_| names(site, info, tls, server_name.as_deref()));
+    let (loaded, plan) = (tls.loaded.clone(), tls.plan.clone());
     // The ClientHello's answer signs with the server's key: in the pool.
-    let started = pool.submit(move || accepted.into_connection(config).map_err(|(e, _)| e));
+    let started = pool.submit(move || {
+        let _ = crate::tls::sessions::take_handshake_id();
+        let certs = match (&loaded, &names) {
+            (Some(loaded), Some(names)) => {
+                let passwords = plan.passwords.as_ref().map(|p| p.as_slice());
+                match loaded.load(names, &crate::tls::provider(), passwords) {
+                    Ok(certs) => Some(certs),
+                    Err(e) => return (Err(Start::Certificate(e)), None),
+                }
+            }
+            _ => None,
+        };
+        let c = match certs {
+            Some(certs) => {
+                crate::tls::server::with_handshake_certs(certs, || accepted.into_connection(config))
+            }
+            None => accepted.into_connection(config),
+        };
+        // Records that came with the ClientHello (early data) are
+        // decrypted now, before the client is waited for.
+        let mut early = Vec::new();
+        let mut verdict = None;
+        let c = c.map_err(|(e, _)| Start::Tls(e)).and_then(|mut c| {
+            c.process_new_packets().map_err(Start::Tls)?;
+            take_early(&mut c, &mut early);
+            if !early.is_empty() {
+                // Served before the handshake ends: a resumed session's
+                // certificate is judged now.
+                verdict = judge(plan.client_cas.as_deref(), &c);
+            }
+            Ok(c)
+        });
+        let id = crate::tls::sessions::take_handshake_id();
+        (c.map(|c| (c, early, verdict)), id)
+    });
+    let mut session_id;
+    let mut verdict;
+    let mut early;
     let mut conn = match started {
         Ok(done) => match done.await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(Failure::Tls(e)),
+            Ok((Ok((c, e, v)), id)) => {
+                session_id = id;
+                early = e;
+                verdict = v;
+                c
+            }
+            Ok((Err(Start::Tls(e)), _)) => return Err(Failure::Tls(e)),
+            Ok((Err(Start::Certificate(e)), _)) => {
+                let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
+                return Err(Failure::Certificate(e));
+            }
             Err(e) => return Err(Failure::Pool(e.to_string())),
         },
         Err(e) => {
@@ -226,7 +297,10 @@ async fn handshake(
     }
     loop {
         send_all(&tcp, &mut conn, deadline).await?;
-        if !conn.is_handshaking() {
+        // With early data the request is served before the client's
+        // Finished, as nginx does (the application decides on replays:
+        // `$ssl_early_data`); the stream takes the Finished as it comes.
+        if !conn.is_handshaking() || !early.is_empty() {
             break;
         }
         match conn.read_tls(&mut Sock(&tcp)) {
@@ -241,12 +315,22 @@ async fn handshake(
             }
             Err(e) => return Err(Failure::Gone(Some(e))),
         }
-        // The client's key exchange and Finished: off the loop too.
+        // The client's key exchange, its certificate and Finished, and
+        // the verification of its certificate: off the loop too.
+        let cas = cas.clone();
         let step = pool.submit(move || {
             let r = conn.process_new_packets().map(|_| ());
-            (conn, r)
+            let mut early = Vec::new();
+            take_early(&mut conn, &mut early);
+            let ready = !conn.is_handshaking() || !early.is_empty();
+            let verdict = match r.is_ok() && ready {
+                true => judge(cas.as_deref(), &conn),
+                false => None,
+            };
+            let id = crate::tls::sessions::take_handshake_id();
+            (conn, r, verdict, id, early)
         });
-        let (c, r) = match step {
+        let (c, r, v, id, more) = match step {
             Ok(done) => done.await.map_err(|e| Failure::Pool(e.to_string()))?,
             Err(e) => {
                 let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
@@ -254,16 +338,65 @@ async fn handshake(
             }
         };
         conn = c;
+        early.extend(more);
+        verdict = verdict.or(v);
+        session_id = session_id.or(id);
         if let Err(e) = r {
             let _ = send_now(&tcp, &mut conn);
             return Err(Failure::Tls(e));
         }
     }
-    let info = Arc::new(TlsInfo::of(&conn, suites, groups));
+    let session_id = session_id.filter(|_| ids);
+    let info = Arc::new(TlsInfo::of(&conn, suites, groups, verdict, session_id));
     Ok(Accepted::Tls(
-        ClientStream::Tls(Box::new(TlsStream::new(tcp, conn))),
+        ClientStream::Tls(Box::new(TlsStream::with_early(tcp, conn, early))),
         info,
     ))
+}
+
+/// The verdict on the client's certificate, when the server verifies
+/// them and the client sent one (or resumed a session that had one).
+fn judge(
+    cas: Option<&crate::tls::client_verify::ClientCas>,
+    conn: &ServerConnection,
+) -> Option<crate::tls::client_verify::Verdict> {
+    let chain = conn.peer_certificates().filter(|c| !c.is_empty())?;
+    Some(cas?.verify(chain, rustls::pki_types::UnixTime::now()))
+}
+
+/// Moves the early data rustls decrypted into `into`.
+fn take_early(conn: &mut ServerConnection, into: &mut Vec<u8>) {
+    if let Some(mut ed) = conn.early_data() {
+        let _ = ed.read_to_end(into);
+    }
+}
+
+/// The names of the server's certificates evaluated for this handshake,
+/// as nginx evaluates them in `ngx_http_ssl_certificate`: with a request
+/// made for the connection (no header yet), `$ssl_server_name` the name
+/// the ClientHello sent.
+fn names(
+    site: &Site,
+    info: &ConnInfo,
+    tls: &super::ServerTls,
+    sni: Option<&str>,
+) -> super::dynamic::Names {
+    let empty = Vec::new;
+    let Some(server) = site.http().and_then(|h| h.servers.get(tls.index)) else {
+        return empty();
+    };
+    let Ok(Some((head, _))) = crate::http::request::parse_head(b"GET / HTTP/1.0\r\n\r\n") else {
+        return empty();
+    };
+    let mut conn = info.clone();
+    conn.tls = Some(Arc::new(TlsInfo {
+        server_name: sni.map(str::to_string),
+        ..TlsInfo::default()
+    }));
+    let r = super::super::request::Req::new(site, &head, server, &conn, 0, Instant::now(), 0);
+    super::dynamic::names(&tls.plan.dynamic_certs, &site.config.prefix, |n| {
+        r.expand(&n.name)
+    })
 }
 
 /// What the ClientHello offered: the server name, cipher suites and
@@ -316,6 +449,11 @@ async fn send_all(
 /// client did (nginx logs handshake errors a client causes at `info`),
 /// `error` for a full pool.
 fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
+    // The connection's log is its address's default server's, as nginx's
+    // `ngx_http_init_connection` sets it.
+    let log = site
+        .server(&info.socket_addr, &info.local, None)
+        .map_or(&site.error_log, |s| &s.conf.error_log.log);
     let tail = format!(
         " while SSL handshaking, client: {}, server: {}",
         info.peer, info.socket_addr
@@ -335,12 +473,19 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
         Failure::TimedOut => (Level::Info, "client timed out".to_string()),
         Failure::Tls(e) => (Level::Info, format!("SSL_do_handshake() failed (SSL: {e})")),
         Failure::Pool(e) => (Level::Error, e.clone()),
+        Failure::Certificate(e) => {
+            log.log(Level::Error, Some(info.conn_no), format_args!("{e}{tail}"));
+            (
+                Level::Info,
+                "SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error)"
+                    .to_string(),
+            )
+        }
         Failure::Rejected => (
             Level::Info,
             "SSL_do_handshake() failed (SSL: the server name is refused by ssl_reject_handshake)"
                 .to_string(),
         ),
     };
-    site.error_log
-        .log(level, Some(info.conn_no), format_args!("{text}{tail}"));
+    log.log(level, Some(info.conn_no), format_args!("{text}{tail}"));
 }

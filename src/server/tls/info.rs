@@ -4,6 +4,25 @@
 //! of the handshake, and they do not change after).
 
 use rustls::ServerConnection;
+use rustls::pki_types::CertificateDer;
+
+use crate::tls::client_verify::Verdict;
+
+/// The certificate a client sent, and what its verification found.
+#[derive(Clone, Debug)]
+pub struct ClientCert {
+    /// The chain as sent, the client's own certificate first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// The verdict (`$ssl_client_verify`; 495 when it fails).
+    pub verdict: Verdict,
+}
+
+impl ClientCert {
+    /// The client's own certificate, DER.
+    pub fn der(&self) -> &[u8] {
+        self.chain.first().map_or(&[], |c| c.as_ref())
+    }
+}
 
 /// The handshake's outcome, as nginx's variables print it.
 #[derive(Clone, Debug, Default)]
@@ -22,14 +41,22 @@ pub struct TlsInfo {
     pub offered_groups: Vec<u16>,
     /// The ALPN protocol agreed on, if any.
     pub alpn: Option<Vec<u8>>,
+    /// The client's certificate, when one was asked for and sent.
+    pub client: Option<ClientCert>,
+    /// `$ssl_session_id`: the id of the session as nowait's session cache
+    /// keeps it (see [`crate::tls::sessions`]), if it keeps it.
+    pub session_id: Option<Vec<u8>>,
 }
 
 impl TlsInfo {
-    /// What `conn` negotiated, with what the client offered.
+    /// What `conn` negotiated, with what the client offered, the verdict
+    /// on the client's certificate and the session's id.
     pub fn of(
         conn: &ServerConnection,
         offered_suites: Vec<u16>,
         offered_groups: Vec<u16>,
+        verdict: Option<Verdict>,
+        session_id: Option<Vec<u8>>,
     ) -> TlsInfo {
         TlsInfo {
             protocol: conn
@@ -44,6 +71,48 @@ impl TlsInfo {
             offered_suites,
             offered_groups,
             alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
+            client: match (verdict, conn.peer_certificates()) {
+                (Some(verdict), Some(chain)) if !chain.is_empty() => Some(ClientCert {
+                    chain: chain.iter().map(|c| c.clone().into_owned()).collect(),
+                    verdict,
+                }),
+                _ => None,
+            },
+            session_id,
         }
+    }
+}
+
+/// Why a request on this connection is refused under `verify` (the
+/// request's server's `ssl_verify_client`), as `ngx_http_process_request`
+/// decides before the request is handled: the status (495, 496) and what
+/// the error log says at `info`.
+pub fn refusal(
+    tls: &TlsInfo,
+    verify: crate::config::ssl_model::VerifyClient,
+) -> Option<(u16, String)> {
+    use crate::config::ssl_model::VerifyClient;
+    if verify == VerifyClient::Off {
+        return None;
+    }
+    match &tls.client {
+        Some(c)
+            if c.verdict != Verdict::Success
+                && !(verify == VerifyClient::OptionalNoCa
+                    && c.verdict.optional_no_ca_accepts()) =>
+        {
+            Some((
+                495,
+                format!(
+                    "client SSL certificate verify error: ({}:{})",
+                    c.verdict.code(),
+                    c.verdict.reason()
+                ),
+            ))
+        }
+        None if verify == VerifyClient::On => {
+            Some((496, "client sent no required SSL certificate".to_string()))
+        }
+        _ => None,
     }
 }

@@ -10,9 +10,11 @@
 //! loader has read them), or make a handshake wait for a responder.
 
 pub mod accept;
+pub mod dynamic;
 pub mod info;
 pub mod ocsp_http;
 pub mod stapling;
+pub mod vars;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -87,6 +89,13 @@ pub struct ServerTls {
     keys: Vec<Arc<CertifiedKey>>,
     /// Each certificate's fetch, when a responder staples it.
     fetches: Vec<Option<Arc<Fetch>>>,
+    /// What the configuration decided (client verification, early data,
+    /// certificate names with variables).
+    pub plan: Arc<TlsPlan>,
+    /// The server's index in the http block.
+    pub index: usize,
+    /// The pairs loaded per handshake, when the names have variables.
+    pub loaded: Option<Arc<dynamic::Loaded>>,
 }
 
 impl ServerTls {
@@ -119,9 +128,10 @@ pub fn configs(http: &HttpConf, shared: &TlsShared) -> Result<Vec<Option<ServerT
     let out = http
         .servers
         .iter()
-        .map(|s| match &s.tls {
-            Some(plan) if !plan.pairs.is_empty() => {
-                server_tls(&provider, s, plan, shared, &mut used).map(Some)
+        .enumerate()
+        .map(|(index, s)| match &s.tls {
+            Some(plan) if !plan.pairs.is_empty() || !plan.dynamic_certs.is_empty() => {
+                server_tls(&provider, s, index, plan, shared, &mut used).map(Some)
             }
             _ => Ok(None),
         })
@@ -134,7 +144,8 @@ pub fn configs(http: &HttpConf, shared: &TlsShared) -> Result<Vec<Option<ServerT
 fn server_tls(
     provider: &rustls::crypto::CryptoProvider,
     s: &Server,
-    plan: &TlsPlan,
+    index: usize,
+    plan: &Arc<TlsPlan>,
     shared: &TlsShared,
     used: &mut Vec<[u8; 20]>,
 ) -> Result<ServerTls, String> {
@@ -166,6 +177,9 @@ fn server_tls(
         config: config(provider, plan, shared, staples)?,
         keys: plan.pairs.iter().map(|p| p.key.clone()).collect(),
         fetches,
+        plan: plan.clone(),
+        index,
+        loaded: (!plan.dynamic_certs.is_empty()).then(|| Arc::new(dynamic::Loaded::default())),
     })
 }
 
@@ -196,7 +210,18 @@ fn config(
             ))),
             (Builtin::NoBuiltin, None) => None,
         };
+    // rustls takes early data only on sessions the server keeps (RFC 8446
+    // §8.1's single-use tickets): with `ssl_early_data on`, tickets are
+    // ids in the session cache (the builtin one when none is set).
+    let sessions = match (&sessions, plan.early_data) {
+        (None, true) => Some(Arc::new(Store::new(
+            SessionCache::new(crate::config::ssl_model::DEFAULT_BUILTIN_SESSIONS),
+            plan.session_timeout,
+        )) as Arc<dyn rustls::server::StoresServerSessions>),
+        _ => sessions,
+    };
     let tickets: Option<Arc<dyn rustls::server::ProducesTickets>> = match &plan.tickets {
+        _ if plan.early_data => None,
         TicketPlan::Off => None,
         TicketPlan::Files(keys) => Some(Arc::new(Tickets::new(
             Keys::Files(keys.clone()),
@@ -220,6 +245,11 @@ fn config(
             sessions,
             tickets,
             alpn: vec![b"http/1.1".to_vec()],
+            early_data: plan.early_data,
+            per_handshake: !plan.dynamic_certs.is_empty(),
+            client_verifier: plan.client_cas.as_ref().map(|cas| {
+                Arc::new(crate::tls::client_verify::AskClient { cas: cas.clone() }) as _
+            }),
         },
     )
 }

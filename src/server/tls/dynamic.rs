@@ -1,0 +1,263 @@
+//! Certificates whose names have variables (`ssl_certificate
+//! /etc/ssl/$ssl_server_name.crt;`), loaded per handshake as nginx's
+//! `ngx_http_ssl_certificate` loads them: the names are evaluated once the
+//! ClientHello's server name is known (on the loop: string work), the
+//! files are read and the pair checked in the `ssl` pool (never on the
+//! loop), and what was loaded is kept by name and file identity (size,
+//! modification time, inode), so that a storm of handshakes naming the
+//! same files reads them once and a replaced file is read again.
+//!
+//! A name that does not load fails the handshake, logged as nginx logs it
+//! (`[error] cannot load certificate "…": …`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use rustls::sign::CertifiedKey;
+
+use crate::config::ssl_model::CertName;
+
+/// Pairs kept at most per server; when full the cache starts again (a
+/// configuration naming more distinct files than this reads some twice).
+pub const MAX_CACHED: usize = 1024;
+
+/// Where a certificate or key comes from once its name is evaluated.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// A file, its path resolved against the prefix.
+    File(PathBuf),
+    /// A `data:` value: the PEM itself.
+    Data(Vec<u8>),
+}
+
+impl Source {
+    /// What an evaluated name means: `data:…` is the PEM, else a path
+    /// (relative to `prefix`).
+    pub fn of(value: &[u8], prefix: &Path) -> Source {
+        match value.strip_prefix(b"data:") {
+            Some(pem) => Source::Data(pem.to_vec()),
+            None => {
+                let p = PathBuf::from(String::from_utf8_lossy(value).into_owned());
+                Source::File(if p.is_absolute() { p } else { prefix.join(p) })
+            }
+        }
+    }
+
+    /// The name as nginx prints it in its errors.
+    fn shown(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Data(d) => format!("data:{}", String::from_utf8_lossy(d)),
+        }
+    }
+}
+
+/// A file's identity: what changes when it is replaced or rewritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    size: u64,
+    mtime: Option<SystemTime>,
+    ino: u64,
+}
+
+/// One pair as loaded, with the identities of its files then.
+#[derive(Debug)]
+struct Cached {
+    ids: (Option<Identity>, Option<Identity>),
+    key: Arc<CertifiedKey>,
+}
+
+/// The pairs a server loaded per handshake.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pairs: Mutex<HashMap<(Source, Source), Cached>>,
+}
+
+/// The names of a server's pairs evaluated for one handshake.
+pub type Names = Vec<(Source, Source)>;
+
+/// Evaluates each pair's names with `expand` (the connection's
+/// variables).
+pub fn names(
+    pairs: &[(CertName, CertName)],
+    prefix: &Path,
+    expand: impl Fn(&CertName) -> Vec<u8>,
+) -> Names {
+    pairs
+        .iter()
+        .map(|(c, k)| {
+            (
+                Source::of(&expand(c), prefix),
+                Source::of(&expand(k), prefix),
+            )
+        })
+        .collect()
+}
+
+/// The identity of `s` now (a `data:` value has none); the error in
+/// nginx's words.
+fn identity(s: &Source, what: &str) -> Result<Option<Identity>, String> {
+    let Source::File(p) = s else {
+        return Ok(None);
+    };
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(p) {
+        Ok(m) => Ok(Some(Identity {
+            size: m.len(),
+            mtime: m.modified().ok(),
+            ino: m.ino(),
+        })),
+        Err(e) => Err(fopen_failed(what, p, &e)),
+    }
+}
+
+/// nginx's words for a certificate or key file that cannot be opened
+/// (`BIO_new_file` failing in `ngx_ssl_load_certificate`).
+fn fopen_failed(what: &str, p: &Path, e: &std::io::Error) -> String {
+    let text = crate::config::errno_text(e);
+    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
+    let bio = if e.kind() == std::io::ErrorKind::NotFound {
+        "error:10000080:BIO routines::no such file"
+    } else {
+        "error:10080002:BIO routines::system lib"
+    };
+    format!(
+        "cannot load {what} \"{0}\": BIO_new_file() failed (SSL: error:80000002:system library::{strerror}:calling fopen({0}, r) {bio})",
+        p.display()
+    )
+}
+
+fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
+    match s {
+        Source::Data(d) => Ok(d.clone()),
+        Source::File(p) => std::fs::read(p).map_err(|e| fopen_failed(what, p, &e)),
+    }
+}
+
+impl Loaded {
+    /// The pairs `names` name, from the cache when their files are the
+    /// ones loaded, else read and checked now. Runs in the `ssl` pool: it
+    /// reads files.
+    pub fn load(
+        &self,
+        names: &Names,
+        provider: &rustls::crypto::CryptoProvider,
+        passwords: Option<&[Vec<u8>]>,
+    ) -> Result<Vec<Arc<CertifiedKey>>, String> {
+        let mut out = Vec::with_capacity(names.len());
+        for (cert, key) in names {
+            let ids = (
+                identity(cert, "certificate")?,
+                identity(key, "certificate key")?,
+            );
+            let cache_key = (cert.clone(), key.clone());
+            {
+                let cache = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = cache.get(&cache_key).filter(|c| c.ids == ids) {
+                    out.push(c.key.clone());
+                    continue;
+                }
+            }
+            let cert_pem = read(cert, "certificate")?;
+            let key_pem = read(key, "certificate key")?;
+            let pair = crate::tls::material::pair(
+                provider,
+                &cert_pem,
+                Path::new(&cert.shown()),
+                &key_pem,
+                Path::new(&key.shown()),
+                passwords,
+            )?;
+            let mut cache = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() >= MAX_CACHED {
+                cache.clear();
+            }
+            cache.insert(
+                cache_key,
+                Cached {
+                    ids,
+                    key: pair.key.clone(),
+                },
+            );
+            out.push(pair.key);
+        }
+        Ok(out)
+    }
+
+    /// How many pairs are kept.
+    pub fn len(&self) -> usize {
+        self.pairs.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_files_under_the_prefix_or_data() {
+        let prefix = Path::new("/etc/nowait");
+        assert_eq!(
+            Source::of(b"certs/a.crt", prefix),
+            Source::File(PathBuf::from("/etc/nowait/certs/a.crt"))
+        );
+        assert_eq!(
+            Source::of(b"/x.crt", prefix),
+            Source::File(PathBuf::from("/x.crt"))
+        );
+        assert_eq!(
+            Source::of(b"data:PEM", prefix),
+            Source::Data(b"PEM".to_vec())
+        );
+    }
+
+    #[test]
+    fn a_pair_is_read_once_until_its_file_changes() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls");
+        let dir = std::env::temp_dir().join(format!("nowait-dynamic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("a.crt"), dir.join("a.key"));
+        std::fs::copy(fixtures.join("localhost-rsa.crt"), &cert).unwrap();
+        std::fs::copy(fixtures.join("localhost-rsa.key"), &key).unwrap();
+        let names = vec![(Source::File(cert.clone()), Source::File(key.clone()))];
+        let l = Loaded::default();
+        let provider = crate::tls::provider();
+        let first = l.load(&names, &provider, None).unwrap();
+        let again = l.load(&names, &provider, None).unwrap();
+        assert!(
+            Arc::ptr_eq(&first[0], &again[0]),
+            "read again though unchanged"
+        );
+        std::fs::copy(fixtures.join("localhost-ec.crt"), &cert).unwrap();
+        std::fs::copy(fixtures.join("localhost-ec.key"), &key).unwrap();
+        let changed = l.load(&names, &provider, None).unwrap();
+        assert!(
+            !Arc::ptr_eq(&first[0], &changed[0]),
+            "a changed file was not read"
+        );
+        assert_eq!(l.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_file_is_said_in_nginx_words() {
+        let l = Loaded::default();
+        let names = vec![(
+            Source::File(PathBuf::from("/nonexistent/a.crt")),
+            Source::File(PathBuf::from("/nonexistent/a.key")),
+        )];
+        let e = l.load(&names, &crate::tls::provider(), None).unwrap_err();
+        assert_eq!(
+            e,
+            "cannot load certificate \"/nonexistent/a.crt\": BIO_new_file() failed (SSL: error:80000002:system library::No such file or directory:calling fopen(/nonexistent/a.crt, r) error:10000080:BIO routines::no such file)"
+        );
+        assert!(l.is_empty());
+    }
+}
