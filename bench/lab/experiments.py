@@ -118,7 +118,8 @@ def hot_run(ctx, exp, server, label, conf_opts, loaded, rate, phases=("closed", 
         samp.start()
         if "closed" in phases and getattr(a, "hot_load", "oha") == "wrk" and exp == "A":
             res["closed"] = load.wrk_hot(servers.PORT, hot_arg, HOT_CONNS, 2, a.seconds,
-                                         os.path.join(prefix, "wrk-closed.txt"))
+                                         os.path.join(prefix, "wrk-closed.txt"),
+                                         window=SWITCH_WINDOW)
         elif "closed" in phases:
             res["closed"] = load.oha(ctx.tools, servers.PORT, hot_arg, HOT_CONNS, a.seconds,
                                      os.path.join(prefix, "oha-closed.json"))
@@ -253,7 +254,7 @@ def variant_run(ctx, server, label, conf_opts, kind):
         else:
             if getattr(a, "hot_load", "oha") == "wrk":
                 res["before"] = load.wrk_hot(servers.PORT, hot_url, HOT_CONNS, 2, pre,
-                                             os.path.join(prefix, "wrk-before.txt"))
+                                             os.path.join(prefix, "wrk-before.txt"), window=pre)
             else:
                 res["before"] = load.oha(ctx.tools, servers.PORT, hot_url, HOT_CONNS, pre,
                                          os.path.join(prefix, "oha-before.json"),
@@ -262,8 +263,24 @@ def variant_run(ctx, server, label, conf_opts, kind):
         res["switched_at_s"] = round(time.time() - samp.t0, 2)
         seconds = a.seconds if kind == "late" else max(a.seconds, SWITCH_SECONDS)
         if getattr(a, "hot_load", "oha") == "wrk":
+            def per_worker():
+                if server != "nowait":
+                    return None
+                text = run.status()
+                conns = {l.get("worker"): v for n, l, v in status.parse(text)
+                         if n == "nowait_connections"}
+                parsed = status.parse(text)
+                body = {l.get("path"): v for n, l, v in parsed if n == "nowait_body_bytes_total"}
+                gauges = {n: v for n, l, v in parsed
+                          if n in ("nowait_memory_short", "nowait_pinned_files",
+                                   "nowait_pinned_bytes", "nowait_pinned_budget_bytes",
+                                   "nowait_pins_dropped_total")}
+                return {"requests": status.summarize(text).get("requests_per_worker"),
+                        "connections": conns, "body_bytes": body, **gauges}
             res["closed"] = load.wrk_hot(servers.PORT, url, HOT_CONNS, 2, seconds,
-                                         os.path.join(prefix, "wrk-closed.txt"))
+                                         os.path.join(prefix, f"wrk-{kind}-{server}.txt"),
+                                         window=SWITCH_WINDOW, after=per_worker,
+                                         perf_pid=run.proc.pid if server == "nowait" else None)
         else:
             res["closed"] = load.oha(ctx.tools, servers.PORT, url, HOT_CONNS, seconds,
                                      os.path.join(prefix, "oha-closed.json"), timeline=True)

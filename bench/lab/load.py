@@ -21,7 +21,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LUA = os.path.join(HERE, "urls.lua")
-HOT_LUA = os.path.join(HERE, "hot.lua")
 
 
 def base_url(port):
@@ -31,9 +30,17 @@ def base_url(port):
 class Wrk:
     """A wrk run in the background."""
 
-    def __init__(self, port, url_list, conns, threads, seconds, out_path, timeout_s=30):
+    def __init__(self, port, url_list, conns, threads, seconds, out_path, timeout_s=30,
+                 single=None):
+        """`url_list`: a file of paths, one picked per request (urls.lua);
+        or `single`: one path, every request (urls.lua with a one-line list
+        would do too; a path is simpler)."""
         self.out_path = out_path
         self.out = open(out_path, "w")
+        if single is not None:
+            url_list = out_path + ".list"
+            with open(url_list, "w") as f:
+                f.write(single + "\n")
         cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s",
                "--timeout", f"{timeout_s}s", "-s", LUA, base_url(port) + "/",
                "--", url_list]
@@ -182,36 +189,44 @@ def _oha_figures(out_path, seconds, rate, returncode, stderr):
     }
 
 
-def wrk_hot(port, url, conns, threads, seconds, out_path):
+def wrk_hot(port, url, conns, threads, seconds, out_path, window=3, after=None, perf_pid=None):
     """A closed-loop hot load with wrk (`-t THREADS -c CONNS`) on one URL,
-    blocking, with the successful responses of each second of the run
-    (`per_second`, from hot.lua's per-wall-clock-second counts: the first
-    and last bins are partial seconds). The alternative to oha for the
-    variants (`--hot-load wrk`), as a user measuring with wrk sees it."""
-    started = time.time()
-    cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s",
-           "--timeout", "30s", "-s", HOT_LUA, base_url(port) + url]
-    with open(out_path, "w") as out:
-        subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=seconds + 90)
-    with open(out_path) as f:
-        text = f.read()
-    for line in text.splitlines():
-        if line.startswith("LABHOT "):
-            r = json.loads(line[len("LABHOT "):])
-            first = int(started)
-            bins = [0] * (int(seconds) + 1)
-            for sec, n in r["bins"].items():
-                i = int(sec) - first
-                if 0 <= i < len(bins):
-                    bins[i] += n
-            secs = r["duration_us"] / 1e6
-            ok = sum(bins)
-            # The first bin began at `started`, not on its second: drop the
-            # partial ends so that every bin is a whole second.
-            return {"requests_ok": ok, "req_per_s": ok / secs if secs else 0.0,
-                    "per_second": bins[1:int(seconds)], "errors": 0, "other_status": 0,
-                    "offered_rate": None, "tool": f"wrk -t{threads} -c{conns}"}
-    raise RuntimeError(f"wrk printed no result:\n{text[-2000:]}")
+    blocking, as back-to-back runs of `window` seconds (wrk has no
+    per-second figures, and a Lua response() callback would copy every
+    body into Lua: a 4 MB body costs more there than in the server); each
+    run's req/s stands for each second of its window (`per_second`), and
+    `windows` holds them. Each run opens its own connections, as a user
+    running wrk again does. The alternative to oha for the variants
+    (`--hot-load wrk`). `after`, if given, is called after each run and
+    what it returns is kept in `after_windows` (nowait's per-worker
+    counts)."""
+    bins, windows, ok, total, notes = [], [], 0, 0.0, []
+    n = max(1, int(seconds) // window)
+    perf_dir = os.environ.get("LAB_PERF_DIR")
+    for i in range(n):
+        perf = None
+        if perf_dir and perf_pid:
+            # A profile of the server in each window (LAB_PERF_DIR=DIR):
+            # where its CPU goes in the first window and in the later ones.
+            os.makedirs(perf_dir, exist_ok=True)
+            perf = subprocess.Popen(
+                ["perf", "record", "-F", "499", "-g", "-p", str(perf_pid), "-o",
+                 os.path.join(perf_dir, f"{os.path.basename(out_path)}.{i}.data"), "--",
+                 "sleep", str(window)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        r = Wrk(port, None, conns, threads, window, f"{out_path}.{i}", single=url).wait(
+            extra=window + 60)
+        if perf:
+            perf.wait(timeout=window + 30)
+        windows.append(r["req_per_s"])
+        bins += [round(r["req_per_s"])] * window
+        ok += r["requests"]
+        total += r["duration_us"] / 1e6
+        if after:
+            notes.append(after())
+    return {"requests_ok": ok, "req_per_s": ok / total if total else 0.0,
+            "per_second": bins, "wrk_windows": windows, "after_windows": notes,
+            "errors": 0, "other_status": 0,
+            "offered_rate": None, "tool": f"wrk -t{threads} -c{conns}, {n} runs of {window} s"}
 
 
 def wrk_run(port, url_list, conns, threads, seconds, out_path):

@@ -354,6 +354,11 @@ pub fn consider(file: &OpenFile, pool: &Arc<Pool>) {
     let fd = Arc::clone(&file.fd);
     let len = file.meta.size as usize;
     let task = move || {
+        // Read in by the read path first, then mapped: the mapping's faults
+        // would bring what is missing in 4 KiB folios, which every
+        // sendfile() of the pinned file then pays for (see
+        // `read_into_cache`). A failed read leaves it to the faults.
+        let _ = crate::sys::file::read_into_cache(&**fd, 0, len as u64);
         let result = crate::sys::file::map_locked(&**fd, len);
         let mut t = table();
         if let Some(t) = t.as_mut() {

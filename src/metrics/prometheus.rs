@@ -448,7 +448,7 @@ fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>
         out,
         "nowait_read_ahead_bytes_total",
         "counter",
-        "Bytes of popular files asked of the kernel ahead of their readers (posix_fadvise WILLNEED on a pool miss).",
+        "Bytes of popular files read into the page cache ahead of their readers (by a pool thread, on a miss).",
     );
     let _ = writeln!(
         out,
