@@ -87,7 +87,10 @@ pub fn request(
     let (alg, sig) = key.sign_x509(&info)?;
     let mut bits = vec![0u8];
     bits.extend(sig);
-    Ok(item(SEQUENCE, &[info, alg, item(BIT_STRING, &bits)].concat()))
+    Ok(item(
+        SEQUENCE,
+        &[info, alg, item(BIT_STRING, &bits)].concat(),
+    ))
 }
 
 #[cfg(test)]

@@ -89,7 +89,10 @@ impl Url {
             (h.to_string(), port)
         } else {
             match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), p.parse().map_err(|_| "invalid uri: bad port")?),
+                Some((h, p)) => (
+                    h.to_string(),
+                    p.parse().map_err(|_| "invalid uri: bad port")?,
+                ),
                 None => (authority.to_string(), default),
             }
         };
@@ -200,7 +203,9 @@ impl Client {
         let tcp = match (tcp, last) {
             (Some(t), _) => t,
             (None, Some(e)) => return Err(format!("connection error: {e}")),
-            (None, None) => return Err(format!("name resolution error: no address for {}", u.host)),
+            (None, None) => {
+                return Err(format!("name resolution error: no address for {}", u.host));
+            }
         };
         let io = |e: std::io::Error| format!("connection error: {e}");
         tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(io)?;
@@ -269,7 +274,8 @@ fn read_response(s: &mut impl Read) -> Result<Response, String> {
     };
     let mut rest = buf.split_off(head_len);
     let find = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
-    let chunked = find("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let chunked =
+        find("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     let length = find("content-length").and_then(|v| v.parse::<usize>().ok());
     let body = if chunked {
         loop {
@@ -390,9 +396,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

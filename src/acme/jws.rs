@@ -71,7 +71,14 @@ mod tests {
     #[test]
     fn a_request_carries_its_nonce_and_url_and_verifies() {
         let key = Key::generate(KeyKind::Ecdsa(256)).unwrap();
-        let body = sign(&key, Signer::Kid("https://a/acct/1"), "n0", "https://a/x", b"{}").unwrap();
+        let body = sign(
+            &key,
+            Signer::Kid("https://a/acct/1"),
+            "n0",
+            "https://a/x",
+            b"{}",
+        )
+        .unwrap();
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         use base64::Engine;
         let dec = |s: &serde_json::Value| {

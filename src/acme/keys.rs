@@ -35,7 +35,12 @@ impl std::fmt::Debug for Key {
     }
 }
 
-fn ec_algs(bits: u32) -> Option<(&'static EcdsaSigningAlgorithm, &'static EcdsaSigningAlgorithm)> {
+fn ec_algs(
+    bits: u32,
+) -> Option<(
+    &'static EcdsaSigningAlgorithm,
+    &'static EcdsaSigningAlgorithm,
+)> {
     Some(match bits {
         256 => (
             &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
@@ -259,8 +264,13 @@ impl Key {
 
 fn rsa_sign(k: &RsaKeyPair, msg: &[u8]) -> Result<Vec<u8>, String> {
     let mut sig = vec![0u8; k.public_modulus_len()];
-    k.sign(&signature::RSA_PKCS1_SHA256, &SystemRandom::new(), msg, &mut sig)
-        .map_err(|_| "cannot sign request body".to_string())?;
+    k.sign(
+        &signature::RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        msg,
+        &mut sig,
+    )
+    .map_err(|_| "cannot sign request body".to_string())?;
     Ok(sig)
 }
 
@@ -289,7 +299,11 @@ mod tests {
 
     #[test]
     fn a_generated_key_survives_its_pem() {
-        for kind in [KeyKind::Ecdsa(256), KeyKind::Ecdsa(384), KeyKind::Ecdsa(521)] {
+        for kind in [
+            KeyKind::Ecdsa(256),
+            KeyKind::Ecdsa(384),
+            KeyKind::Ecdsa(521),
+        ] {
             let k = Key::generate(kind).unwrap();
             let pem = k.pem().unwrap();
             let again = Key::from_pem(&pem, std::path::Path::new("k.pem")).unwrap();
@@ -312,6 +326,9 @@ mod tests {
         // RFC 7638 §3.1's example key.
         let jwk = r#"{"e":"AQAB","kty":"RSA","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"}"#;
         let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, jwk.as_bytes());
-        assert_eq!(b64url(d.as_ref()), "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+        assert_eq!(
+            b64url(d.as_ref()),
+            "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+        );
     }
 }

@@ -90,7 +90,11 @@ impl Problem {
     fn is_bad_order(&self) -> bool {
         matches!(
             self.kind.as_str(),
-            "badCSR" | "caa" | "invalidProfile" | "malformed" | "rejectedIdentifier"
+            "badCSR"
+                | "caa"
+                | "invalidProfile"
+                | "malformed"
+                | "rejectedIdentifier"
                 | "unsupportedIdentifier"
         )
     }
@@ -187,14 +191,18 @@ impl<'a> Session<'a> {
             return Ok(d.clone());
         }
         let fail = |e: String| Failure::Again(format!("directory update failed ({e})"));
-        let r = self.get(&self.issuer.uri.clone()).map_err(|f| f.map(|t| format!("directory update failed ({t})")))?;
+        let r = self
+            .get(&self.issuer.uri.clone())
+            .map_err(|f| f.map(|t| format!("directory update failed ({t})")))?;
         let v: Value = serde_json::from_slice(&r.body)
             .map_err(|e| fail(format!("cannot deserialize response ({e})")))?;
         let url = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         let (Some(new_nonce), Some(new_account), Some(new_order)) =
             (url("newNonce"), url("newAccount"), url("newOrder"))
         else {
-            return Err(fail("cannot deserialize response (missing field)".to_string()));
+            return Err(fail(
+                "cannot deserialize response (missing field)".to_string(),
+            ));
         };
         let meta = v.get("meta");
         let d = Directory {
@@ -219,7 +227,10 @@ impl<'a> Session<'a> {
     fn get(&self, url: &str) -> Result<Response, Failure> {
         let mut u = url.to_string();
         for _ in 0..10 {
-            let r = self.http.request("GET", &u, None, b"").map_err(Failure::Again)?;
+            let r = self
+                .http
+                .request("GET", &u, None, b"")
+                .map_err(Failure::Again)?;
             if (300..400).contains(&r.status) {
                 let loc = r.header("location").ok_or_else(|| {
                     Failure::Again("redirect failed: missing redirect URI".to_string())
@@ -230,12 +241,21 @@ impl<'a> Session<'a> {
             if (200..300).contains(&r.status) {
                 return Ok(r);
             }
-            if let Some(p) = serde_json::from_slice::<Value>(&r.body).ok().as_ref().and_then(Problem::of) {
+            if let Some(p) = serde_json::from_slice::<Value>(&r.body)
+                .ok()
+                .as_ref()
+                .and_then(Problem::of)
+            {
                 return Err(Failure::Again(p.text));
             }
-            return Err(Failure::Again(format!("unexpected status code {} in response", status_text(r.status))));
+            return Err(Failure::Again(format!(
+                "unexpected status code {} in response",
+                status_text(r.status)
+            )));
         }
-        Err(Failure::Again("redirect failed: too many redirects".to_string()))
+        Err(Failure::Again(
+            "redirect failed: too many redirects".to_string(),
+        ))
     }
 
     fn nonce(&mut self) -> Result<String, Failure> {
@@ -243,7 +263,10 @@ impl<'a> Session<'a> {
             return Ok(n);
         }
         let d = self.directory()?;
-        let r = self.http.request("HEAD", &d.new_nonce, None, b"").map_err(Failure::Again)?;
+        let r = self
+            .http
+            .request("HEAD", &d.new_nonce, None, b"")
+            .map_err(Failure::Again)?;
         r.header("replay-nonce")
             .map(str::to_string)
             .ok_or_else(|| Failure::Again("cannot obtain replay nonce".to_string()))
@@ -266,19 +289,27 @@ impl<'a> Session<'a> {
             };
             let body = match jws::sign(self.key, signer, &nonce, url, payload) {
                 Ok(b) => b,
-                Err(e) => return Outcome::Failed(Failure::Again(format!("cannot sign request body ({e})"))),
-            };
-            let r = match self.http.request("POST", url, Some("application/jose+json"), body.as_bytes()) {
-                Ok(r) => r,
                 Err(e) => {
-                    network_tries += 1;
-                    if network_tries <= NETWORK_RETRIES {
-                        std::thread::sleep(Duration::from_secs(1));
-                        continue;
-                    }
-                    return Outcome::Failed(Failure::Again(e));
+                    return Outcome::Failed(Failure::Again(format!(
+                        "cannot sign request body ({e})"
+                    )));
                 }
             };
+            let r =
+                match self
+                    .http
+                    .request("POST", url, Some("application/jose+json"), body.as_bytes())
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        network_tries += 1;
+                        if network_tries <= NETWORK_RETRIES {
+                            std::thread::sleep(Duration::from_secs(1));
+                            continue;
+                        }
+                        return Outcome::Failed(Failure::Again(e));
+                    }
+                };
             let next = r.header("replay-nonce").map(str::to_string);
             if (200..300).contains(&r.status) {
                 if let Some(n) = next {
@@ -290,7 +321,10 @@ impl<'a> Session<'a> {
                 return Outcome::Failed(Failure::Again("cannot obtain replay nonce".to_string()));
             };
             nonce = n;
-            let problem = serde_json::from_slice::<Value>(&r.body).ok().as_ref().and_then(Problem::of);
+            let problem = serde_json::from_slice::<Value>(&r.body)
+                .ok()
+                .as_ref()
+                .and_then(Problem::of);
             let Some(problem) = problem else {
                 return Outcome::Failed(Failure::Again(format!(
                     "unexpected status code {} in response",
@@ -325,9 +359,8 @@ impl<'a> Session<'a> {
     fn post_json(&mut self, url: &str, payload: &[u8]) -> Result<(Response, Value), Failure> {
         match self.post(url, payload) {
             Outcome::Ok(r) => {
-                let v = serde_json::from_slice(&r.body).map_err(|e| {
-                    Failure::Again(format!("cannot deserialize response ({e})"))
-                })?;
+                let v = serde_json::from_slice(&r.body)
+                    .map_err(|e| Failure::Again(format!("cannot deserialize response ({e})")))?;
                 Ok((r, v))
             }
             Outcome::Problem(p) if p.is_bad_order() => Err(Failure::Invalid(p.text)),
@@ -340,13 +373,18 @@ impl<'a> Session<'a> {
     pub fn new_account(&mut self) -> Result<Account, Failure> {
         let d = self.directory()?;
         if d.external_account_required && self.issuer.eab.is_none() {
-            return Err(Failure::Invalid("external account key required".to_string()));
+            return Err(Failure::Invalid(
+                "external account key required".to_string(),
+            ));
         }
         self.profile = match &self.issuer.profile {
             Some(p) if p.required => Some(p.name.clone()),
             Some(p) if d.profiles.contains(&p.name) => Some(p.name.clone()),
             Some(p) => {
-                (self.notice)(&format!("acme profile \"{}\" is not supported by the server", p.name));
+                (self.notice)(&format!(
+                    "acme profile \"{}\" is not supported by the server",
+                    p.name
+                ));
                 None
             }
             None => None,
@@ -367,7 +405,9 @@ impl<'a> Session<'a> {
         let (r, v) = match self.post(&d.new_account, body.as_bytes()) {
             Outcome::Ok(r) => {
                 let v: Value = serde_json::from_slice(&r.body).map_err(|e| {
-                    Failure::Again(format!("account request failed (cannot deserialize response ({e}))"))
+                    Failure::Again(format!(
+                        "account request failed (cannot deserialize response ({e}))"
+                    ))
                 })?;
                 (r, v)
             }
@@ -377,7 +417,10 @@ impl<'a> Session<'a> {
         };
         let status = v.get("status").and_then(Value::as_str).unwrap_or("");
         if status != "valid" {
-            return Err(Failure::Invalid(format!("unexpected account status {}", capitalized(status))));
+            return Err(Failure::Invalid(format!(
+                "unexpected account status {}",
+                capitalized(status)
+            )));
         }
         let kid = r
             .header("location")
@@ -416,7 +459,11 @@ impl<'a> Session<'a> {
         let auths: Vec<String> = v
             .get("authorizations")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         let mut pending = Vec::new();
         for url in auths {
@@ -448,7 +495,11 @@ impl<'a> Session<'a> {
             self.authorize(&url, &challenge, challenges)?;
         }
         let (_, mut v) = self.post_json(&order_url, b"")?;
-        let status = v.get("status").and_then(Value::as_str).unwrap_or("").to_string();
+        let status = v
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if status != "ready" {
             if let Some(p) = v.get("error").and_then(Problem::of) {
                 return Err(if p.is_bad_order() {
@@ -457,7 +508,10 @@ impl<'a> Session<'a> {
                     Failure::Again(p.text)
                 });
             }
-            return Err(Failure::Again(format!("unexpected order status {}", capitalized(&status))));
+            return Err(Failure::Again(format!(
+                "unexpected order status {}",
+                capitalized(&status)
+            )));
         }
         let cn = self
             .issuer
@@ -466,7 +520,11 @@ impl<'a> Session<'a> {
             .flatten();
         let csr = super::csr::request(&order.identifiers, cn, &pkey)
             .map_err(|e| Failure::Again(format!("csr generation failed ({e})")))?;
-        let finalize = v.get("finalize").and_then(Value::as_str).unwrap_or("").to_string();
+        let finalize = v
+            .get("finalize")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let body = format!(r#"{{"csr":"{}"}}"#, b64url(&csr));
         match self.post(&finalize, body.as_bytes()) {
             Outcome::Ok(r) => {
@@ -495,15 +553,31 @@ impl<'a> Session<'a> {
 
     /// Answers one authorization's HTTP-01 challenge and waits for its
     /// verdict.
-    fn authorize(&mut self, url: &str, challenge: &Value, challenges: &Challenges) -> Result<(), Failure> {
-        let token = challenge.get("token").and_then(Value::as_str).unwrap_or("").to_string();
-        let curl = challenge.get("url").and_then(Value::as_str).unwrap_or("").to_string();
+    fn authorize(
+        &mut self,
+        url: &str,
+        challenge: &Value,
+        challenges: &Challenges,
+    ) -> Result<(), Failure> {
+        let token = challenge
+            .get("token")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let curl = challenge
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let key_authorization = format!("{token}.{}", self.key.thumbprint());
         let _registered = challenges.register(&token, key_authorization);
         let (_, c) = self.post_json(&curl, b"{}")?;
         let cs = c.get("status").and_then(Value::as_str).unwrap_or("");
         if !matches!(cs, "pending" | "processing" | "valid") {
-            return Err(Failure::Again(format!("unexpected challenge status {}", capitalized(cs))));
+            return Err(Failure::Again(format!(
+                "unexpected challenge status {}",
+                capitalized(cs)
+            )));
         }
         let mut tries = Backoff::new(MAX_BACKOFF, AUTHORIZATION_TIMEOUT);
         let mut a;
@@ -521,13 +595,19 @@ impl<'a> Session<'a> {
             let err = a
                 .get("challenges")
                 .and_then(Value::as_array)
-                .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("http-01")))
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.get("type").and_then(Value::as_str) == Some("http-01"))
+                })
                 .and_then(|c| c.get("error"))
                 .and_then(Problem::of);
             return Err(match err {
                 Some(p) if p.is_bad_order() => Failure::Invalid(p.text),
                 Some(p) => Failure::Again(p.text),
-                None => Failure::Again(format!("unexpected authorization status {}", capitalized(status))),
+                None => Failure::Again(format!(
+                    "unexpected authorization status {}",
+                    capitalized(status)
+                )),
             });
         }
         Ok(())
@@ -572,7 +652,9 @@ impl<'a> Session<'a> {
 fn check_chain(pem: &[u8]) -> Result<(), Failure> {
     match crate::tls::material::chain(pem, std::path::Path::new("certificate")) {
         Ok(c) if !c.is_empty() => Ok(()),
-        Ok(_) => Err(Failure::Again("no certificate in the completed order".to_string())),
+        Ok(_) => Err(Failure::Again(
+            "no certificate in the completed order".to_string(),
+        )),
         Err(e) => Err(Failure::Again(format!("PEM_read_bio_X509() failed: {e}"))),
     }
 }
@@ -621,11 +703,16 @@ fn resolve(base: &str, relative: &str) -> String {
         return relative.to_string();
     }
     let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
     if relative.starts_with('/') {
         format!("{}{relative}", &base[..host_end])
     } else {
-        let dir_end = base.rfind('/').filter(|&i| i >= host_end).map_or(host_end, |i| i);
+        let dir_end = base
+            .rfind('/')
+            .filter(|&i| i >= host_end)
+            .map_or(host_end, |i| i);
         format!("{}/{relative}", &base[..dir_end])
     }
 }
@@ -636,7 +723,10 @@ fn parse_retry_after(v: &str) -> Option<Duration> {
         return Some(Duration::from_secs(s));
     }
     let t = httpdate::parse_http_date(v.trim()).ok()?;
-    Some(t.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    Some(
+        t.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 /// A status as Rust's `Debug` of nginx-acme's enums prints it
@@ -711,10 +801,16 @@ mod tests {
 
     #[test]
     fn problems_are_printed_as_nginx_acme_prints_them() {
-        let p = Problem::of(&json!({"type": "urn:ietf:params:acme:error:connection", "detail": "refused"})).unwrap();
+        let p = Problem::of(
+            &json!({"type": "urn:ietf:params:acme:error:connection", "detail": "refused"}),
+        )
+        .unwrap();
         assert_eq!(p.text, "urn:ietf:params:acme:error:connection: refused");
         assert!(!p.is_bad_order());
-        let p = Problem::of(&json!({"type": "urn:ietf:params:acme:error:rejectedIdentifier", "detail": "x"})).unwrap();
+        let p = Problem::of(
+            &json!({"type": "urn:ietf:params:acme:error:rejectedIdentifier", "detail": "x"}),
+        )
+        .unwrap();
         assert!(p.is_bad_order());
     }
 

@@ -234,7 +234,14 @@ fn run(h: &Handle, store: &Store) {
         let Some(j) = job.clone() else {
             return;
         };
-        let next = update(&j, store, &mut states, &mut key, &mut account, &mut issuer_state);
+        let next = update(
+            &j,
+            store,
+            &mut states,
+            &mut key,
+            &mut account,
+            &mut issuer_state,
+        );
         let wait = Duration::from_secs((next - schedule::now()).max(0) as u64)
             .clamp(schedule::MIN_INTERVAL, schedule::MAX_INTERVAL);
         let m = lock(&h.mailbox);
@@ -265,7 +272,8 @@ fn account_key(issuer: &AcmeIssuer) -> Result<Key, String> {
                     }
                 }
             }
-            let k = Key::generate(*kind).map_err(|e| format!("cannot generate account key: {e}"))?;
+            let k =
+                Key::generate(*kind).map_err(|e| format!("cannot generate account key: {e}"))?;
             if let (Some(d), Ok(pem)) = (&dir, k.pem()) {
                 // As nginx-acme: a key that cannot be kept still serves.
                 let _ = d.write(ACCOUNT_KEY_FILE, &pem);
@@ -329,7 +337,10 @@ fn update(
             }
         },
     };
-    let http = match Client::new(j.issuer.trusted.as_ref().map(|(_, p)| p.as_slice()), j.issuer.ssl_verify) {
+    let http = match Client::new(
+        j.issuer.trusted.as_ref().map(|(_, p)| p.as_slice()),
+        j.issuer.ssl_verify,
+    ) {
         Ok(c) => c,
         Err(e) => {
             j.log.log(
@@ -350,7 +361,11 @@ fn update(
         if !session.has_account() {
             match session.new_account() {
                 Ok(Account::Created(url)) => {
-                    j.log.log(Level::Info, None, format_args!("account \"{url}\" created, {lctx}"));
+                    j.log.log(
+                        Level::Info,
+                        None,
+                        format_args!("account \"{url}\" created, {lctx}"),
+                    );
                     if let Some(d) = &dir {
                         let _ = d.write(ACCOUNT_URL_FILE, url.as_bytes());
                     }
@@ -392,7 +407,11 @@ fn update(
                 let cur = match Current::parse(issued.chain, issued.key, &c.id) {
                     Ok(cur) => cur,
                     Err(e) => {
-                        j.log.log(Level::Warn, None, format_args!("{e} while updating certificate, {lctx}"));
+                        j.log.log(
+                            Level::Warn,
+                            None,
+                            format_args!("{e} while updating certificate, {lctx}"),
+                        );
                         let s = state.failed();
                         next = next.min(s.next().unwrap_or(next));
                         states.insert(c.id.clone(), s);
@@ -428,15 +447,27 @@ fn update(
                 next = next.min(at);
             }
             Err(Failure::RateLimited(e, d)) => {
-                j.log.log(Level::Warn, None, format_args!("{e} while updating certificate, {lctx}"));
+                j.log.log(
+                    Level::Warn,
+                    None,
+                    format_args!("{e} while updating certificate, {lctx}"),
+                );
                 return schedule::now() + d.as_secs() as i64;
             }
             Err(Failure::Invalid(e)) => {
-                j.log.log(Level::Error, None, format_args!("{e} while updating certificate, {lctx}"));
+                j.log.log(
+                    Level::Error,
+                    None,
+                    format_args!("{e} while updating certificate, {lctx}"),
+                );
                 states.insert(c.id.clone(), State::Invalid);
             }
             Err(Failure::Again(e)) => {
-                j.log.log(Level::Warn, None, format_args!("{e} while updating certificate, {lctx}"));
+                j.log.log(
+                    Level::Warn,
+                    None,
+                    format_args!("{e} while updating certificate, {lctx}"),
+                );
                 let s = state.failed();
                 next = next.min(s.next().unwrap_or(next));
                 states.insert(c.id.clone(), s);

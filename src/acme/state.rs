@@ -88,7 +88,10 @@ mod tests {
             .collect();
         assert_eq!(names, ["a.crt"], "a temporary file was left");
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(s.path("a.crt")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(s.path("a.crt"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -253,9 +253,8 @@ pub fn external_account_key(
         }
     };
     let text = String::from_utf8_lossy(&encoded);
-    let key = base64url_decode(text.trim()).ok_or_else(|| {
-        format!("\"{}\" directive invalid base64url encoded value", d.name)
-    })?;
+    let key = base64url_decode(text.trim())
+        .ok_or_else(|| format!("\"{}\" directive invalid base64url encoded value", d.name))?;
     issuer(scope).eab = Some(ExternalAccountKey {
         kid: kid.to_string(),
         key,
@@ -275,7 +274,11 @@ fn base64url_decode(s: &str) -> Option<Vec<u8>> {
 }
 
 /// `preferred_chain name;`
-pub fn preferred_chain(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn preferred_chain(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     set_once(
         &mut issuer(scope).preferred_chain,
         d.arg(0).to_string(),
@@ -331,7 +334,11 @@ pub fn accept_terms_of_service(
 }
 
 /// `acme_shared_zone zone=name:size;`
-pub fn acme_shared_zone(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn acme_shared_zone(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let h = http(scope);
     if h.acme.zone.is_some() {
         return Err(format!("\"{}\" directive is duplicate", d.name));
@@ -351,7 +358,11 @@ pub fn acme_shared_zone(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -
 }
 
 /// `acme_certificate issuer [identifier ...] [key=alg[:size]];`
-pub fn acme_certificate(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+pub fn acme_certificate(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
     let Scope::Server(s) = scope else {
         unreachable!("the table allows acme_certificate in server only")
     };
@@ -421,15 +432,25 @@ fn validate_dns_identifier(name: &str) -> Result<(), String> {
     let mut state = State::Start;
     for (i, ch) in name.bytes().enumerate() {
         state = match ch {
-            0x00..=0x20 | 0x7f.. => return Err(format!("invalid character {ch:x} at position {i}")),
+            0x00..=0x20 | 0x7f.. => {
+                return Err(format!("invalid character {ch:x} at position {i}"));
+            }
             b'*' if state == State::Start => State::Wildcard,
             b'.' if state != State::Dot => State::Dot,
             _ if state == State::Wildcard => {
-                return Err(format!("unexpected character '{}' at position {i}", ch as char));
+                return Err(format!(
+                    "unexpected character '{}' at position {i}",
+                    ch as char
+                ));
             }
             b'A'..=b'Z' | b'0'..=b'9' | b'a'..=b'z' | b'-' | b'_' | b'~' | b'%' => State::Label,
             b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'+' | b',' | b';' | b'=' => State::Label,
-            _ => return Err(format!("unexpected character '{}' at position {i}", ch as char)),
+            _ => {
+                return Err(format!(
+                    "unexpected character '{}' at position {i}",
+                    ch as char
+                ));
+            }
         };
     }
     if state != State::Label {
@@ -522,12 +543,67 @@ fn push_emerg(b: &mut Builder, msg: String, at: Option<&Loc>) {
 }
 
 fn push_warn(b: &mut Builder, msg: String, at: Option<&Loc>) {
-    b.diags.push(super::error::ConfError::warn(msg, at.cloned()));
+    b.diags
+        .push(super::error::ConfError::warn(msg, at.cloned()));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::load_text;
+
+    const ISSUER: &str = "acme_issuer le { uri https://acme.test/dir; state_path off; }";
+
+    fn load(body: &str) -> Result<HttpConf, Vec<String>> {
+        let text = format!("events {{}}\nhttp {{\n{body}\n}}\n");
+        load_text(&text)
+            .map(|l| l.config.http.unwrap())
+            .map_err(|e| e.into_iter().map(|e| e.message).collect())
+    }
+
+    #[test]
+    fn a_server_orders_its_names_from_its_issuer() {
+        let h = load(&format!(
+            "{ISSUER}\nserver {{ server_name .example.test ~^x 127.0.0.1 \"\"; acme_certificate le key=rsa:3072; }}"
+        ))
+        .unwrap();
+        let i = &h.acme.issuers[0];
+        assert_eq!(i.account_key, AccountKey::Generate(KeyKind::Ecdsa(256)));
+        assert!(i.ssl_verify && !i.accept_tos && i.state_path.is_none());
+        let c = &h.acme.certificates[0];
+        assert_eq!(c.order.key, KeyKind::Rsa(3072));
+        assert_eq!(
+            c.order.identifiers,
+            [
+                Identifier::Dns("www.example.test".into()),
+                Identifier::Dns("example.test".into()),
+                Identifier::Ip("127.0.0.1".into()),
+            ]
+        );
+        assert!(c.id.starts_with("www.example.test-"), "{}", c.id);
+    }
+
+    #[test]
+    fn mistakes_are_said_in_nginx_acme_words() {
+        let e = load("server { server_name a.test; acme_certificate none; }").unwrap_err();
+        assert_eq!(e, ["issuer \"none\" is missing"]);
+        let e = load("acme_issuer le { state_path off; }").unwrap_err();
+        assert_eq!(e, ["acme_issuer: \"uri\" is missing"]);
+        let e = load(&format!("{ISSUER}\nserver {{ acme_certificate le; }}")).unwrap_err();
+        assert_eq!(
+            e,
+            ["\"acme_certificate\": no identifiers found in \"server_name\""]
+        );
+        let e = load(&format!(
+            "{ISSUER}\nserver {{ server_name a; acme_certificate le key=ecdsa:1; }}"
+        ))
+        .unwrap_err();
+        assert_eq!(e, ["acme_certificate: unsupported curve"]);
+        let e = load("acme_shared_zone zone=z:1k;").unwrap_err();
+        assert_eq!(e, ["acme_shared_zone: zone z is too small"]);
+        let e = load("acme_issuer le { uri https://a/; challenge dns-01; }").unwrap_err();
+        assert_eq!(e, ["unsupported challenge: dns-01"]);
+    }
 
     #[test]
     fn dns_identifiers_are_checked_as_nginx_acme_checks_them() {
@@ -537,10 +613,19 @@ mod tests {
             ("Example", Ok(())),
             ("Example.", Err("does not end with a label")),
             ("E\x10ample", Err("invalid character 10 at position 1")),
-            ("www.example..test", Err("unexpected character '.' at position 12")),
+            (
+                "www.example..test",
+                Err("unexpected character '.' at position 12"),
+            ),
             ("*.example.test", Ok(())),
-            ("*ww.example.test", Err("unexpected character 'w' at position 1")),
-            ("ww*.example.test", Err("unexpected character '*' at position 2")),
+            (
+                "*ww.example.test",
+                Err("unexpected character 'w' at position 1"),
+            ),
+            (
+                "ww*.example.test",
+                Err("unexpected character '*' at position 2"),
+            ),
             ("", Err("does not end with a label")),
             ("*.", Err("does not end with a label")),
         ] {

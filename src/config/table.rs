@@ -8,10 +8,10 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_access, set_acme, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_core_http,
-    set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers, set_output,
-    set_proxy, set_proxy_ssl, set_realip, set_rewrite, set_sched, set_server, set_split_clients,
-    set_ssi, set_ssl, set_sub, set_upstream,
+    set_access, set_acme, set_autoindex, set_cache, set_cache_path, set_charset, set_core,
+    set_core_http, set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers,
+    set_output, set_proxy, set_proxy_ssl, set_realip, set_rewrite, set_sched, set_server,
+    set_split_clients, set_ssi, set_ssl, set_sub, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
