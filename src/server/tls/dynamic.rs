@@ -160,7 +160,13 @@ fn fopen_failed(what: &str, p: &Path, e: &std::io::Error) -> String {
 fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
     match s {
         Source::Data(d) => Ok(d.clone()),
-        Source::File(p) => std::fs::read(p).map_err(|e| fopen_failed(what, p, &e)),
+        // OpenSSL's `fopen` opens a directory (a name that evaluated to
+        // nothing is the prefix): its PEM reader then finds no PEM, and
+        // says so.
+        Source::File(p) => match std::fs::read(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
+            r => r.map_err(|e| fopen_failed(what, p, &e)),
+        },
     }
 }
 
@@ -324,6 +330,27 @@ mod tests {
             [Named::Load(Source::File(c), Source::File(k))]
                 if c == Path::new("/p/a.crt") && k == Path::new("/p/a.key")
         ));
+    }
+
+    #[test]
+    fn a_directory_is_said_as_openssl_reads_it() {
+        let dir = std::env::temp_dir();
+        let names = vec![Named::Load(
+            Source::File(dir.clone()),
+            Source::File(dir.clone()),
+        )];
+        let e = Loaded::default()
+            .load(&names, &crate::tls::provider(), None)
+            .unwrap_err();
+        // nginx: `PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM
+        // routines::no start line:Expecting: TRUSTED CERTIFICATE)`; the
+        // words after `SSL:` are the PEM reader's (tls/material.rs).
+        let want = format!(
+            "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (SSL: ",
+            dir.display()
+        );
+        assert!(e.starts_with(&want), "{e}");
+        assert!(e.contains("no start line"), "{e}");
     }
 
     #[test]
