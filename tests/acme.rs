@@ -6,16 +6,23 @@
 //! fixture (trusted through `ssl_trusted_certificate`), and its issuing
 //! root, fetched from its management port, verifies what nowait serves.
 //!
-//! Covered: the first certificate end to end, its state reused after a
+//! Covered: the first certificate end to end (beside a server whose
+//! certificate names have other variables), its state reused after a
 //! restart (no new order), a short-lived certificate renewed, a challenge
 //! pebble cannot reach (nginx-acme's words, nothing served, tried again
-//! later), a reload while an order is under way.
+//! later), a reload while pebble is validating the order's challenge (held
+//! by a relay until the reload is done), the certificate served from
+//! memory once issued, and `$acme_certificate` in a server without
+//! `acme_certificate` (no pebble needed).
 
 mod common;
 
+use std::io::Write;
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use common::server::free_port;
@@ -134,10 +141,16 @@ impl Pebble {
 }
 
 /// nowait's configuration: an issuer for pebble with its state under
-/// `state`, a TLS server for `NAME`, a plain server on `http_port`.
+/// `state`, a TLS server for `NAME`, a plain server on `http_port`
+/// (answering `/generation` with `generation`, to tell a reload done).
 fn conf(p: &Pebble, state: &Path, http_port: u16) -> String {
+    conf_with(p, state, http_port, "1", "")
+}
+
+/// [`conf`] with the plain server's `generation` and `extra` servers.
+fn conf_with(p: &Pebble, state: &Path, http_port: u16, generation: &str, extra: &str) -> String {
     format!(
-        "error_log {{prefix}}/error.log info;
+        "error_log {{prefix}}/error.log debug;
 events {{}}
 http {{
     access_log off;
@@ -159,9 +172,10 @@ http {{
     }}
     server {{
         listen 127.0.0.1:{http_port};
+        location = /generation {{ return 200 \"{generation}\"; }}
         location / {{ return 404; }}
     }}
-}}
+{extra}}}
 ",
         p.port,
         state.display(),
@@ -223,6 +237,101 @@ fn have_pebble() -> bool {
     Path::new(PEBBLE).exists() && Path::new(CHALLTESTSRV).exists()
 }
 
+/// The line of `log` that says `what`.
+fn line_of<'a>(log: &'a str, what: &str) -> &'a str {
+    log.lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no line with {what:?}: {log}"))
+}
+
+/// Waits until the issuer's thread has looked at the order and found it
+/// not due (nginx-acme's debug line) in the log after the first line
+/// that says `after`.
+fn wait_not_due(s: &Server, after: &str) {
+    const NOT_DUE: &str =
+        "acme: certificate is not due for renewal, acme issuer: \"pebble\", order: \"acme.test-";
+    let seen = wait::until(Duration::from_secs(30), || {
+        let log = error_log(s);
+        let Some(at) = log.find(after) else {
+            return false;
+        };
+        log[at..]
+            .lines()
+            .any(|l| l.contains("[debug]") && l.contains(NOT_DUE))
+    });
+    assert!(seen, "the order was not looked at again: {}", error_log(s));
+}
+
+/// A relay from a port of its own to `to` that holds each connection
+/// until [`Gate::open`]: pebble's validation of a challenge, made through
+/// it, waits while the test does something else.
+struct Gate {
+    port: u16,
+    /// Connections accepted so far.
+    arrived: Arc<AtomicUsize>,
+    open: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Gate {
+    fn new(to: u16) -> Gate {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("the relay's port");
+        let port = listener.local_addr().unwrap().port();
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let (count, gate) = (arrived.clone(), open.clone());
+        std::thread::spawn(move || {
+            for c in listener.incoming() {
+                let Ok(c) = c else { return };
+                count.fetch_add(1, Ordering::SeqCst);
+                let gate = gate.clone();
+                std::thread::spawn(move || {
+                    let (lock, cv) = &*gate;
+                    let mut open = lock.lock().unwrap();
+                    while !*open {
+                        open = cv.wait(open).unwrap();
+                    }
+                    drop(open);
+                    relay(c, to);
+                });
+            }
+        });
+        Gate {
+            port,
+            arrived,
+            open,
+        }
+    }
+
+    fn arrived(&self) -> usize {
+        self.arrived.load(Ordering::SeqCst)
+    }
+
+    fn open(&self) {
+        let (lock, cv) = &*self.open;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+}
+
+/// Copies `c` to a connection to `to` and back until either side ends.
+fn relay(c: TcpStream, to: u16) {
+    let Ok(up) = TcpStream::connect(("127.0.0.1", to)) else {
+        return;
+    };
+    let (Ok(mut c_in), Ok(mut up_out)) = (c.try_clone(), up.try_clone()) else {
+        return;
+    };
+    let there = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c_in, &mut up_out);
+        let _ = up_out.shutdown(Shutdown::Write);
+    });
+    let (mut up_in, mut c_out) = (up, c);
+    let _ = std::io::copy(&mut up_in, &mut c_out);
+    let _ = c_out.flush();
+    let _ = c_out.shutdown(Shutdown::Both);
+    let _ = there.join();
+}
+
 #[test]
 fn a_certificate_is_issued_served_and_reused_after_a_restart() {
     common::require_or_skip!(
@@ -233,7 +342,28 @@ fn a_certificate_is_issued_served_and_reused_after_a_restart() {
     let p = Pebble::start(http_port, 0, &[]);
     let state = TempDir::new("acme-state");
     let state_dir = state.path().join("pebble");
-    let text = conf(&p, &state_dir, http_port);
+    // Beside the ACME server, one whose certificate names have other
+    // variables: loaded per handshake from files, as without ACME.
+    let certs = TempDir::new("acme-certs");
+    for ext in ["crt", "key"] {
+        std::fs::copy(
+            fixture(&format!("other.{ext}")),
+            certs.path().join(format!("other.test.{ext}")),
+        )
+        .unwrap();
+    }
+    let named = format!(
+        "    server {{
+        listen 127.0.0.1:{{port}} ssl;
+        server_name other.test;
+        ssl_certificate {0}/$ssl_server_name.crt;
+        ssl_certificate_key {0}/$ssl_server_name.key;
+        location / {{ return 200 \"named\\n\"; }}
+    }}
+",
+        certs.path().display()
+    );
+    let text = conf_with(&p, &state_dir, http_port, "1", &named);
     let config = client_for(&p.root());
     let first = {
         let s = nowait(&text);
@@ -244,15 +374,33 @@ fn a_certificate_is_issued_served_and_reused_after_a_restart() {
             leaf.windows(NAME.len()).any(|w| w == NAME.as_bytes()),
             "the leaf names {NAME}"
         );
+        let issued = line_of(&log, "certificate issued, renewal scheduled at ");
+        assert!(issued.contains("[info]"), "{issued}");
         assert!(
-            log.contains("[info]") && log.contains("certificate issued, renewal scheduled at "),
-            "{log}"
+            issued.contains(", acme issuer: \"pebble\", order: \"acme.test-"),
+            "{issued}"
         );
+        let account = line_of(&log, "account \"https://localhost:");
         assert!(
-            log.contains("acme issuer: \"pebble\", order: \"acme.test-"),
-            "{log}"
+            account.contains("[info]") && account.contains("\" created, acme issuer: \"pebble\""),
+            "{account}"
         );
-        assert!(log.contains("account \"https://localhost:"), "{log}");
+        // The other server's certificate, by its variable names.
+        let mut o = tls::connect(
+            s.port(),
+            "other.test",
+            &tls::client(&tls::Options::default()),
+        )
+        .expect("the certificate named with variables");
+        assert!(
+            tls::peer_names(&o).contains("other.test"),
+            "{}",
+            tls::peer_names(&o)
+        );
+        assert_eq!(
+            common::body(&tls::get_on(&mut o, "other.test", "/")),
+            "named\n"
+        );
         leaf
     };
     let names: Vec<String> = std::fs::read_dir(&state_dir)
@@ -290,10 +438,9 @@ fn a_certificate_is_issued_served_and_reused_after_a_restart() {
         .map(|c| c.to_vec());
     assert_eq!(leaf.as_deref(), Some(&first[..]));
     assert_eq!(tls::get_on(&mut c, NAME, "/").status, 200);
-    // The issuer's thread has looked at its order once the account is
-    // known or the order is judged not due: nothing more to wait for than
-    // a moment; a new order would show in pebble's log.
-    std::thread::sleep(Duration::from_secs(2));
+    // The issuer's thread looks at the order and finds it not due: no new
+    // order.
+    wait_not_due(&s, "");
     assert_eq!(
         p.orders(),
         1,
@@ -395,35 +542,111 @@ fn a_reload_during_an_order_serves_what_the_order_issues() {
         "pebble is not installed (scripts/install-test-deps.sh)"
     );
     let http_port = free_port();
-    // pebble sleeps before validating: the order is under way for a while.
-    let p = Pebble::start(
-        http_port,
-        0,
-        &[("PEBBLE_VA_NOSLEEP", "0"), ("PEBBLE_VA_SLEEPTIME", "3")],
-    );
+    // pebble validates through the gate: the order is under way, its
+    // token registered and pebble waiting for the answer, until it opens.
+    let gate = Gate::new(http_port);
+    let p = Pebble::start(gate.port, 0, &[]);
     let state = TempDir::new("acme-state");
-    let s = nowait(&conf(&p, &state.path().join("pebble"), http_port));
-    let ordered = wait::until(Duration::from_secs(30), || p.orders() >= 1);
-    assert!(ordered, "{}", p.log());
-    s.signal("HUP");
-    let config = client_for(&p.root());
-    let leaf = served_leaf(s.port(), &config, Duration::from_secs(60));
+    let state_dir = state.path().join("pebble");
+    let s = nowait(&conf(&p, &state_dir, http_port));
+    let validating = wait::until(Duration::from_secs(60), || gate.arrived() >= 1);
     assert!(
-        leaf.is_some(),
-        "nothing served after the reload: {}",
+        validating,
+        "pebble did not validate: {}\n{}",
+        error_log(&s),
+        p.log()
+    );
+    assert_eq!(p.orders(), 1, "{}", p.log());
+    assert!(
+        !error_log(&s).contains("certificate issued"),
+        "{}",
         error_log(&s)
     );
-    std::thread::sleep(Duration::from_secs(2));
+    // The reload, while the order waits on pebble.
+    s.write_conf(&conf_with(&p, &state_dir, http_port, "2", ""));
+    s.signal("HUP");
+    let reloaded = wait::until(Duration::from_secs(20), || {
+        common::body(&common::client::get(http_port, "/generation")) == "2"
+    });
+    assert!(
+        reloaded,
+        "the reload did not take effect: {}",
+        error_log(&s)
+    );
+    assert!(
+        !error_log(&s).contains("certificate issued"),
+        "{}",
+        error_log(&s)
+    );
+    gate.open();
+    // The new generation serves what the order issued.
+    let config = client_for(&p.root());
+    let leaf = served_leaf(s.port(), &config, Duration::from_secs(60));
+    let leaf = leaf.unwrap_or_else(|| panic!("nothing served after the reload: {}", error_log(&s)));
+    let log = error_log(&s);
+    assert_eq!(log.matches("certificate issued").count(), 1, "{log}");
+    assert!(
+        !log.contains("[alert]") && !log.contains("[emerg]"),
+        "{log}"
+    );
+    // The issuer's thread takes the new configuration once the order is
+    // done and finds the certificate not due: no second order.
+    wait_not_due(&s, "certificate issued");
     assert_eq!(
         p.orders(),
         1,
         "the reload started a second order: {}",
         error_log(&s)
     );
-    assert_eq!(
-        error_log(&s).matches("certificate issued").count(),
-        1,
-        "{}",
-        error_log(&s)
+    // The certificate is served from memory: the state directory's copy
+    // gone, handshakes still get it.
+    for e in std::fs::read_dir(&state_dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "crt" || x == "key") {
+            std::fs::write(&path, b"not a certificate").unwrap();
+        }
+    }
+    let again = served_leaf(s.port(), &config, Duration::from_secs(10));
+    assert_eq!(again.as_deref(), Some(&leaf[..]), "{}", error_log(&s));
+}
+
+#[test]
+fn acme_certificate_variables_in_a_server_without_acme_certificate_fail_its_handshakes() {
+    // nginx-acme: the variables are not found there, so the certificate
+    // cannot be loaded at the handshake; the configuration is accepted.
+    let s = nowait(
+        "error_log {prefix}/error.log info;
+events {}
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{port} ssl;
+        server_name localhost;
+        ssl_certificate $acme_certificate;
+        ssl_certificate_key $acme_certificate_key;
+        location / { return 200; }
+    }
+}
+",
     );
+    assert!(
+        tls::connect(
+            s.port(),
+            "localhost",
+            &tls::client(&tls::Options::default())
+        )
+        .is_err(),
+        "a handshake succeeded"
+    );
+    let said = wait::until(Duration::from_secs(10), || {
+        error_log(&s).contains("cert cb error")
+    });
+    let log = error_log(&s);
+    assert!(said, "{log}");
+    // The empty name is the prefix, a directory, as nginx reads it.
+    let line = line_of(&log, "cannot load certificate");
+    assert!(line.contains("[error]"), "{line}");
+    let prefix = format!("cannot load certificate \"{}/\": ", s.prefix().display());
+    assert!(line.contains(&prefix), "{line}");
+    assert!(line.contains("PEM_read_bio_X509_AUX() failed"), "{line}");
 }

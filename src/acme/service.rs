@@ -244,6 +244,11 @@ fn run(h: &Handle, store: &Store) {
         );
         let wait = Duration::from_secs((next - schedule::now()).max(0) as u64)
             .clamp(schedule::MIN_INTERVAL, schedule::MAX_INTERVAL);
+        j.log.log(
+            Level::Debug,
+            None,
+            format_args!("acme: next update in {wait:?}"),
+        );
         let m = lock(&h.mailbox);
         let _ = h
             .wake
@@ -298,6 +303,11 @@ fn update(
     if *issuer_state == State::Invalid {
         return next;
     }
+    j.log.log(
+        Level::Debug,
+        None,
+        format_args!("acme: updating certificates, acme issuer \"{name}\""),
+    );
     let due: Vec<&AcmeCertificate> = j
         .certificates
         .iter()
@@ -306,6 +316,14 @@ fn update(
             if !s.due(now) {
                 if let Some(t) = s.next() {
                     next = next.min(t);
+                    j.log.log(
+                        Level::Debug,
+                        None,
+                        format_args!(
+                            "acme: certificate is not due for renewal, {}",
+                            context(name, &c.id)
+                        ),
+                    );
                 }
                 return false;
             }
@@ -371,7 +389,14 @@ fn update(
                     }
                     *account = Some(url);
                 }
-                Ok(Account::Found(url)) => *account = Some(url),
+                Ok(Account::Found(url)) => {
+                    j.log.log(
+                        Level::Debug,
+                        None,
+                        format_args!("account \"{url}\" found, {lctx}"),
+                    );
+                    *account = Some(url);
+                }
                 Err(Failure::Invalid(e)) => {
                     j.log.log(
                         Level::Error,
