@@ -59,6 +59,15 @@ if ! command -v openssl >/dev/null 2>&1; then
     }
 fi
 
+# pebble: tests/acme.rs runs Let's Encrypt's test ACME server (and its
+# pebble-challtestsrv as the DNS it validates names with) on loopback.
+if ! command -v pebble >/dev/null 2>&1; then
+    log "installing pebble"
+    apt-get install -y --no-install-recommends pebble >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pebble
+    }
+fi
+
 # The Perl modules nginx's own test suite uses in the files
 # scripts/conformance.py runs (WebSocket framing for proxy_websocket.t).
 PERL_MODULES=(libprotocol-websocket-perl)

@@ -34,6 +34,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod acme;
 pub mod body;
 pub mod cache;
 pub mod cli;

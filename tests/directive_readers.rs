@@ -50,6 +50,13 @@ const READERS: &[(&str, &str)] = &[
     // `.zone` alone is the cache's zone: the upstream group's would be read
     // from the group.
     ("zone", r"\b(u|group|upstream)\.zone\b"),
+    // nginx's ACME module: the issuers and orders reach the issuers'
+    // threads through the http block's `AcmeConf`.
+    ("acme_issuer", r"\.issuers\b"),
+    ("contact", r"\.contacts\b"),
+    ("external_account_key", r"\.eab\b"),
+    ("accept_terms_of_service", r"\.accept_tos\b"),
+    ("acme_certificate", r"\.certificates\b"),
     // The ssl module's settings reach the server through its `TlsPlan`.
     ("ssl_certificate", r"plan\.pairs\b"),
     ("ssl_certificate_key", r"plan\.pairs\b"),

@@ -89,6 +89,8 @@ pub enum Scope<'a> {
     ServerIf(&'a mut Vec<RewriteOp>, &'a mut super::inherit::LocSet),
     /// `upstream { }`, with what the block has set beyond the model.
     Upstream(&'a mut Upstream, &'a mut UpstreamState),
+    /// `acme_issuer { }` (nginx's ACME module), as written.
+    AcmeIssuer(&'a mut super::set_acme::IssuerSet),
 }
 
 impl Scope<'_> {
@@ -104,6 +106,7 @@ impl Scope<'_> {
             Scope::Location(_) => table::LOCATION,
             Scope::ServerIf(..) => table::SIF,
             Scope::Upstream(..) => table::UPSTREAM,
+            Scope::AcmeIssuer(_) => table::ACME_ISSUER,
         }
     }
 

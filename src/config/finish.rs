@@ -30,6 +30,7 @@ pub fn finish(b: &mut Builder, main: &mut MainConf, http: Option<&mut HttpConf>)
         finish_cache::check_variable_zones(b, h);
         finish_proxy::finish_upstreams(b, h);
         merge_http(b, h);
+        super::set_acme::finish(b, h);
         super::finish_ssl::finish(b, h);
         super::finish_ssl::handshake_pool(main, h);
         super::set_charset::check_recodes(b, h);

@@ -59,7 +59,8 @@ pub fn finish(b: &mut Builder, h: &mut HttpConf) {
     let mut failed = Vec::new();
     for (i, s) in h.servers.iter_mut().enumerate() {
         let before = b.diags.items.len();
-        match plan(b, &provider, &s.srv, s.loc.as_ref()) {
+        let acme = s.acme.as_ref().map(|o| o.id());
+        match plan(b, &provider, &s.srv, s.loc.as_ref(), acme) {
             Some(plan) => s.tls = Some(Arc::new(plan)),
             None if b.diags.items.len() > before => failed.push(i),
             None => {}
@@ -74,6 +75,7 @@ fn plan(
     provider: &rustls::crypto::CryptoProvider,
     c: &SrvConf,
     server_loc: Option<&Loc>,
+    acme_order: Option<String>,
 ) -> Option<TlsPlan> {
     let certs = &c.ssl_certificate;
     let keys = &c.ssl_certificate_key;
@@ -157,6 +159,11 @@ fn plan(
             }
         }
     }
+    // `ssl_certificate $acme_certificate; ssl_certificate_key
+    // $acme_certificate_key;` in a server with `acme_certificate`: that
+    // pair is the order's certificate. Elsewhere the variables are not
+    // found, and the pair fails each handshake as nginx-acme's does.
+    let acme = acme_order.filter(|_| dynamic.iter().any(|(c, k)| c.is_acme_pair(k)));
     let trusted = super::finish_stapling::trusted(b, c)?;
     let protocols = protocols(b, c)?;
     let tls12_suites = tls12_suites(b, c, protocols)?;
@@ -196,6 +203,7 @@ fn plan(
     Some(TlsPlan {
         pairs,
         dynamic_certs: dynamic,
+        acme,
         protocols,
         tls12_suites,
         tls13_suites,

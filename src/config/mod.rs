@@ -9,6 +9,7 @@
 //! This module reads files and nothing else: it opens no sockets and no logs.
 
 pub mod access_model;
+pub mod acme_model;
 pub mod build;
 pub mod cache_model;
 pub mod core_model;
@@ -36,6 +37,7 @@ pub mod referer;
 pub mod regex;
 pub mod script;
 pub mod set_access;
+pub mod set_acme;
 pub mod set_autoindex;
 pub mod set_cache;
 pub mod set_cache_path;

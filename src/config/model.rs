@@ -240,6 +240,9 @@ pub struct HttpConf {
     pub variables_hash_max_size: Option<u64>,
     /// `variables_hash_bucket_size` (accepted, as above).
     pub variables_hash_bucket_size: Option<u64>,
+    /// nginx's ACME module: issuers, the zone, the certificates servers
+    /// ask for.
+    pub acme: super::acme_model::AcmeConf,
 }
 
 impl HttpConf {
@@ -307,6 +310,9 @@ pub struct Server {
     /// Its TLS, when it has any (`listen … ssl`, `ssl on`, certificates
     /// or `ssl_reject_handshake`).
     pub tls: Option<Arc<super::ssl_model::TlsPlan>>,
+    /// `acme_certificate` (nginx's ACME module): what it orders, its
+    /// identifiers filled from `server_name` once the block is read.
+    pub acme: Option<super::acme_model::AcmeOrder>,
 }
 
 impl Server {

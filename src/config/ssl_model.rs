@@ -163,6 +163,22 @@ pub struct CertName {
     pub loc: Loc,
 }
 
+impl CertName {
+    /// Whether the name is the variable `v` alone.
+    pub fn is_only(&self, v: super::vars::Builtin) -> bool {
+        use super::template::{Part, Var};
+        matches!(self.name.parts.as_slice(), [Part::Var(Var::Builtin(b))] if *b == v)
+    }
+
+    /// Whether this certificate name and `key` are nginx-acme's pair,
+    /// `ssl_certificate $acme_certificate; ssl_certificate_key
+    /// $acme_certificate_key;`.
+    pub fn is_acme_pair(&self, key: &CertName) -> bool {
+        use super::vars::Builtin;
+        self.is_only(Builtin::AcmeCertificate) && key.is_only(Builtin::AcmeCertificateKey)
+    }
+}
+
 /// What a server's TLS is, once its settings are merged and its files
 /// read: everything the server needs to make its rustls configuration but
 /// the process's session caches and ticket keys, which outlive the
@@ -173,6 +189,12 @@ pub struct TlsPlan {
     pub pairs: Vec<crate::tls::material::Pair>,
     /// Certificate names with variables: loaded per handshake.
     pub dynamic_certs: Vec<(CertName, CertName)>,
+    /// The server's `acme_certificate` order (its id), when one of
+    /// `dynamic_certs` is `$acme_certificate` and `$acme_certificate_key`
+    /// ([`CertName::is_acme_pair`]): that pair is the certificate the
+    /// order holds at each handshake, taken parsed from the ACME store
+    /// rather than evaluated to its PEM and parsed again.
+    pub acme: Option<String>,
     /// The protocols offered (those of `ssl_protocols` nowait speaks).
     pub protocols: Protocols,
     /// TLS 1.2 cipher suites by IANA code, in `ssl_ciphers`' order.

@@ -8,10 +8,10 @@
 use super::build::{Builder, Scope};
 use super::syntax::Directive;
 use super::{
-    set_access, set_autoindex, set_cache, set_cache_path, set_charset, set_core, set_core_http,
-    set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers, set_output,
-    set_proxy, set_proxy_ssl, set_realip, set_rewrite, set_sched, set_server, set_split_clients,
-    set_ssi, set_ssl, set_sub, set_upstream,
+    set_access, set_acme, set_autoindex, set_cache, set_cache_path, set_charset, set_core,
+    set_core_http, set_gzip, set_headers, set_http, set_limit, set_log, set_map, set_max_headers,
+    set_output, set_proxy, set_proxy_ssl, set_realip, set_rewrite, set_sched, set_server,
+    set_split_clients, set_ssi, set_ssl, set_sub, set_upstream,
 };
 
 /// Context bits, as nginx's `NGX_MAIN_CONF`, `NGX_HTTP_SRV_CONF`, ….
@@ -34,17 +34,20 @@ pub const SIF: Contexts = 1 << 6;
 pub const LIF: Contexts = 1 << 7;
 /// Inside a `limit_except` block (nginx's `NGX_HTTP_LMT_CONF`).
 pub const LMT: Contexts = 1 << 8;
+/// Inside an `acme_issuer` block (nginx's ACME module).
+pub const ACME_ISSUER: Contexts = 1 << 9;
 /// http, server and location: the inherited settings.
 pub const HSL: Contexts = HTTP | SERVER | LOCATION;
 /// Where the rewrite module's instructions go: server, location, and the
 /// `if` blocks of both.
 pub const SCRIPT: Contexts = SERVER | SIF | LOCATION | LIF;
 /// Every context (for `include`).
-pub const ANY: Contexts = MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM | SIF | LIF | LMT;
+pub const ANY: Contexts =
+    MAIN | EVENTS | HTTP | SERVER | LOCATION | UPSTREAM | SIF | LIF | LMT | ACME_ISSUER;
 
 /// The names of the contexts, for the reference. An `if` in either place
 /// is `if`; one only allowed in a location's is `if in location`.
-pub const CONTEXT_NAMES: [(Contexts, &str); 8] = [
+pub const CONTEXT_NAMES: [(Contexts, &str); 9] = [
     (MAIN, "main"),
     (EVENTS, "events"),
     (HTTP, "http"),
@@ -53,6 +56,7 @@ pub const CONTEXT_NAMES: [(Contexts, &str); 8] = [
     (UPSTREAM, "upstream"),
     (SIF | LIF, "if"),
     (LMT, "limit_except"),
+    (ACME_ISSUER, "acme_issuer"),
 ];
 
 /// How many arguments a directive takes (after its name).
@@ -101,6 +105,9 @@ const HASH_CHECKED: &str = "it sizes one of nginx's hash tables; nowait's tables
 /// Why a `*_pool_size` directive has no effect.
 const POOL: &str =
     "it sizes nginx's memory pools; nowait allocates what a connection or request needs";
+
+/// Why `acme_shared_zone` has no effect.
+const ACME_ZONE: &str = "it sizes the shared memory nginx's ACME module keeps certificates, keys and challenges in; nowait keeps them in the process's memory, which grows as needed";
 
 /// What applies a directive: checks its arguments and records its value
 /// in the scope; an `Err` is the message, to which the loader adds file:line.
@@ -461,11 +468,52 @@ pub static DIRECTIVES: &[Spec] = &[
     // small content handlers
     spec!("stub_status", SERVER | LOCATION, Between(0, 1), false, Ready, set_realip::stub_status, "stub_status;", "—"),
     spec!("empty_gif", LOCATION, Exactly(0), false, Ready, set_realip::empty_gif, "empty_gif;", "—"),
+    // nginx's ACME module (nginx/nginx-acme, not in nginx 1.22)
+    spec!("acme_issuer", HTTP, Exactly(1), true, Ready, set_acme::acme_issuer, "acme_issuer name { ... }", "—"),
+    spec!("uri", ACME_ISSUER, Exactly(1), false, Ready, set_acme::uri, "uri uri;", "—"),
+    spec!("account_key", ACME_ISSUER, Exactly(1), false, Ready, set_acme::account_key, "account_key alg[:size] | file;", "ecdsa:256"),
+    spec!("challenge", ACME_ISSUER, Exactly(1), false, Ready, set_acme::challenge, "challenge http-01;", "http-01"),
+    spec!("common_name_in_csr", ACME_ISSUER, Exactly(1), false, Ready, set_acme::common_name_in_csr, "common_name_in_csr on | off;", "off"),
+    spec!("contact", ACME_ISSUER, Exactly(1), false, Ready, set_acme::contact, "contact URL;", "—"),
+    spec!("external_account_key", ACME_ISSUER, Exactly(2), false, Ready, set_acme::external_account_key, "external_account_key kid file;", "—"),
+    spec!("preferred_chain", ACME_ISSUER, Exactly(1), false, Ready, set_acme::preferred_chain, "preferred_chain name;", "—"),
+    spec!("profile", ACME_ISSUER, Between(1, 2), false, Ready, set_acme::profile, "profile name [require];", "—"),
+    spec!("ssl_trusted_certificate", ACME_ISSUER, Exactly(1), false, Ready, set_acme::ssl_trusted_certificate, "ssl_trusted_certificate file;", "system CA bundle"),
+    spec!("ssl_verify", ACME_ISSUER, Exactly(1), false, Ready, set_acme::ssl_verify, "ssl_verify on | off;", "on"),
+    spec!("state_path", ACME_ISSUER, Exactly(1), false, Ready, set_acme::state_path, "state_path path | off;", "acme_<name>"),
+    spec!("accept_terms_of_service", ACME_ISSUER, Exactly(0), false, Ready, set_acme::accept_terms_of_service, "accept_terms_of_service;", "—"),
+    spec!("acme_shared_zone", HTTP, Exactly(1), false, NoEffect(ACME_ZONE), set_acme::acme_shared_zone, "acme_shared_zone zone=name:size;", "zone=ngx_acme_shared:256k"),
+    spec!("acme_certificate", SERVER, AtLeast(1), false, Ready, set_acme::acme_certificate, "acme_certificate issuer [identifier ...] [key=alg[:size]];", "—"),
 ];
 
 /// Directives nginx does not have: nowait's own, marked so in the
 /// reference. Each keeps nginx's behaviour when it is not written.
 pub const NOWAIT_OWN: &[&str] = &["aio_fast_path", "loop_turn_budget", "nowait_status"];
+
+/// Directives of nginx's ACME module (nginx/nginx-acme,
+/// `ngx_http_acme_module`): not in nginx 1.22, an nginx module of its
+/// own, marked so in the reference.
+pub const NGINX_ACME: &[&str] = &[
+    "acme_issuer",
+    "uri",
+    "account_key",
+    "challenge",
+    "common_name_in_csr",
+    "contact",
+    "external_account_key",
+    "preferred_chain",
+    "profile",
+    "ssl_verify",
+    "state_path",
+    "accept_terms_of_service",
+    "acme_shared_zone",
+    "acme_certificate",
+];
+
+/// Whether `s` is a directive of nginx's ACME module.
+pub fn is_nginx_acme(s: &Spec) -> bool {
+    s.contexts == ACME_ISSUER || NGINX_ACME.contains(&s.name)
+}
 
 /// The entries named `name`.
 pub fn lookup(name: &str) -> impl Iterator<Item = &'static Spec> + use<'_> {
@@ -488,6 +536,10 @@ pub fn reference_markdown() -> String {
             .collect();
         let status = match s.status {
             Status::Ready if NOWAIT_OWN.contains(&s.name) => "yes (nowait's own)".to_string(),
+            Status::Ready if is_nginx_acme(s) => "yes (nginx's acme module)".to_string(),
+            Status::NoEffect(why) if is_nginx_acme(s) => {
+                format!("accepted, no effect (nginx's acme module): {why}")
+            }
             Status::Ready => "yes".to_string(),
             Status::NoEffect(why) => format!("accepted, no effect: {why}"),
             Status::NotYet => "parsed; not implemented yet".to_string(),

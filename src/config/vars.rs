@@ -193,6 +193,13 @@ builtins! {
     SslClientVEnd = "ssl_client_v_end",
     /// Days until the client certificate expires.
     SslClientVRemain = "ssl_client_v_remain",
+    /// nginx's ACME module: the server's certificate chain as
+    /// `data:PEM`, for `ssl_certificate`; not found in a server without
+    /// `acme_certificate`.
+    AcmeCertificate = "acme_certificate",
+    /// nginx's ACME module: the certificate's key as `data:PEM`, for
+    /// `ssl_certificate_key`.
+    AcmeCertificateKey = "acme_certificate_key",
     /// The connection's serial number.
     Connection = "connection",
     /// Requests made on this connection so far.

@@ -89,6 +89,7 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
     for p in super::paths::temp_paths(c)
         .into_iter()
         .chain(super::paths::cache_paths(c))
+        .chain(super::paths::acme_state_paths(c))
     {
         add(p, Access::Write);
     }

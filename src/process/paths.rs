@@ -43,6 +43,15 @@ pub fn cache_paths(c: &Config) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+/// Every `acme_issuer`'s `state_path` (nginx's ACME module), each once:
+/// made as nginx-acme's paths are, and written by the issuers' threads.
+pub fn acme_state_paths(c: &Config) -> BTreeSet<PathBuf> {
+    c.http
+        .iter()
+        .flat_map(|h| h.acme.issuers.iter().filter_map(|i| i.state_path.clone()))
+        .collect()
+}
+
 /// Whether any of these locations, or one nested in them, has `proxy_pass`.
 fn proxies(locations: &[Location]) -> bool {
     locations
@@ -54,7 +63,10 @@ fn proxies(locations: &[Location]) -> bool {
 /// serving user's. The error is nginx's: `mkdir() "/x" failed (13:
 /// Permission denied)`.
 pub fn create(c: &Config, identity: Option<&Identity>) -> Result<(), String> {
-    for p in temp_paths(c).union(&cache_paths(c)) {
+    for p in temp_paths(c)
+        .union(&cache_paths(c))
+        .chain(acme_state_paths(c).iter())
+    {
         create_one(p, identity)?;
     }
     Ok(())

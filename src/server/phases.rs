@@ -178,8 +178,16 @@ impl<'a> Walk<'a> {
     /// final. `None`: `r` stands in a location whose content handler must
     /// run, or a script waits on a file test; call [`Walk::content`].
     pub fn route(&mut self, r: &mut Req<'a>) -> Option<Handled<'a>> {
-        // nginx's post-read phase, once per request.
+        // nginx's post-read phase, once per request: the real address,
+        // then nginx-acme's HTTP-01 answers, before any rewrite or
+        // location.
         access::post_read(r);
+        if let Some(reply) = acme_challenge(self.site, r) {
+            return match self.proceed(r, Located::Reply(reply)) {
+                Next::Done(h) => Some(h),
+                Next::Content | Next::Wait => None,
+            };
+        }
         let located = self.locate(r);
         match self.proceed(r, located) {
             Next::Done(h) => Some(h),
@@ -714,6 +722,23 @@ impl<'a> Walk<'a> {
 /// The script of the location the request entered for `l`: a
 /// `limit_except` block's (empty: nginx does not inherit rewrites into it)
 /// when the block serves the method.
+/// Where ACME servers ask for an HTTP-01 token (RFC 8555 §8.3).
+const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
+
+/// nginx-acme's HTTP-01 handler: a GET for a token being validated is
+/// answered with its key authorization (`text/plain`, and the connection
+/// closed, as nginx-acme answers it), whatever the server's locations say.
+fn acme_challenge(site: &Site, r: &Req<'_>) -> Option<Box<Reply>> {
+    if *r.method() != crate::http::request::Method::Get || !r.is_main() {
+        return None;
+    }
+    let token = r.uri.strip_prefix(ACME_CHALLENGE_PREFIX)?;
+    let answer = site.shared.acme.challenge(token)?;
+    let mut reply = Reply::text(Status::OK, answer, "text/plain");
+    reply.close = true;
+    Some(Box::new(reply))
+}
+
 fn entered<'a>(r: &Req<'a>, l: &'a Location) -> &'a [crate::config::model::RewriteOp] {
     &r.location.unwrap_or(l).rewrite
 }

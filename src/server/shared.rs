@@ -57,6 +57,9 @@ pub struct Shared {
     sampler: std::sync::atomic::AtomicBool,
     /// TLS session caches and ticket keys, across reloads.
     pub tls: super::tls::TlsShared,
+    /// The ACME client (nginx's ACME module): its issuers' threads and
+    /// the certificates and challenge tokens they keep, across reloads.
+    pub acme: crate::acme::service::Service,
 }
 
 impl std::fmt::Debug for Shared {

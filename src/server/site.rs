@@ -193,6 +193,12 @@ impl Site {
             })?,
             None => Vec::new(),
         };
+        if let Some(h) = &config.http {
+            // The issuers' threads take this configuration (and start, at
+            // the first one); the certificates their state paths hold are
+            // served from now on.
+            shared.acme.configure(&h.acme, &error_log);
+        }
         super::status_ring::start(shared, &thread_init, &error_log);
         if let Err(e) = crate::io::pressure::start(&thread_init) {
             // Without it memory counts as plentiful: the loops keep

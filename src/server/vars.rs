@@ -202,6 +202,18 @@ impl<'a> Req<'a> {
             | Builtin::SslClientVRemain => {
                 super::tls::vars::value(b, self.tls.as_ref()?, self.early_data).flatten()
             }
+            Builtin::AcmeCertificate | Builtin::AcmeCertificateKey => {
+                // nginx-acme's `$acme_certificate*`: `data:` and the PEM of
+                // the server's order, not found before one is issued.
+                let id = self.server.acme.as_ref()?.id();
+                let c = self.site.shared.acme.current(&id)?;
+                let pem = if b == Builtin::AcmeCertificate {
+                    &c.chain
+                } else {
+                    &c.key
+                };
+                Some(Cow::Owned([&b"data:"[..], pem].concat()))
+            }
             Builtin::Connection => owned(self.conn_no.to_string()),
             Builtin::ConnectionRequests => owned(self.conn_requests.to_string()),
             Builtin::ConnectionTime => owned(secs(self.conn_start.elapsed())),

@@ -19,6 +19,7 @@ use rustls::ServerConnection;
 use rustls::server::{Acceptor, ClientHello};
 use tokio::net::TcpStream;
 
+use crate::config::ssl_model::CertName;
 use crate::io::client_stream::ClientStream;
 use crate::io::tls_stream::TlsStream;
 use crate::log::Level;
@@ -93,8 +94,10 @@ enum Failure {
     /// `ssl_reject_handshake`.
     Rejected,
     /// A certificate named with variables did not load (`error`, as
-    /// nginx's `cannot load certificate`).
-    Certificate(String),
+    /// nginx's `cannot load certificate`), or a name had no value (the
+    /// ACME order has no certificate yet: `None`, nothing more logged, as
+    /// nginx's certificate callback fails when a variable fails).
+    Certificate(Option<String>),
 }
 
 /// Why the ClientHello's answer failed.
@@ -225,11 +228,18 @@ async fn handshake(
     // session in the cache under an id even when it also sends a ticket.
     let ids = matches!(tls.plan.tickets, crate::config::ssl_model::TicketPlan::Off);
     // Names with variables are evaluated now that the server name is
-    // known; their files are read in the pool.
-    let names = tls
-        .loaded
-        .as_ref()
-        .map(|_| names(site, info, tls, server_name.as_deref()));
+    // known (the ACME order's pair is taken from memory); their files are
+    // read in the pool.
+    let names = match tls.loaded {
+        Some(_) => match names(site, info, tls, server_name.as_deref()) {
+            Ok(names) => Some(names),
+            Err(super::dynamic::NoValue) => {
+                let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
+                return Err(Failure::Certificate(None));
+            }
+        },
+        None => None,
+    };
     let (loaded, plan) = (tls.loaded.clone(), tls.plan.clone());
     // The ClientHello's answer signs with the server's key: in the pool.
     let started = pool.submit(move || {
@@ -281,7 +291,7 @@ async fn handshake(
             Ok((Err(Start::Tls(e)), _)) => return Err(Failure::Tls(e)),
             Ok((Err(Start::Certificate(e)), _)) => {
                 let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
-                return Err(Failure::Certificate(e));
+                return Err(Failure::Certificate(Some(e)));
             }
             Err(e) => return Err(Failure::Pool(e.to_string())),
         },
@@ -374,19 +384,31 @@ fn take_early(conn: &mut ServerConnection, into: &mut Vec<u8>) {
 /// The names of the server's certificates evaluated for this handshake,
 /// as nginx evaluates them in `ngx_http_ssl_certificate`: with a request
 /// made for the connection (no header yet), `$ssl_server_name` the name
-/// the ClientHello sent.
+/// the ClientHello sent. nginx-acme's pair (`$acme_certificate`,
+/// `$acme_certificate_key`) is the certificate the server's order holds
+/// now, parsed when it was issued; `NoValue` while it holds none.
 fn names(
     site: &Site,
     info: &ConnInfo,
     tls: &super::ServerTls,
     sni: Option<&str>,
-) -> super::dynamic::Names {
-    let empty = Vec::new;
+) -> Result<super::dynamic::Names, super::dynamic::NoValue> {
+    let empty = || Ok(Vec::new());
     let Some(server) = site.http().and_then(|h| h.servers.get(tls.index)) else {
         return empty();
     };
     let Ok(Some((head, _))) = crate::http::request::parse_head(b"GET / HTTP/1.0\r\n\r\n") else {
         return empty();
+    };
+    let acme = tls.plan.acme.as_deref();
+    let held = |c: &CertName, k: &CertName| {
+        let id = acme.filter(|_| c.is_acme_pair(k))?;
+        Some(
+            site.shared
+                .acme
+                .current(id)
+                .map(|cur| cur.certified.clone()),
+        )
     };
     let mut conn = info.clone();
     conn.tls = Some(Arc::new(TlsInfo {
@@ -394,7 +416,7 @@ fn names(
         ..TlsInfo::default()
     }));
     let r = super::super::request::Req::new(site, &head, server, &conn, 0, Instant::now(), 0);
-    super::dynamic::names(&tls.plan.dynamic_certs, &site.config.prefix, |n| {
+    super::dynamic::names(&tls.plan.dynamic_certs, &site.config.prefix, held, |n| {
         r.expand(&n.name)
     })
 }
@@ -474,7 +496,9 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
         Failure::Tls(e) => (Level::Info, format!("SSL_do_handshake() failed (SSL: {e})")),
         Failure::Pool(e) => (Level::Error, e.clone()),
         Failure::Certificate(e) => {
-            log.log(Level::Error, Some(info.conn_no), format_args!("{e}{tail}"));
+            if let Some(e) = e {
+                log.log(Level::Error, Some(info.conn_no), format_args!("{e}{tail}"));
+            }
             (
                 Level::Info,
                 "SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error)"

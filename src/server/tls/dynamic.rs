@@ -9,6 +9,13 @@
 //!
 //! A name that does not load fails the handshake, logged as nginx logs it
 //! (`[error] cannot load certificate "…": …`).
+//!
+//! nginx-acme's pair, `ssl_certificate $acme_certificate;
+//! ssl_certificate_key $acme_certificate_key;`, is one of these names too,
+//! but held: its value is the certificate the server's ACME order holds,
+//! parsed once when it was issued, and handed to the handshake as it is
+//! (nginx-acme hands nginx its PEM as `data:…`, parsed again by each
+//! handshake).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -75,23 +82,44 @@ pub struct Loaded {
     pairs: Mutex<HashMap<(Source, Source), Cached>>,
 }
 
-/// The names of a server's pairs evaluated for one handshake.
-pub type Names = Vec<(Source, Source)>;
+/// One pair of a handshake.
+#[derive(Clone, Debug)]
+pub enum Named {
+    /// Its names evaluated: files or `data:` values, loaded or taken from
+    /// the cache.
+    Load(Source, Source),
+    /// A pair held parsed in memory (the ACME order's certificate).
+    Held(Arc<CertifiedKey>),
+}
 
-/// Evaluates each pair's names with `expand` (the connection's
-/// variables).
+/// The names of a server's pairs evaluated for one handshake.
+pub type Names = Vec<Named>;
+
+/// A held pair has no value now (the ACME order has no certificate yet):
+/// the handshake fails, as nginx's certificate callback fails when a
+/// name's variable does, with nothing logged but the handshake's failure.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NoValue;
+
+/// Evaluates each pair's names: `held` answers the pairs kept in memory
+/// (`None`: not such a pair; `Some(None)`: such a pair, with no value
+/// now), `expand` evaluates the others' names with the connection's
+/// variables.
 pub fn names(
     pairs: &[(CertName, CertName)],
     prefix: &Path,
+    held: impl Fn(&CertName, &CertName) -> Option<Option<Arc<CertifiedKey>>>,
     expand: impl Fn(&CertName) -> Vec<u8>,
-) -> Names {
+) -> Result<Names, NoValue> {
     pairs
         .iter()
-        .map(|(c, k)| {
-            (
+        .map(|(c, k)| match held(c, k) {
+            Some(Some(key)) => Ok(Named::Held(key)),
+            Some(None) => Err(NoValue),
+            None => Ok(Named::Load(
                 Source::of(&expand(c), prefix),
                 Source::of(&expand(k), prefix),
-            )
+            )),
         })
         .collect()
 }
@@ -132,14 +160,20 @@ fn fopen_failed(what: &str, p: &Path, e: &std::io::Error) -> String {
 fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
     match s {
         Source::Data(d) => Ok(d.clone()),
-        Source::File(p) => std::fs::read(p).map_err(|e| fopen_failed(what, p, &e)),
+        // OpenSSL's `fopen` opens a directory (a name that evaluated to
+        // nothing is the prefix): its PEM reader then finds no PEM, and
+        // says so.
+        Source::File(p) => match std::fs::read(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
+            r => r.map_err(|e| fopen_failed(what, p, &e)),
+        },
     }
 }
 
 impl Loaded {
     /// The pairs `names` name, from the cache when their files are the
-    /// ones loaded, else read and checked now. Runs in the `ssl` pool: it
-    /// reads files.
+    /// ones loaded, else read and checked now (a held pair as it is).
+    /// Runs in the `ssl` pool: it reads files.
     pub fn load(
         &self,
         names: &Names,
@@ -147,7 +181,14 @@ impl Loaded {
         passwords: Option<&[Vec<u8>]>,
     ) -> Result<Vec<Arc<CertifiedKey>>, String> {
         let mut out = Vec::with_capacity(names.len());
-        for (cert, key) in names {
+        for named in names {
+            let (cert, key) = match named {
+                Named::Held(key) => {
+                    out.push(key.clone());
+                    continue;
+                }
+                Named::Load(cert, key) => (cert, key),
+            };
             let ids = (
                 identity(cert, "certificate")?,
                 identity(key, "certificate key")?,
@@ -226,7 +267,10 @@ mod tests {
         let (cert, key) = (dir.join("a.crt"), dir.join("a.key"));
         std::fs::copy(fixtures.join("localhost-rsa.crt"), &cert).unwrap();
         std::fs::copy(fixtures.join("localhost-rsa.key"), &key).unwrap();
-        let names = vec![(Source::File(cert.clone()), Source::File(key.clone()))];
+        let names = vec![Named::Load(
+            Source::File(cert.clone()),
+            Source::File(key.clone()),
+        )];
         let l = Loaded::default();
         let provider = crate::tls::provider();
         let first = l.load(&names, &provider, None).unwrap();
@@ -247,9 +291,72 @@ mod tests {
     }
 
     #[test]
+    fn a_held_pair_is_handed_as_it_is() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls");
+        let read = |f: &str| std::fs::read(fixtures.join(f)).unwrap();
+        let provider = crate::tls::provider();
+        let pair = crate::tls::material::pair(
+            &provider,
+            &read("localhost-ec.crt"),
+            Path::new("a.crt"),
+            &read("localhost-ec.key"),
+            Path::new("a.key"),
+            None,
+        )
+        .unwrap();
+        let l = Loaded::default();
+        let got = l
+            .load(&vec![Named::Held(pair.key.clone())], &provider, None)
+            .unwrap();
+        assert!(Arc::ptr_eq(&got[0], &pair.key), "a held pair was copied");
+        assert!(l.is_empty(), "a held pair went into the cache");
+    }
+
+    #[test]
+    fn a_held_pair_without_a_value_fails_the_names() {
+        let name = |text: &str| CertName {
+            name: crate::config::template::Template::literal(text),
+            path: None,
+            loc: crate::config::source::Loc::file(&Arc::from(Path::new("t.conf")), 1),
+        };
+        let pairs = vec![(name("a.crt"), name("a.key")), (name("held"), name("held"))];
+        let held = |c: &CertName, _: &CertName| (c.name.to_string() == "held").then_some(None);
+        let expand = |n: &CertName| n.name.to_string().into_bytes();
+        let got = names(&pairs, Path::new("/p"), held, expand);
+        assert_eq!(got.unwrap_err(), NoValue);
+        let got = names(&pairs[..1], Path::new("/p"), held, expand).unwrap();
+        assert!(matches!(
+            got.as_slice(),
+            [Named::Load(Source::File(c), Source::File(k))]
+                if c == Path::new("/p/a.crt") && k == Path::new("/p/a.key")
+        ));
+    }
+
+    #[test]
+    fn a_directory_is_said_as_openssl_reads_it() {
+        let dir = std::env::temp_dir();
+        let names = vec![Named::Load(
+            Source::File(dir.clone()),
+            Source::File(dir.clone()),
+        )];
+        let e = Loaded::default()
+            .load(&names, &crate::tls::provider(), None)
+            .unwrap_err();
+        // nginx: `PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM
+        // routines::no start line:Expecting: TRUSTED CERTIFICATE)`; the
+        // words after `SSL:` are the PEM reader's (tls/material.rs).
+        let want = format!(
+            "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (SSL: ",
+            dir.display()
+        );
+        assert!(e.starts_with(&want), "{e}");
+        assert!(e.contains("no start line"), "{e}");
+    }
+
+    #[test]
     fn a_missing_file_is_said_in_nginx_words() {
         let l = Loaded::default();
-        let names = vec![(
+        let names = vec![Named::Load(
             Source::File(PathBuf::from("/nonexistent/a.crt")),
             Source::File(PathBuf::from("/nonexistent/a.key")),
         )];
