@@ -16,7 +16,6 @@ fraction of the lower of the two servers' ceilings, measured first.
 import os
 import re
 import time
-import urllib.request
 
 import experiment_d
 import load
@@ -63,9 +62,7 @@ class Context:
 
 
 def fetch(path, timeout=120):
-    url = f"http://127.0.0.1:{servers.PORT}{path}"
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read()
+    return servers.get(path, timeout)
 
 
 def start(ctx, server, tag, conf_opts, root):

@@ -27,6 +27,7 @@ import cachedisks  # noqa: E402
 import cgroup  # noqa: E402
 import disk  # noqa: E402
 import experiments  # noqa: E402
+import load  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
 
@@ -112,6 +113,9 @@ def args():
     p.add_argument("--timeline", action="store_true",
                    help="A and B: keep oha's database of the constant-rate phase "
                         "(oha-rate.json.db in the run's folder: every request's start and end)")
+    p.add_argument("--tls", action="store_true",
+                   help="serve A, AV, B and C over HTTPS (listen ... ssl, an RSA-2048 certificate, "
+                        "TLS 1.2 and 1.3, a shared session cache)")
     p.add_argument("--hot-load", choices=("oha", "wrk"), default="oha",
                    help="what drives the hot load of A's variants: oha (-c 50) or wrk (-t2 -c50)")
     p.add_argument("--rate-fraction", type=float, default=0.5,
@@ -205,6 +209,8 @@ def machine_facts(a, d, cg):
         "nginx": nginx_v,
         "load average at start": open("/proc/loadavg").read().split(" ")[0],
         "mode": a.mode,
+        "transport": ("HTTPS (listen ... ssl; RSA-2048 certificate; TLS 1.2 and 1.3; "
+                      "ssl_session_cache shared:SSL:10m)") if a.tls else "cleartext HTTP",
         "durations": f"hot phases {a.seconds} s each, random-load warm-up {a.warmup} s, "
                      f"C runs {a.c_seconds} s ({a.c_pairs} pair(s) per mode), D phases {a.d_seconds} s",
     }
@@ -264,6 +270,10 @@ def main():
         signal.signal(s, on_signal)
 
     servers.PORT = a.port
+    if a.tls:
+        certs = os.path.join(os.path.dirname(BENCH), "tests", "tls")
+        servers.TLS = (os.path.join(certs, "localhost-rsa.crt"), os.path.join(certs, "localhost-rsa.key"))
+        load.SCHEME = "https"
     cleanup_leftovers()
     td = Teardown()
     try:
@@ -296,6 +306,8 @@ def main():
     stem = datetime.date.today().isoformat() + "-" + socket.gethostname()
     if a.mode != "full":
         stem += "-" + a.mode
+    if a.tls:
+        stem += "-tls"
     # A report of the same day is never overwritten: -2, -3, ... follow.
     base, n = stem, 2
     while os.path.exists(os.path.join(a.out, stem + ".json")):

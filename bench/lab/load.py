@@ -23,8 +23,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LUA = os.path.join(HERE, "urls.lua")
 
 
+# "https" under `lab.sh --tls` (set by lab.py).
+SCHEME = "http"
+
+
 def base_url(port):
-    return f"http://127.0.0.1:{port}"
+    return f"{SCHEME}://127.0.0.1:{port}"
 
 
 class Wrk:
@@ -78,6 +82,8 @@ def oha_bin(tools):
 def _oha_cmd(tools, port, urls, conns, seconds, out_path, rate, db=None):
     cmd = [oha_bin(tools), "--no-tui", "--output-format", "json",
            "-c", str(conns), "-z", f"{seconds}s", "-t", "30s"]
+    if SCHEME == "https":
+        cmd += ["--insecure"]
     if db:
         # every request's start and end, for a per-second timeline
         cmd += ["--db-url", db]

@@ -16,13 +16,39 @@ import signal
 import socket
 import subprocess
 import time
+import ssl
 import urllib.request
 
 NGINX = "/usr/sbin/nginx"
 # The port both servers listen on (127.0.0.1 only); --port changes it.
 PORT = 28480
+# TLS (`lab.sh --tls`): the certificate and key both servers present, as
+# (cert, key) paths; None serves cleartext.
+TLS = None
 # nginx's temporary directories, under the run's prefix (nginx only).
 TEMP_DIRS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+
+
+def scheme():
+    """The servers' URL scheme: https under --tls."""
+    return "https" if TLS else "http"
+
+
+def url(path):
+    """The URL of `path` on the server under test."""
+    return f"{scheme()}://127.0.0.1:{PORT}{path}"
+
+
+def get(path, timeout=120):
+    """GET `path` from the server under test (the test certificate is not
+    checked: the lab measures, it does not authenticate)."""
+    ctx = None
+    if TLS:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url(path), timeout=timeout, context=ctx) as r:
+        return r.read()
 
 
 def render(server, prefix, root, aio, fast_path=True, accept_mutex="off",
@@ -56,13 +82,21 @@ def render(server, prefix, root, aio, fast_path=True, accept_mutex="off",
     if server == "nginx":
         for t in TEMP_DIRS:
             lines.append(f"    {t}_temp_path {prefix}/{t}_temp;")
-    listen = f"127.0.0.1:{PORT}" + (" reuseport" if reuseport else "")
+    listen = f"127.0.0.1:{PORT}" + (" reuseport" if reuseport else "") + (" ssl" if TLS else "")
     lines += [
         "    server {",
         f"        listen {listen};",
         f"        root {root};",
-        "        location / {",
     ]
+    if TLS:
+        # As a site would: TLS 1.2 and 1.3, sessions shared by the workers.
+        lines += [
+            f"        ssl_certificate {TLS[0]};",
+            f"        ssl_certificate_key {TLS[1]};",
+            "        ssl_protocols TLSv1.2 TLSv1.3;",
+            "        ssl_session_cache shared:SSL:10m;",
+        ]
+    lines.append("        location / {")
     if aio == "threads":
         lines.append("            aio threads;")
         if server == "nowait" and not fast_path:
@@ -98,9 +132,7 @@ class Running:
 
     def status(self, timeout=30):
         """nowait's status page as text (nowait only)."""
-        url = f"http://127.0.0.1:{PORT}/nowait_status"
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.read().decode()
+        return get("/nowait_status", timeout).decode()
 
     def error_log(self):
         p = os.path.join(self.prefix, "error.log")
