@@ -11,5 +11,8 @@
 static ALLOC: nowait::sys::alloc::MiMalloc = nowait::sys::alloc::MiMalloc;
 
 fn main() {
+    // Before anything else: glibc's copies on AMD CPUs are chosen when the
+    // program is loaded (`process::copy_tuning`).
+    nowait::process::copy_tuning::reexec();
     std::process::exit(nowait::cli::main());
 }

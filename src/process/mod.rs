@@ -11,6 +11,7 @@
 //! SIGTERM/SIGINT stop at once, SIGUSR1 reopens the logs.
 
 pub mod confine;
+pub mod copy_tuning;
 pub mod environ;
 pub mod identity;
 pub mod paths;
