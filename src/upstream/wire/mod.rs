@@ -1,0 +1,8 @@
+//! The wire formats nginx speaks to application servers, as pure,
+//! I/O-free codecs the upstream engine's protocol plug-ins call: they
+//! encode a request into bytes and read a response from bytes given in
+//! pieces, and own no socket, buffer policy or configuration.
+//!
+//! - [`fastcgi`]: FastCGI 1.0 records (`ngx_http_fastcgi_module`).
+
+pub mod fastcgi;
