@@ -4,5 +4,9 @@
 //! pieces, and own no socket, buffer policy or configuration.
 //!
 //! - [`fastcgi`]: FastCGI 1.0 records (`ngx_http_fastcgi_module`).
+//! - [`uwsgi`]: the uwsgi request packet (`ngx_http_uwsgi_module`).
+//! - [`scgi`]: the SCGI request netstring (`ngx_http_scgi_module`).
 
 pub mod fastcgi;
+pub mod scgi;
+pub mod uwsgi;
