@@ -6,7 +6,10 @@
 //! - [`fastcgi`]: FastCGI 1.0 records (`ngx_http_fastcgi_module`).
 //! - [`uwsgi`]: the uwsgi request packet (`ngx_http_uwsgi_module`).
 //! - [`scgi`]: the SCGI request netstring (`ngx_http_scgi_module`).
+//! - [`memcached`]: `get`, the `VALUE`/`END` line and the value's trailer
+//!   (`ngx_http_memcached_module`).
 
 pub mod fastcgi;
+pub mod memcached;
 pub mod scgi;
 pub mod uwsgi;
