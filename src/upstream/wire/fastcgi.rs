@@ -213,6 +213,36 @@ impl fmt::Display for RecordError {
 
 impl std::error::Error for RecordError {}
 
+/// The bytes nginx trims from the end of a STDERR piece before logging it.
+const STDERR_TRIM: &[u8] = b"\r\n. ";
+
+/// A STDERR piece as nginx logs it (`[error] FastCGI sent in stderr:
+/// "..."`): trailing CR, LF, dots and spaces trimmed, the first byte kept
+/// whatever it is. `fastcgi_catch_stderr` looks in the trimmed text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StderrMessage<'a>(pub &'a [u8]);
+
+impl<'a> StderrMessage<'a> {
+    /// The message of one STDERR piece.
+    pub fn new(piece: &'a [u8]) -> Self {
+        let keep = piece
+            .iter()
+            .rposition(|b| !STDERR_TRIM.contains(b))
+            .map_or(piece.len().min(1), |i| i + 1);
+        StderrMessage(&piece[..keep])
+    }
+}
+
+impl fmt::Display for StderrMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "FastCGI sent in stderr: \"{}\"",
+            String::from_utf8_lossy(self.0)
+        )
+    }
+}
+
 /// What a piece of input held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -617,6 +647,15 @@ mod tests {
             let e = RecordParser::new().feed(input).unwrap_err();
             assert_eq!(e.to_string(), text);
         }
+    }
+
+    #[test]
+    fn stderr_is_trimmed_as_nginx_logs_it() {
+        let m = StderrMessage::new(b"PHP Warning: x. \r\n");
+        assert_eq!(m.to_string(), "FastCGI sent in stderr: \"PHP Warning: x\"");
+        // The first byte stays, as nginx's loop stops short of it.
+        assert_eq!(StderrMessage::new(b"\n\n").0, b"\n");
+        assert_eq!(StderrMessage::new(b"").0, b"");
     }
 
     #[test]
