@@ -650,6 +650,31 @@ mod tests {
     }
 
     #[test]
+    fn any_corrupted_byte_gives_events_inside_the_input_or_an_error() {
+        let good = response();
+        for at in 0..good.len() {
+            for b in [0u8, 1, 3, 6, 7, 0x7f, 0xff] {
+                let mut input = good.clone();
+                input[at] = b;
+                let mut p = RecordParser::new();
+                let mut pos = 0;
+                while pos < input.len() {
+                    match p.feed(&input[pos..]) {
+                        Ok((n, ev)) => {
+                            assert!(n > 0 || ev.is_some(), "no progress at {at}");
+                            if let Some(Event::Stdout(r) | Event::Stderr(r)) = ev {
+                                assert!(r.start <= r.end && r.end <= n);
+                            }
+                            pos += n;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn stderr_is_trimmed_as_nginx_logs_it() {
         let m = StderrMessage::new(b"PHP Warning: x. \r\n");
         assert_eq!(m.to_string(), "FastCGI sent in stderr: \"PHP Warning: x\"");
