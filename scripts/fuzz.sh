@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-600}
 [ $# -gt 0 ] && shift
-targets=${*:-"request_head chunked range uri config upstream_head cache_header cipher_string"}
+targets=${*:-"request_head chunked range uri config upstream_head cache_header cipher_string fastcgi_records memcached_response"}
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi

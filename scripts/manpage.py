@@ -94,6 +94,9 @@ SIGNALS = [
 FILES = [
     ("/etc/nowait/nowait.conf", "the configuration, in nginx's language"),
     ("/etc/nowait/mime.types", "file name extensions and their media types"),
+    ("/etc/nowait/fastcgi_params, /etc/nowait/fastcgi.conf, /etc/nowait/uwsgi_params, /etc/nowait/scgi_params",
+     "nginx's parameters for FastCGI, uwsgi and SCGI application servers"),
+    ("/etc/nowait/snippets/fastcgi-php.conf", "Debian's snippet for PHP over FastCGI"),
     ("/etc/nowait/conf.d/*.conf", "further configuration, included in the http block"),
     ("/var/www/html", "the default site's files"),
     ("/var/log/nowait/access.log, /var/log/nowait/error.log",

@@ -105,6 +105,8 @@ installed=1
 check "dpkg -i installs the package" dpkg -i "$deb"
 
 for f in /usr/sbin/nowait /etc/nowait/nowait.conf /etc/nowait/mime.types /etc/logrotate.d/nowait \
+    /etc/nowait/fastcgi_params /etc/nowait/fastcgi.conf /etc/nowait/uwsgi_params /etc/nowait/scgi_params \
+    /etc/nowait/snippets/fastcgi-php.conf \
     /usr/share/man/man8/nowait.8.gz /usr/share/nowait/html/index.html \
     /var/www/html/index.nowait-debian.html /var/log/nowait/access.log /var/log/nowait/error.log; do
     check "installed: $f" test -f "$f"

@@ -22,6 +22,8 @@
 //!   they outlive a worker (a reload).
 //! - [`resolve`]: `resolver`: names looked up at request time over UDP,
 //!   without blocking, and kept for their TTL.
+//! - [`wire`]: the FastCGI, uwsgi, SCGI and memcached wire formats, pure
+//!   codecs without I/O.
 //!
 //! Like the balancer, the rest owns no configuration parsing: `config/`
 //! builds the [`peer::PeerSpec`]s and the [`balance::Balance`].
@@ -36,6 +38,7 @@ pub mod peer;
 pub mod resolve;
 pub mod split;
 pub mod tls;
+pub mod wire;
 
 pub use balance::{Balance, GroupError, Outcome, PeerGroup, Pick, PickCtx, Tried};
 pub use peer::{PeerAddr, PeerId, PeerSpec, PeerStats};
