@@ -20,7 +20,7 @@ use super::inherit::SrvConf;
 use super::model::{HttpConf, ListenAddr, Server};
 use super::source::Loc;
 use super::ssl_model::{NamedFile, Protocols, TicketPlan, TlsPlan};
-use crate::tls::material;
+use crate::tls::{material, openssl_text};
 
 /// The TLS 1.2 suites rustls has (IANA codes), in OpenSSL's default order.
 pub const TLS12_SUITES: [u16; 6] = [0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc02b, 0xc02f];
@@ -169,21 +169,19 @@ fn plan(
     let tls12_suites = tls12_suites(b, c, protocols)?;
     let groups = groups(b, c)?;
     if let Some(f) = &c.ssl_dhparam {
-        if let Err(e) = b.data.read(&f.path) {
-            b.error(
-                format!(
-                    "BIO_new_file(\"{}\") failed ({})",
-                    f.path.display(),
-                    crate::config::errno_text(&e)
-                ),
-                &f.loc,
-            );
+        // Read and checked as nginx's `ngx_ssl_dhparam` does; the
+        // table's notice says the DHE suites it enables are not offered.
+        let checked = match b.data.read(&f.path) {
+            Err(e) => Err(openssl_text::line(
+                &format!("BIO_new_file(\"{}\") failed", f.path.display()),
+                &openssl_text::fopen_failed(&f.path, &e),
+            )),
+            Ok(pem) => material::dhparam(&pem, &f.path),
+        };
+        if let Err(e) = checked {
+            b.error(e, &f.loc);
             return None;
         }
-        b.warn(
-            "\"ssl_dhparam\" is ignored: rustls has no finite-field Diffie-Hellman, so no DHE cipher suite is offered",
-            &f.loc,
-        );
     }
     let mut tls13_suites = TLS13_SUITES.to_vec();
     let mut prefer_server_ciphers = c.ssl_prefer_server_ciphers;
@@ -376,10 +374,9 @@ fn load_named_pair(
         match (&n.path, text.strip_prefix("data:")) {
             (None, Some(pem)) => Ok((pem.as_bytes().to_vec(), std::path::PathBuf::from(&text))),
             (Some(p), _) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
-                format!(
-                    "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                    p.display(),
-                    crate::config::errno_text(&e)
+                openssl_text::line(
+                    &format!("cannot load {what} \"{}\": BIO_new_file() failed", p.display()),
+                    &openssl_text::fopen_failed(p, &e),
                 )
             }),
             (None, None) => Err(format!("cannot load {what} \"{text}\"")),
@@ -402,10 +399,9 @@ pub(super) fn load_pair(
 ) -> Result<material::Pair, String> {
     let read = |b: &mut Builder, what: &str, p: &std::path::Path| {
         b.data.read(p).map_err(|e| {
-            format!(
-                "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                p.display(),
-                crate::config::errno_text(&e)
+            openssl_text::line(
+                &format!("cannot load {what} \"{}\": BIO_new_file() failed", p.display()),
+                &openssl_text::fopen_failed(p, &e),
             )
         })
     };
@@ -675,18 +671,22 @@ fn tickets(b: &mut Builder, c: &SrvConf) -> Option<TicketPlan> {
     if c.ssl_session_ticket_key.is_empty() {
         return Some(TicketPlan::Process);
     }
+    // nginx reads the key files while merging, and so says where the
+    // `http` block ends (`ngx_conf_log_error` at the merge's position).
+    let at = |f: &NamedFile, b: &Builder| b.http_end.clone().unwrap_or(f.loc.clone());
     let mut keys = Vec::new();
     for f in &c.ssl_session_ticket_key {
         let bytes = match b.data.read(&f.path) {
             Ok(bytes) => bytes,
             Err(e) => {
+                let loc = at(f, b);
                 b.error(
                     format!(
                         "open() \"{}\" failed ({})",
                         f.path.display(),
                         crate::config::errno_text(&e)
                     ),
-                    &f.loc,
+                    &loc,
                 );
                 return None;
             }
@@ -694,7 +694,8 @@ fn tickets(b: &mut Builder, c: &SrvConf) -> Option<TicketPlan> {
         match crate::tls::tickets::TicketKey::from_file(&bytes, &f.path) {
             Ok(k) => keys.push(k),
             Err(e) => {
-                b.error(e, &f.loc);
+                let loc = at(f, b);
+                b.error(e, &loc);
                 return None;
             }
         }

@@ -157,12 +157,16 @@ pub fn ssl_ciphers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
 }
 
 /// `ssl_protocols [SSLv2] [SSLv3] [TLSv1] [TLSv1.1] [TLSv1.2] [TLSv1.3];`
-/// (`ngx_conf_set_bitmask_slot`).
+/// (`ngx_conf_set_bitmask_slot`): written twice at one level, the second
+/// adds its protocols to the first's (a protocol named again is warned
+/// of as a "duplicate value"), as nginx's bitmask slot ORs them.
 pub fn ssl_protocols(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    if ss(scope).ssl_protocols.is_some() {
-        return Err(format!("\"{}\" directive is duplicate", d.name));
-    }
-    let mut seen = Vec::new();
+    let mut seen: Vec<usize> = match &ss(scope).ssl_protocols {
+        Some((p, _)) => (0..Protocols::NAMES.len())
+            .filter(|&i| p.has(1 << i))
+            .collect(),
+        None => Vec::new(),
+    };
     slot::bitmask(b, d, &Protocols::NAMES, &mut seen)?;
     let bits = seen.iter().fold(0u8, |acc, &i| acc | (1 << i));
     ss(scope).ssl_protocols = Some((Protocols(bits), Some(d.loc.clone())));

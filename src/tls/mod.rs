@@ -16,6 +16,8 @@
 //! - [`verify`]: an upstream's certificate judged as nginx judges it after
 //!   the handshake (`proxy_ssl_verify`): OpenSSL's verify results and
 //!   `X509_check_host`'s names.
+//! - [`openssl_text`]: OpenSSL's words for a file that cannot be loaded,
+//!   as nginx prints them.
 //! - [`ciphers`], [`groups`]: OpenSSL 3.0's cipher strings and group lists
 //!   read as OpenSSL reads them, without OpenSSL (IANA codes and names only).
 //! - [`ocsp`]: OCSP stapling's requests, responses, their checks, and each
@@ -35,6 +37,7 @@ pub mod groups;
 pub mod hello;
 pub mod material;
 pub mod ocsp;
+pub mod openssl_text;
 pub mod server;
 pub mod sessions;
 pub mod tickets;
