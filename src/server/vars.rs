@@ -186,6 +186,8 @@ impl<'a> Req<'a> {
                 None => return None,
             }),
             Builtin::SslSessionId
+            | Builtin::SslCurve
+            | Builtin::SslAlpnProtocol
             | Builtin::SslEarlyData
             | Builtin::SslClientVerify
             | Builtin::SslClientSDn

@@ -22,7 +22,9 @@
 //!   read as OpenSSL reads them, without OpenSSL (IANA codes and names only).
 //! - [`ocsp`]: OCSP stapling's requests, responses, their checks, and each
 //!   certificate's staple; [`x509`] and [`der`]: the certificate fields and
-//!   the DER they need; [`hello`]: whether a ClientHello asks for a staple.
+//!   the DER they need; [`hello`]: what a ClientHello's bytes say that
+//!   rustls does not (the name as sent, a TLS 1.2 ticket asked for, a
+//!   staple asked for).
 //!
 //! What this module must not do: read a file or wait (the configuration
 //! loader reads the files and hands over their bytes; handshakes run where

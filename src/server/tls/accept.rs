@@ -82,6 +82,9 @@ const INTERNAL_ERROR_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80];
 
 /// Why a handshake failed, for the log.
 enum Failure {
+    /// The client closed before sending anything (nginx's "client closed
+    /// connection", when its peek at the first byte reads none).
+    Closed,
     /// The client closed or the socket failed (`info`, as nginx's
     /// "peer closed connection in SSL handshake").
     Gone(Option<io::Error>),
@@ -102,8 +105,8 @@ enum Failure {
 
 /// Why the ClientHello's answer failed.
 enum Start {
-    /// rustls refused the hello.
-    Tls(rustls::Error),
+    /// rustls refused the hello, with the alert it answers it with.
+    Tls(rustls::Error, Option<rustls::server::AcceptedAlert>),
     /// The certificates for it did not load.
     Certificate(String),
 }
@@ -133,7 +136,7 @@ pub async fn accept(
         }
         Err(f) => {
             let outcome = match &f {
-                Failure::Gone(_) => Outcome::Closed,
+                Failure::Closed | Failure::Gone(_) => Outcome::Closed,
                 Failure::TimedOut => Outcome::TimedOut,
                 Failure::Tls(_) | Failure::Certificate(_) => Outcome::TlsError,
                 Failure::Pool(_) => Outcome::PoolFull,
@@ -157,7 +160,7 @@ async fn handshake(
     match tokio::time::timeout_at(deadline.into(), tcp.peek(&mut first)).await {
         Err(_) => return Err(Failure::TimedOut),
         Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
-        Ok(Ok(0)) => return Err(Failure::Gone(None)),
+        Ok(Ok(0)) => return Err(Failure::Closed),
         Ok(Ok(_)) => {}
     }
     if first[0] != 0x16 && first[0] & 0x80 == 0 {
@@ -193,6 +196,7 @@ async fn handshake(
     };
     let hello = accepted.client_hello();
     let (server_name, suites, groups) = offered(&hello);
+    let wants_ticket = crate::tls::hello::wants_ticket(&hello_bytes);
     let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
     let (tls, fetch) = match index {
         Some((_, Some(tls))) => {
@@ -222,11 +226,9 @@ async fn handshake(
     };
     let config = tls.config.clone();
     let cas = tls.plan.client_cas.clone();
-    // OpenSSL gives a session that a ticket carries no id (its
-    // `ssl_get_new_session` empties it when a ticket is expected), and
-    // nginx's `$ssl_session_id` is then empty; rustls keeps a TLS 1.2
-    // session in the cache under an id even when it also sends a ticket.
-    let ids = matches!(tls.plan.tickets, crate::config::ssl_model::TicketPlan::Off);
+    // The session's id, kept in what resumes it (ticket or cache entry)
+    // so that a resumed session says the id it was given.
+    let session_id = super::info::new_session_id();
     // Names with variables are evaluated now that the server name is
     // known (the ACME order's pair is taken from memory); their files are
     // read in the pool.
@@ -264,8 +266,12 @@ async fn handshake(
         // decrypted now, before the client is waited for.
         let mut early = Vec::new();
         let mut verdict = None;
-        let c = c.map_err(|(e, _)| Start::Tls(e)).and_then(|mut c| {
-            c.process_new_packets().map_err(Start::Tls)?;
+        // The alert rustls answers the hello with (no protocol in common,
+        // no suite, an ALPN list without http/1.1 …) goes to the client,
+        // as OpenSSL sends its alert.
+        let c = c.map_err(|(e, alert)| Start::Tls(e, Some(alert))).and_then(|mut c| {
+            c.set_resumption_data(&session_id);
+            c.process_new_packets().map_err(|e| Start::Tls(e, None))?;
             take_early(&mut c, &mut early);
             if !early.is_empty() {
                 // Served before the handshake ends: a resumed session's
@@ -277,18 +283,23 @@ async fn handshake(
         let id = crate::tls::sessions::take_handshake_id();
         (c.map(|c| (c, early, verdict)), id)
     });
-    let mut session_id;
+    let mut stored_id;
     let mut verdict;
     let mut early;
     let mut conn = match started {
         Ok(done) => match done.await {
             Ok((Ok((c, e, v)), id)) => {
-                session_id = id;
+                stored_id = id;
                 early = e;
                 verdict = v;
                 c
             }
-            Ok((Err(Start::Tls(e)), _)) => return Err(Failure::Tls(e)),
+            Ok((Err(Start::Tls(e, alert)), _)) => {
+                if let Some(mut alert) = alert {
+                    let _ = alert.write_all(&mut Sock(&tcp));
+                }
+                return Err(Failure::Tls(e));
+            }
             Ok((Err(Start::Certificate(e)), _)) => {
                 let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
                 return Err(Failure::Certificate(Some(e)));
@@ -350,14 +361,19 @@ async fn handshake(
         conn = c;
         early.extend(more);
         verdict = verdict.or(v);
-        session_id = session_id.or(id);
+        stored_id = stored_id.or(id);
         if let Err(e) = r {
             let _ = send_now(&tcp, &mut conn);
             return Err(Failure::Tls(e));
         }
     }
-    let session_id = session_id.filter(|_| ids);
-    let info = Arc::new(TlsInfo::of(&conn, suites, groups, verdict, session_id));
+    let session = super::info::Session {
+        id: session_id,
+        stored: stored_id,
+        ticket: wants_ticket && tls.config.ticketer.enabled(),
+        tls12_ids: tls.tls12_ids,
+    };
+    let info = Arc::new(TlsInfo::of(&conn, suites, groups, verdict, &session));
     Ok(Accepted::Tls(
         ClientStream::Tls(Box::new(TlsStream::with_early(tcp, conn, early))),
         info,
@@ -481,6 +497,7 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
         info.peer, info.socket_addr
     );
     let (level, text) = match f {
+        Failure::Closed => (Level::Info, "client closed connection".to_string()),
         Failure::Gone(None) => (
             Level::Info,
             "peer closed connection in SSL handshake".to_string(),
@@ -492,7 +509,10 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
                 crate::config::errno_text(e)
             ),
         ),
-        Failure::TimedOut => (Level::Info, "client timed out".to_string()),
+        Failure::TimedOut => (
+            Level::Info,
+            "client timed out (110: Connection timed out)".to_string(),
+        ),
         Failure::Tls(e) => (Level::Info, format!("SSL_do_handshake() failed (SSL: {e})")),
         Failure::Pool(e) => (Level::Error, e.clone()),
         Failure::Certificate(e) => {
@@ -505,11 +525,7 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
                     .to_string(),
             )
         }
-        Failure::Rejected => (
-            Level::Info,
-            "SSL_do_handshake() failed (SSL: the server name is refused by ssl_reject_handshake)"
-                .to_string(),
-        ),
+        Failure::Rejected => (Level::Info, "handshake rejected".to_string()),
     };
     log.log(level, Some(info.conn_no), format_args!("{text}{tail}"));
 }

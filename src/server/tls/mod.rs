@@ -96,6 +96,11 @@ pub struct ServerTls {
     pub index: usize,
     /// The pairs loaded per handshake, when the names have variables.
     pub loaded: Option<Arc<dynamic::Loaded>>,
+    /// Whether a new TLS 1.2 session that gets no ticket has an id
+    /// (`$ssl_session_id`): OpenSSL gives one unless nginx turned its
+    /// session cache off (`ssl_session_cache off`; `none` pretends to
+    /// cache and so gives ids).
+    pub tls12_ids: bool,
 }
 
 impl ServerTls {
@@ -180,6 +185,7 @@ fn server_tls(
         plan: plan.clone(),
         index,
         loaded: (!plan.dynamic_certs.is_empty()).then(|| Arc::new(dynamic::Loaded::default())),
+        tls12_ids: plan.session_cache.builtin != Builtin::Off,
     })
 }
 
