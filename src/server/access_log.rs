@@ -202,7 +202,7 @@ pub fn rejected(site: &Site, conf: &LocConf, peer: &ClientAddr, head: &[u8], sen
                 port => port.to_string(),
             },
             Builtin::Request => line.clone()?,
-            Builtin::Status => format!("{:03}", sent.status),
+            Builtin::Status => format!("{:03}", crate::http::status::Status(sent.status).wire().0),
             Builtin::BodyBytesSent => sent.body_bytes.to_string(),
             Builtin::BytesSent => sent.bytes.to_string(),
             Builtin::TimeLocal => crate::log::clock::with_now(|t| t.time_local.clone()),
