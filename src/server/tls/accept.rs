@@ -73,12 +73,49 @@ impl Write for Sock<'_> {
     }
 }
 
-/// A fatal `unrecognized_name` alert (RFC 8446 §6.2), in a TLS 1.2 record
-/// as every version reads one before the handshake: what
-/// `ssl_reject_handshake` answers.
-const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
-/// A fatal `internal_error` alert: the handshake pool was full.
-const INTERNAL_ERROR_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80];
+/// A fatal alert (RFC 8446 §6.2) in a TLS 1.2 record, as every version
+/// reads one before the handshake.
+const fn alert(description: u8) -> [u8; 7] {
+    [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, description]
+}
+/// `unrecognized_name`: what `ssl_reject_handshake` answers.
+const UNRECOGNIZED_NAME_ALERT: [u8; 7] = alert(112);
+/// `internal_error`: the handshake pool was full, or a certificate named
+/// with variables did not load.
+const INTERNAL_ERROR_ALERT: [u8; 7] = alert(80);
+/// `handshake_failure`.
+const HANDSHAKE_FAILURE: u8 = 40;
+/// `no_application_protocol` (RFC 7301 §3.2).
+const NO_APPLICATION_PROTOCOL: u8 = 120;
+
+/// A hello refused before it is answered: the alert, and what nginx
+/// logs (OpenSSL's reason).
+struct Refusal {
+    alert: u8,
+    reason: &'static str,
+}
+
+/// Whether OpenSSL would refuse `hello` under `server` before answering
+/// it: an ALPN list with no protocol the server speaks (nginx's ALPN
+/// callback fails the handshake), or no certificate that can sign with
+/// a scheme the client accepts.
+fn refuse(hello: &ClientHello<'_>, server: &super::ServerTls) -> Option<Refusal> {
+    if let Some(mut protocols) = hello.alpn() {
+        if !protocols.any(|p| server.config.alpn_protocols.iter().any(|ours| ours == p)) {
+            return Some(Refusal {
+                alert: NO_APPLICATION_PROTOCOL,
+                reason: "error:0A0000EB:SSL routines::no application protocol",
+            });
+        }
+    }
+    if !server.can_sign(hello) {
+        return Some(Refusal {
+            alert: HANDSHAKE_FAILURE,
+            reason: "error:0A000076:SSL routines::no suitable signature algorithm",
+        });
+    }
+    None
+}
 
 /// Why a handshake failed, for the log.
 enum Failure {
@@ -101,6 +138,8 @@ enum Failure {
     /// ACME order has no certificate yet: `None`, nothing more logged, as
     /// nginx's certificate callback fails when a variable fails).
     Certificate(Option<String>),
+    /// A hello refused before it was answered, with OpenSSL's reason.
+    Refused(&'static str),
 }
 
 /// Why the ClientHello's answer failed.
@@ -138,7 +177,9 @@ pub async fn accept(
             let outcome = match &f {
                 Failure::Closed | Failure::Gone(_) => Outcome::Closed,
                 Failure::TimedOut => Outcome::TimedOut,
-                Failure::Tls(_) | Failure::Certificate(_) => Outcome::TlsError,
+                Failure::Tls(_) | Failure::Certificate(_) | Failure::Refused(_) => {
+                    Outcome::TlsError
+                }
                 Failure::Pool(_) => Outcome::PoolFull,
                 Failure::Rejected => Outcome::Rejected,
             };
@@ -189,22 +230,29 @@ async fn handshake(
             Ok(Some(a)) => break a,
             Ok(None) => continue,
             Err((e, mut alert)) => {
-                let _ = alert.write(&mut Sock(&tcp));
+                let _ = alert.write_all(&mut Sock(&tcp));
                 return Err(Failure::Tls(e));
             }
         }
     };
+    let raw = crate::tls::hello::read(&hello_bytes);
+    drop(hello_bytes);
     let hello = accepted.client_hello();
-    let (server_name, suites, groups) = offered(&hello);
-    let wants_ticket = crate::tls::hello::wants_ticket(&hello_bytes);
+    let (suites, groups) = offered(&hello);
+    // The name as sent picks the server (rustls drops an IP address,
+    // which OpenSSL hands nginx), lower-cased as nginx's host rules say.
+    let server_name = raw
+        .server_name
+        .clone()
+        .or_else(|| hello.server_name().map(str::to_string));
     let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
     let (tls, fetch) = match index {
         Some((_, Some(tls))) => {
             // A client that asks for the certificate's status may start
             // its staple's fetch (`ngx_ssl_certificate_status_callback`).
             let fetch = tls
-                .fetch_for(hello.signature_schemes())
-                .filter(|_| crate::tls::hello::asks_status(&hello_bytes))
+                .fetch_for(&hello)
+                .filter(|_| raw.asks_status)
                 .cloned();
             (tls, fetch)
         }
@@ -217,6 +265,13 @@ async fn handshake(
             return Err(Failure::Rejected);
         }
     };
+    // What OpenSSL refuses while it reads the hello, before it answers:
+    // refused here too, so that the client gets the same alert alone (in
+    // TLS 1.3 rustls would find it after its ServerHello).
+    if let Some(refusal) = refuse(&hello, tls) {
+        let _ = tcp.try_write(&alert(refusal.alert));
+        return Err(Failure::Refused(refusal.reason));
+    }
     let Some(pool) = site
         .pools
         .get(crate::config::finish_ssl::HANDSHAKE_POOL)
@@ -224,7 +279,13 @@ async fn handshake(
     else {
         return Err(Failure::Pool("no \"ssl\" thread pool".to_string()));
     };
-    let config = tls.config.clone();
+    // Under `ssl_prefer_server_ciphers`, OpenSSL takes the server's first
+    // group the client has for a TLS 1.2 key exchange; rustls takes the
+    // client's: a configuration with that group alone gives the server's.
+    let config = match (raw.offers_tls13 && tls.speaks_tls13(), hello.named_groups()) {
+        (false, Some(offered)) => tls.for_groups(offered),
+        _ => tls.config.clone(),
+    };
     let cas = tls.plan.client_cas.clone();
     // The session's id, kept in what resumes it (ticket or cache entry)
     // so that a resumed session says the id it was given.
@@ -370,10 +431,13 @@ async fn handshake(
     let session = super::info::Session {
         id: session_id,
         stored: stored_id,
-        ticket: wants_ticket && tls.config.ticketer.enabled(),
+        ticket: raw.wants_ticket && tls.config.ticketer.enabled(),
         tls12_ids: tls.tls12_ids,
     };
-    let info = Arc::new(TlsInfo::of(&conn, suites, groups, verdict, &session));
+    let mut negotiated = TlsInfo::of(&conn, suites, groups, verdict, &session);
+    // `$ssl_server_name` is the name as the client sent it.
+    negotiated.server_name = server_name;
+    let info = Arc::new(negotiated);
     Ok(Accepted::Tls(
         ClientStream::Tls(Box::new(TlsStream::with_early(tcp, conn, early))),
         info,
@@ -437,11 +501,10 @@ fn names(
     })
 }
 
-/// What the ClientHello offered: the server name, cipher suites and
-/// groups (kept for `$ssl_server_name`, `$ssl_ciphers`, `$ssl_curves`).
-fn offered(hello: &ClientHello<'_>) -> (Option<String>, Vec<u16>, Vec<u16>) {
+/// What the ClientHello offered: cipher suites and groups (kept for
+/// `$ssl_ciphers`, `$ssl_curves`).
+fn offered(hello: &ClientHello<'_>) -> (Vec<u16>, Vec<u16>) {
     (
-        hello.server_name().map(str::to_string),
         hello
             .cipher_suites()
             .iter()
@@ -526,6 +589,10 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
             )
         }
         Failure::Rejected => (Level::Info, "handshake rejected".to_string()),
+        Failure::Refused(why) => (
+            Level::Info,
+            format!("SSL_do_handshake() failed (SSL: {why})"),
+        ),
     };
     log.log(level, Some(info.conn_no), format_args!("{text}{tail}"));
 }
