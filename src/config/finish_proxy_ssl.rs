@@ -18,9 +18,7 @@ use md5::{Digest, Md5};
 
 use super::build::Builder;
 use super::error::ConfError;
-use super::finish_ssl::{
-    GROUPS, TLS13_SUITES, conf_command, load_pair, usable_protocols, usable_tls12_suites,
-};
+use super::finish_ssl::{GROUPS, TLS13_SUITES, load_pair, usable_protocols, usable_tls12_suites};
 use super::inherit::LocConf;
 use super::model::{Location, ProxyTarget};
 use super::ssl_model::UpstreamTlsPlan;
@@ -91,14 +89,33 @@ impl Plans {
             None,
             protocols,
         )?;
-        let mut tls13_suites = TLS13_SUITES.to_vec();
-        // A client has no preference of its own to impose: nowait's
-        // `Options ServerPreference` reaches nothing here, as OpenSSL's
-        // does not on a client.
-        let mut no_preference = false;
-        for (name, value, at) in &c.proxy_ssl_conf_command {
-            conf_command(b, name, value, at, &mut tls13_suites, &mut no_preference)?;
+        // Read as OpenSSL reads a client's commands. A client has no
+        // preference of its own to impose: `Options ServerPreference`
+        // reaches nothing here, as OpenSSL's does not on a client.
+        let mut applied = super::ssl_conf_command::Applied {
+            tls13_suites: TLS13_SUITES.to_vec(),
+            prefer_server_ciphers: false,
+            tickets: None,
+            certificate: None,
+            key: None,
+        };
+        super::ssl_conf_command::apply(b, &c.proxy_ssl_conf_command, &mut applied, &TLS13_SUITES)?;
+        if let Some((_, _, at)) = c.proxy_ssl_conf_command.last() {
+            if applied.certificate.is_some() || applied.key.is_some() {
+                b.error(
+                    "\"proxy_ssl_conf_command Certificate\" and \"PrivateKey\" cannot be honoured: use proxy_ssl_certificate and proxy_ssl_certificate_key",
+                    at,
+                );
+                return None;
+            }
+            if applied.tickets.is_some() {
+                b.notice(
+                    "\"proxy_ssl_conf_command Options SessionTicket\" has no effect in nowait (use proxy_ssl_session_reuse)",
+                    at,
+                );
+            }
         }
+        let tls13_suites = applied.tls13_suites;
         digest.update([protocols.0]);
         for code in tls12_suites.iter().chain(&tls13_suites) {
             digest.update(code.to_be_bytes());

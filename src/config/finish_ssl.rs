@@ -19,6 +19,7 @@ use super::error::ConfError;
 use super::inherit::SrvConf;
 use super::model::{HttpConf, ListenAddr, Server};
 use super::source::Loc;
+use super::ssl_conf_command;
 use super::ssl_model::{NamedFile, Protocols, TicketPlan, TlsPlan};
 use crate::tls::{material, openssl_text};
 
@@ -183,19 +184,51 @@ fn plan(
             return None;
         }
     }
-    let mut tls13_suites = TLS13_SUITES.to_vec();
-    let mut prefer_server_ciphers = c.ssl_prefer_server_ciphers;
-    for (name, value, loc) in &c.ssl_conf_command {
-        conf_command(
-            b,
-            name,
-            value,
-            loc,
-            &mut tls13_suites,
-            &mut prefer_server_ciphers,
-        )?;
+    let mut applied = ssl_conf_command::Applied {
+        tls13_suites: TLS13_SUITES.to_vec(),
+        prefer_server_ciphers: c.ssl_prefer_server_ciphers,
+        tickets: None,
+        certificate: None,
+        key: None,
+    };
+    ssl_conf_command::apply(b, &c.ssl_conf_command, &mut applied, &TLS13_SUITES)?;
+    // Certificates named with variables are loaded per handshake, over
+    // whatever the commands load, as nginx's certificate callback does.
+    if dynamic.is_empty() && (applied.certificate.is_some() || applied.key.is_some()) {
+        let at = c.ssl_conf_command.last().map(|(_, _, l)| l.clone()).unwrap_or(err_at.clone());
+        let Some((cert, key)) = ssl_conf_command::pair_files(&applied) else {
+            b.error(
+                "\"ssl_conf_command Certificate\" and \"PrivateKey\" are honoured together only",
+                &at,
+            );
+            return None;
+        };
+        // OpenSSL puts the pair in the place of the one with the same
+        // kind of key.
+        match load_pair(b, provider, cert, key) {
+            Ok(p) => {
+                let kind = p.key.key.algorithm();
+                let name = p.path.display().to_string();
+                match pairs.iter().position(|q| q.key.key.algorithm() == kind) {
+                    Some(i) => {
+                        pairs[i] = p;
+                        names[i] = name;
+                    }
+                    None => {
+                        pairs.push(p);
+                        names.push(name);
+                    }
+                }
+            }
+            Err(e) => {
+                b.error(e, &at);
+                return None;
+            }
+        }
     }
-    let tickets = tickets(b, c)?;
+    let tls13_suites = applied.tls13_suites;
+    let prefer_server_ciphers = applied.prefer_server_ciphers;
+    let tickets = tickets(b, c, applied.tickets.unwrap_or(c.ssl_session_tickets))?;
     let stapling = super::finish_stapling::plans(b, c, &pairs, &names, &trusted)?;
     let client_cas = client_cas(b, provider, c, &trusted)?;
     Some(TlsPlan {
@@ -585,87 +618,10 @@ fn groups(b: &mut Builder, c: &SrvConf) -> Option<Vec<u16>> {
     }
 }
 
-/// One `ssl_conf_command`: what rustls can honour is applied, the rest is
-/// refused (nginx passes every command to OpenSSL, which refuses what it
-/// does not know).
-pub(super) fn conf_command(
-    b: &mut Builder,
-    name: &str,
-    value: &str,
-    loc: &Loc,
-    tls13_suites: &mut Vec<u16>,
-    prefer_server_ciphers: &mut bool,
-) -> Option<()> {
-    match name {
-        "Ciphersuites" => {
-            let mut out = Vec::new();
-            for n in value.split(':').filter(|n| !n.is_empty()) {
-                match tls13_code(n) {
-                    Some(code) if !out.contains(&code) => out.push(code),
-                    Some(_) => {}
-                    None => {
-                        b.error(
-                            format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed (SSL: no cipher match)"),
-                            loc,
-                        );
-                        return None;
-                    }
-                }
-            }
-            *tls13_suites = out;
-        }
-        "Options" => {
-            for opt in value.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-                match opt {
-                    "ServerPreference" => *prefer_server_ciphers = true,
-                    "-ServerPreference" => *prefer_server_ciphers = false,
-                    // The seam for kernel TLS: this kernel has no `tls`
-                    // module, and nowait sends through rustls.
-                    "KTLS" | "-KTLS" => b.notice(
-                        "\"ssl_conf_command Options KTLS\": kernel TLS is not used, records are encrypted by rustls",
-                        loc,
-                    ),
-                    "-SessionTicket" | "SessionTicket" | "NoRenegotiation" | "-NoRenegotiation" => {
-                        b.notice(
-                            format!("\"ssl_conf_command Options {opt}\" has no effect in nowait (use ssl_session_tickets; rustls never renegotiates)"),
-                            loc,
-                        )
-                    }
-                    _ => {
-                        b.error(
-                            format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed: nowait cannot honour \"{opt}\""),
-                            loc,
-                        );
-                        return None;
-                    }
-                }
-            }
-        }
-        _ => {
-            b.error(
-                format!(
-                    "SSL_CONF_cmd(\"{name}\", \"{value}\") failed: nowait cannot honour \"{name}\""
-                ),
-                loc,
-            );
-            return None;
-        }
-    }
-    Some(())
-}
-
-/// The IANA code of a TLS 1.3 suite named as OpenSSL's `Ciphersuites`
-/// names it.
-fn tls13_code(name: &str) -> Option<u16> {
-    TLS13_SUITES
-        .iter()
-        .copied()
-        .find(|&c| crate::tls::ciphers::openssl_name(c) == Some(name))
-}
-
-/// `ssl_session_tickets` and `ssl_session_ticket_key`.
-fn tickets(b: &mut Builder, c: &SrvConf) -> Option<TicketPlan> {
-    if !c.ssl_session_tickets {
+/// `ssl_session_tickets` (or `ssl_conf_command Options SessionTicket`:
+/// `on`) and `ssl_session_ticket_key`.
+fn tickets(b: &mut Builder, c: &SrvConf, on: bool) -> Option<TicketPlan> {
+    if !on {
         return Some(TicketPlan::Off);
     }
     if c.ssl_session_ticket_key.is_empty() {

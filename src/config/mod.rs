@@ -65,6 +65,7 @@ pub mod set_sub;
 pub mod set_upstream;
 pub mod slot;
 pub mod source;
+pub mod ssl_conf_command;
 pub mod ssl_model;
 pub mod syntax;
 pub mod table;
