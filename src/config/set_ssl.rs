@@ -22,10 +22,12 @@ fn ss<'a>(scope: &'a mut Scope<'_>) -> &'a mut SrvSet {
         .expect("the table allows the ssl directives in http and server only")
 }
 
-/// A file argument resolved against the prefix, with its place.
+/// A file argument resolved against the configuration file's directory
+/// (nginx's `conf_prefix`, as for every file of the ssl module), with its
+/// place.
 fn named_file(b: &Builder, d: &Directive) -> NamedFile {
     NamedFile {
-        path: b.full_path(d.arg(0)),
+        path: b.conf_full_path(d.arg(0)),
         loc: d.loc.clone(),
     }
 }
@@ -46,14 +48,15 @@ pub fn ssl(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), 
     Ok(())
 }
 
-/// A certificate or key name: a literal path (resolved against the prefix
-/// when it does not start with `data:`), or a template with variables,
-/// loaded per handshake.
+/// A certificate or key name: a literal path (resolved against the
+/// configuration file's directory, as nginx's `ngx_ssl_load_certificate`
+/// resolves it, when it does not start with `data:`), or a template with
+/// variables, loaded per handshake.
 fn cert_name(b: &mut Builder, d: &Directive) -> Result<CertName, String> {
     let text = d.arg(0);
     let name = b.template(text, &d.loc)?;
     let path = if name.is_static() && !text.starts_with("data:") {
-        Some(b.full_path(text))
+        Some(b.conf_full_path(text))
     } else {
         None
     };

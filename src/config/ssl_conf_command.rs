@@ -114,11 +114,17 @@ pub fn apply(
 ) -> Option<()> {
     for (name, value, loc) in commands {
         let failed = |why: Vec<openssl_text::Entry>| {
-            openssl_text::line(&format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed"), &why)
+            openssl_text::line(
+                &format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed"),
+                &why,
+            )
         };
         let Some(known) = COMMANDS.iter().find(|c| c.eq_ignore_ascii_case(name)) else {
             b.error(
-                failed(vec![(UNKNOWN_CMD_NAME.to_string(), Some(format!("cmd={name}")))]),
+                failed(vec![(
+                    UNKNOWN_CMD_NAME.to_string(),
+                    Some(format!("cmd={name}")),
+                )]),
                 loc,
             );
             return None;
@@ -153,7 +159,10 @@ pub fn apply(
                     b.error(
                         failed(vec![
                             (NO_CIPHER_MATCH.to_string(), None),
-                            (BAD_VALUE.to_string(), Some(format!("cmd={name}, value={value}"))),
+                            (
+                                BAD_VALUE.to_string(),
+                                Some(format!("cmd={name}, value={value}")),
+                            ),
                         ]),
                         loc,
                     );
@@ -196,8 +205,10 @@ pub fn apply(
                     }
                 }
             }
-            "Certificate" => applied.certificate = Some(PathBuf::from(value)),
-            "PrivateKey" => applied.key = Some(PathBuf::from(value)),
+            // File values resolve against the configuration's directory
+            // (nginx's ngx_conf_full_name for SSL_CONF_TYPE_FILE).
+            "Certificate" => applied.certificate = Some(b.conf_full_path(value)),
+            "PrivateKey" => applied.key = Some(b.conf_full_path(value)),
             _ => {
                 b.error(
                     format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed: nowait cannot honour \"{known}\""),
@@ -211,7 +222,7 @@ pub fn apply(
 }
 
 /// The `Certificate` and `PrivateKey` of the commands, when both are
-/// given: OpenSSL reads them as given (not against nginx's prefix).
+/// given.
 pub fn pair_files(applied: &Applied) -> Option<(&Path, &Path)> {
     Some((applied.certificate.as_deref()?, applied.key.as_deref()?))
 }
