@@ -430,6 +430,7 @@ async fn handshake(
     }
     let session = super::info::Session {
         id: session_id,
+        offered: raw.session_id.clone(),
         stored: stored_id,
         ticket: raw.wants_ticket && tls.config.ticketer.enabled(),
         tls12_ids: tls.tls12_ids,

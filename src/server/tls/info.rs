@@ -59,6 +59,8 @@ pub struct Session {
     /// The id given to the session when it was made here (kept in its
     /// resumption data).
     pub id: [u8; SESSION_ID_LEN],
+    /// The session id the ClientHello offered.
+    pub offered: Vec<u8>,
     /// The id under which the handshake stored a new session in the
     /// session cache.
     pub stored: Option<Vec<u8>>,
@@ -153,20 +155,26 @@ pub fn refusal(
     }
 }
 
-/// The session id OpenSSL would report: a resumed session's own (kept in
-/// its resumption data); a TLS 1.3 session always has one; a new TLS 1.2
-/// session's is the id it was cached under, none when it gets a ticket
-/// instead (RFC 5077 §3.4: the server then sends an empty id) or when the
-/// session cache is `off`.
+/// The session id OpenSSL would report. TLS 1.3: every session has one,
+/// a resumed one its own (kept in its resumption data). TLS 1.2: a
+/// resumed session's is the one the client offered (by cache or by
+/// ticket); a new one's is the id it was cached under, none when it gets
+/// a ticket instead (RFC 5077 §3.4: the server then sends an empty id) or
+/// when the session cache is `off`, else one made for it (`none`
+/// pretends to cache).
 fn session_id(conn: &ServerConnection, reused: bool, tls13: bool, s: &Session) -> Vec<u8> {
-    if reused {
+    if tls13 {
         return match conn.received_resumption_data() {
-            Some(id) if id.len() == SESSION_ID_LEN => id.to_vec(),
+            Some(id) if reused && id.len() == SESSION_ID_LEN => id.to_vec(),
             _ => s.id.to_vec(),
         };
     }
-    if tls13 {
-        return s.id.to_vec();
+    if reused {
+        return if s.offered.is_empty() {
+            s.id.to_vec()
+        } else {
+            s.offered.clone()
+        };
     }
     match &s.stored {
         Some(id) => id.clone(),
