@@ -195,7 +195,11 @@ fn plan(
     // Certificates named with variables are loaded per handshake, over
     // whatever the commands load, as nginx's certificate callback does.
     if dynamic.is_empty() && (applied.certificate.is_some() || applied.key.is_some()) {
-        let at = c.ssl_conf_command.last().map(|(_, _, l)| l.clone()).unwrap_or(err_at.clone());
+        let at = c
+            .ssl_conf_command
+            .last()
+            .map(|(_, _, l)| l.clone())
+            .unwrap_or(err_at.clone());
         let Some((cert, key)) = ssl_conf_command::pair_files(&applied) else {
             b.error(
                 "\"ssl_conf_command Certificate\" and \"PrivateKey\" are honoured together only",
@@ -408,7 +412,10 @@ fn load_named_pair(
             (None, Some(pem)) => Ok((pem.as_bytes().to_vec(), std::path::PathBuf::from(&text))),
             (Some(p), _) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
                 openssl_text::line(
-                    &format!("cannot load {what} \"{}\": BIO_new_file() failed", p.display()),
+                    &format!(
+                        "cannot load {what} \"{}\": BIO_new_file() failed",
+                        p.display()
+                    ),
                     &openssl_text::fopen_failed(p, &e),
                 )
             }),
@@ -433,7 +440,10 @@ pub(super) fn load_pair(
     let read = |b: &mut Builder, what: &str, p: &std::path::Path| {
         b.data.read(p).map_err(|e| {
             openssl_text::line(
-                &format!("cannot load {what} \"{}\": BIO_new_file() failed", p.display()),
+                &format!(
+                    "cannot load {what} \"{}\": BIO_new_file() failed",
+                    p.display()
+                ),
                 &openssl_text::fopen_failed(p, &e),
             )
         })

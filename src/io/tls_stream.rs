@@ -383,8 +383,7 @@ pub fn send_held<C: Side>(tcp: &TcpStream, tls: &mut C) -> io::Result<()> {
 /// `close_notify` (nginx's `ngx_ssl_recv` then sets `no_send_shutdown`).
 fn peer_ended<C: Side>(w: &Whole<C>) -> bool {
     w.eof.get()
-        || w
-            .tls
+        || w.tls
             .try_borrow_mut()
             .is_ok_and(|mut t| t.process_new_packets().is_ok_and(|st| st.peer_has_closed()))
 }

@@ -193,13 +193,15 @@ const MIN_DH_BITS: usize = 2048;
 /// parameters themselves are not used (rustls has no finite-field DHE).
 pub fn dhparam(pem_bytes: &[u8], path: &Path) -> Result<(), String> {
     let text = String::from_utf8_lossy(pem_bytes);
-    let body = ["DH PARAMETERS", "X9.42 DH PARAMETERS"].iter().find_map(|kind| {
-        let begin = format!("-----BEGIN {kind}-----");
-        let end = format!("-----END {kind}-----");
-        let start = text.find(&begin)? + begin.len();
-        let stop = text[start..].find(&end)? + start;
-        Some(text[start..stop].split_whitespace().collect::<String>())
-    });
+    let body = ["DH PARAMETERS", "X9.42 DH PARAMETERS"]
+        .iter()
+        .find_map(|kind| {
+            let begin = format!("-----BEGIN {kind}-----");
+            let end = format!("-----END {kind}-----");
+            let start = text.find(&begin)? + begin.len();
+            let stop = text[start..].find(&end)? + start;
+            Some(text[start..stop].split_whitespace().collect::<String>())
+        });
     let Some(body) = body else {
         return Err(openssl_text::line(
             &format!("PEM_read_bio_DHparams(\"{}\") failed", path.display()),
@@ -273,10 +275,25 @@ mod tests {
         let provider = crate::tls::provider();
         let cert = include_bytes!("testdata/v1.crt");
         let key = include_bytes!("testdata/v1.key");
-        let p = pair(&provider, cert, Path::new("/v1.crt"), key, Path::new("/v1.key"), None);
+        let p = pair(
+            &provider,
+            cert,
+            Path::new("/v1.crt"),
+            key,
+            Path::new("/v1.key"),
+            None,
+        );
         assert!(p.is_ok(), "{:?}", p.err());
         let other = include_bytes!("../../tests/tls/other.key");
-        let e = pair(&provider, cert, Path::new("/v1.crt"), other, Path::new("/o.key"), None).unwrap_err();
+        let e = pair(
+            &provider,
+            cert,
+            Path::new("/v1.crt"),
+            other,
+            Path::new("/o.key"),
+            None,
+        )
+        .unwrap_err();
         assert_eq!(
             e,
             "SSL_CTX_use_PrivateKey(\"/o.key\") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)"
@@ -309,7 +326,9 @@ mod tests {
         let text = String::from_utf8_lossy(pem);
         let body: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
         use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.decode(body.as_bytes()).unwrap()
+        base64::engine::general_purpose::STANDARD
+            .decode(body.as_bytes())
+            .unwrap()
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub const DECODER_UNSUPPORTED: &str = "error:1E08010C:DECODER routines::unsuppor
 /// The decoders' data for [`DECODER_UNSUPPORTED`].
 pub const NO_DATA_TO_DECODE: &str = "No supported data to decode. Input type: PEM";
 /// `X509_R_KEY_VALUES_MISMATCH`.
-pub const KEY_VALUES_MISMATCH: &str = "error:05800074:x509 certificate routines::key values mismatch";
+pub const KEY_VALUES_MISMATCH: &str =
+    "error:05800074:x509 certificate routines::key values mismatch";
 /// `SSL_R_DH_KEY_TOO_SMALL`: below the security level's 2048 bits.
 pub const DH_KEY_TOO_SMALL: &str = "error:0A00018A:SSL routines::dh key too small";
 
@@ -41,7 +42,10 @@ pub fn fopen_failed(path: &std::path::Path, e: &io::Error) -> Vec<Entry> {
     };
     vec![
         (
-            format!("error:{:08X}:system library::{reason}", 0x8000_0000u32 | (errno as u32 & 0x7f_ffff)),
+            format!(
+                "error:{:08X}:system library::{reason}",
+                0x8000_0000u32 | (errno as u32 & 0x7f_ffff)
+            ),
             Some(format!("calling fopen({}, r)", path.display())),
         ),
         (bio.to_string(), None),
@@ -76,7 +80,10 @@ mod tests {
     fn a_missing_file_reads_as_openssl_says_it() {
         let e = io::Error::from_raw_os_error(libc::ENOENT);
         assert_eq!(
-            line("BIO_new_file() failed", &fopen_failed(Path::new("/nope.crt"), &e)),
+            line(
+                "BIO_new_file() failed",
+                &fopen_failed(Path::new("/nope.crt"), &e)
+            ),
             "BIO_new_file() failed (SSL: error:80000002:system library::No such file or directory:calling fopen(/nope.crt, r) error:10000080:BIO routines::no such file)"
         );
         let e = io::Error::from_raw_os_error(libc::EACCES);

@@ -85,7 +85,13 @@ impl TicketKey {
         [&self.name[..], context].concat()
     }
 
-    fn seal(&self, rng: &SystemRandom, context: &[u8], expires: u64, plain: &[u8]) -> Option<Vec<u8>> {
+    fn seal(
+        &self,
+        rng: &SystemRandom,
+        context: &[u8],
+        expires: u64,
+        plain: &[u8],
+    ) -> Option<Vec<u8>> {
         let mut nonce = [0u8; NONCE_LEN];
         rng.fill(&mut nonce).ok()?;
         let mut out = Vec::with_capacity(NAME_LEN + NONCE_LEN + 8 + plain.len() + 16);
@@ -95,18 +101,29 @@ impl TicketKey {
         body.extend_from_slice(&expires.to_be_bytes());
         body.extend_from_slice(plain);
         self.aead
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(self.aad(context)), &mut body)
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(self.aad(context)),
+                &mut body,
+            )
             .ok()?;
         out.extend_from_slice(&body);
         Some(out)
     }
 
     fn open(&self, ticket: &[u8], context: &[u8], now: u64) -> Option<Vec<u8>> {
-        let nonce: [u8; NONCE_LEN] = ticket.get(NAME_LEN..NAME_LEN + NONCE_LEN)?.try_into().ok()?;
+        let nonce: [u8; NONCE_LEN] = ticket
+            .get(NAME_LEN..NAME_LEN + NONCE_LEN)?
+            .try_into()
+            .ok()?;
         let mut body = ticket.get(NAME_LEN + NONCE_LEN..)?.to_vec();
         let plain = self
             .aead
-            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(self.aad(context)), &mut body)
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(self.aad(context)),
+                &mut body,
+            )
             .ok()?;
         let expires = u64::from_be_bytes(plain.get(..8)?.try_into().ok()?);
         if expires < now {
@@ -217,7 +234,11 @@ impl rustls::server::ProducesTickets for Tickets {
         let name = ticket.get(..NAME_LEN)?;
         let now = unix_now();
         match &self.keys {
-            Keys::Files(list) => list.iter().find(|k| k.name == name)?.open(ticket, &self.context, now),
+            Keys::Files(list) => {
+                list.iter()
+                    .find(|k| k.name == name)?
+                    .open(ticket, &self.context, now)
+            }
             Keys::Process(p) => {
                 let (current, previous) = p.keys();
                 [Some(current), previous]
@@ -258,7 +279,11 @@ mod tests {
             Duration::from_secs(300),
             [0; 32],
         );
-        let old = Tickets::new(Keys::Files(Arc::new(vec![key(2, 48)])), Duration::from_secs(300), [0; 32]);
+        let old = Tickets::new(
+            Keys::Files(Arc::new(vec![key(2, 48)])),
+            Duration::from_secs(300),
+            [0; 32],
+        );
         let t = old.encrypt(b"session").unwrap();
         assert_eq!(new.decrypt(&t).as_deref(), Some(&b"session"[..]));
         let t = new.encrypt(b"later").unwrap();
@@ -282,7 +307,11 @@ mod tests {
 
     #[test]
     fn process_keys_open_what_they_sealed() {
-        let t = Tickets::new(Keys::Process(ProcessKeys::new().unwrap()), Duration::from_secs(60), [0; 32]);
+        let t = Tickets::new(
+            Keys::Process(ProcessKeys::new().unwrap()),
+            Duration::from_secs(60),
+            [0; 32],
+        );
         let sealed = t.encrypt(b"abc").unwrap();
         assert_eq!(t.decrypt(&sealed).as_deref(), Some(&b"abc"[..]));
     }

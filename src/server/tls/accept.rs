@@ -250,10 +250,7 @@ async fn handshake(
         Some((_, Some(tls))) => {
             // A client that asks for the certificate's status may start
             // its staple's fetch (`ngx_ssl_certificate_status_callback`).
-            let fetch = tls
-                .fetch_for(&hello)
-                .filter(|_| raw.asks_status)
-                .cloned();
+            let fetch = tls.fetch_for(&hello).filter(|_| raw.asks_status).cloned();
             (tls, fetch)
         }
         Some((true, None)) => {
@@ -330,17 +327,19 @@ async fn handshake(
         // The alert rustls answers the hello with (no protocol in common,
         // no suite, an ALPN list without http/1.1 …) goes to the client,
         // as OpenSSL sends its alert.
-        let c = c.map_err(|(e, alert)| Start::Tls(e, Some(alert))).and_then(|mut c| {
-            c.set_resumption_data(&session_id);
-            c.process_new_packets().map_err(|e| Start::Tls(e, None))?;
-            take_early(&mut c, &mut early);
-            if !early.is_empty() {
-                // Served before the handshake ends: a resumed session's
-                // certificate is judged now.
-                verdict = judge(plan.client_cas.as_deref(), &c);
-            }
-            Ok(c)
-        });
+        let c = c
+            .map_err(|(e, alert)| Start::Tls(e, Some(alert)))
+            .and_then(|mut c| {
+                c.set_resumption_data(&session_id);
+                c.process_new_packets().map_err(|e| Start::Tls(e, None))?;
+                take_early(&mut c, &mut early);
+                if !early.is_empty() {
+                    // Served before the handshake ends: a resumed session's
+                    // certificate is judged now.
+                    verdict = judge(plan.client_cas.as_deref(), &c);
+                }
+                Ok(c)
+            });
         let id = crate::tls::sessions::take_handshake_id();
         (c.map(|c| (c, early, verdict)), id)
     });

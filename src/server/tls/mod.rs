@@ -288,7 +288,10 @@ fn settings<'p>(
     if speaks_tls13(plan) {
         versions.push(&rustls::version::TLS13);
     }
-    if plan.protocols.has(crate::config::ssl_model::Protocols::TLSV1_2) {
+    if plan
+        .protocols
+        .has(crate::config::ssl_model::Protocols::TLSV1_2)
+    {
         versions.push(&rustls::version::TLS12);
     }
     let context = session_context(plan);
@@ -334,10 +337,10 @@ fn settings<'p>(
             )) as _
         }),
     };
-    let client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> =
-        plan.client_cas.as_ref().map(|cas| {
-            Arc::new(crate::tls::client_verify::AskClient { cas: cas.clone() }) as _
-        });
+    let client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> = plan
+        .client_cas
+        .as_ref()
+        .map(|cas| Arc::new(crate::tls::client_verify::AskClient { cas: cas.clone() }) as _);
     move |groups: &[u16]| crate::tls::server::Settings {
         pairs: plan.pairs.clone(),
         staples: staples.clone(),

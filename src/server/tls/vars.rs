@@ -33,9 +33,9 @@ pub fn value(var: Builtin, tls: &TlsInfo, early: bool) -> Option<Option<Cow<'sta
                 .map(crate::tls::groups::curve_name)
                 .unwrap_or_default(),
         ),
-        Builtin::SslAlpnProtocol => found(
-            String::from_utf8_lossy(tls.alpn.as_deref().unwrap_or_default()).into_owned(),
-        ),
+        Builtin::SslAlpnProtocol => {
+            found(String::from_utf8_lossy(tls.alpn.as_deref().unwrap_or_default()).into_owned())
+        }
         Builtin::SslEarlyData => early.then_some(Cow::Borrowed(&b"1"[..])),
         Builtin::SslClientVerify => Some(Cow::Owned(
             match cert {
