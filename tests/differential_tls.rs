@@ -77,6 +77,22 @@ struct Instance {
     log_lines: usize,
 }
 
+/// The time every served file was last modified: one for both servers,
+/// so that their `ETag` and `Last-Modified` agree however far apart in
+/// time the two instances wrote them.
+const FILE_MTIME: Duration = Duration::from_secs(1_700_000_000);
+
+/// Writes `body` to `path` and gives it [`FILE_MTIME`].
+fn write_fixed(path: &Path, body: &[u8]) {
+    std::fs::write(path, body).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let f = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    f.set_modified(std::time::UNIX_EPOCH + FILE_MTIME)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
 impl Instance {
     fn start(kind: Kind, case: &Case, upstream: Option<u16>) -> Instance {
         let mut ports = vec![0];
@@ -87,9 +103,13 @@ impl Instance {
         let server = Server::start_with_dirs(kind, &conf.replace("{gen}", "0"), &["html"]);
         ports[0] = server.port();
         let root = server.prefix().join("html");
-        std::fs::write(root.join("index.html"), "index\n").expect("index.html");
-        std::fs::write(root.join("big.bin"), common::pattern(1 << 20)).expect("big.bin");
-        std::fs::write(root.join("64k.bin"), common::pattern(64 << 10)).expect("64k.bin");
+        for (name, body) in [
+            ("index.html", b"index\n".to_vec()),
+            ("big.bin", common::pattern(1 << 20)),
+            ("64k.bin", common::pattern(64 << 10)),
+        ] {
+            write_fixed(&root.join(name), &body);
+        }
         Instance {
             server,
             ports,
