@@ -10,14 +10,11 @@
 //! sessions"); when full, the oldest session goes first, as nginx's
 //! expiry queue drops it.
 //!
-//! The id a handshake stored its session under, or resumed it by, is
-//! `$ssl_session_id`: rustls says nothing of ids, so the store notes the
-//! id it is handed on the thread the handshake step runs on
-//! ([`take_handshake_id`]). A TLS 1.2 session's id is the one the
-//! ServerHello carried; a TLS 1.3 session's, the first ticket's id (a
-//! stateful ticket is an id in the cache, as OpenSSL's are). Sessions
-//! resumed by a stateless ticket are in no cache and have none, as
-//! nginx's `$ssl_session_id` is empty without a session cache.
+//! rustls says nothing of session ids, so the store notes the id it is
+//! handed on the thread the handshake step runs on
+//! ([`take_handshake_id`]): a new TLS 1.2 session's `$ssl_session_id` is
+//! the id it was cached under, which the ServerHello carried (see
+//! `server::tls::info` for the other cases).
 //!
 //! Each session carries its expiry (`ssl_session_timeout` of the server
 //! that stored it); an expired one is not returned, as OpenSSL checks a

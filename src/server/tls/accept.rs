@@ -284,8 +284,7 @@ async fn handshake(
         _ => tls.config.clone(),
     };
     let cas = tls.plan.client_cas.clone();
-    // The session's id, kept in what resumes it (ticket or cache entry)
-    // so that a resumed session says the id it was given.
+    // The id of this connection's session when OpenSSL would make one.
     let session_id = super::info::new_session_id();
     // Names with variables are evaluated now that the server name is
     // known (the ACME order's pair is taken from memory); their files are
@@ -330,7 +329,6 @@ async fn handshake(
         let c = c
             .map_err(|(e, alert)| Start::Tls(e, Some(alert)))
             .and_then(|mut c| {
-                c.set_resumption_data(&session_id);
                 c.process_new_packets().map_err(|e| Start::Tls(e, None))?;
                 take_early(&mut c, &mut early);
                 if !early.is_empty() {

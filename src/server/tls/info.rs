@@ -56,8 +56,7 @@ pub struct TlsInfo {
 
 /// What decides a session's id, besides the connection.
 pub struct Session {
-    /// The id given to the session when it was made here (kept in its
-    /// resumption data).
+    /// An id made for this connection's session.
     pub id: [u8; SESSION_ID_LEN],
     /// The session id the ClientHello offered.
     pub offered: Vec<u8>,
@@ -103,7 +102,7 @@ impl TlsInfo {
                 .unwrap_or(""),
             server_name: conn.server_name().map(str::to_string),
             reused,
-            session_id: session_id(conn, reused, tls13, session),
+            session_id: session_id(reused, tls13, session),
             group: conn
                 .negotiated_key_exchange_group()
                 .map(|g| u16::from(g.name())),
@@ -156,18 +155,16 @@ pub fn refusal(
 }
 
 /// The session id OpenSSL would report. TLS 1.3: every session has one,
-/// a resumed one its own (kept in its resumption data). TLS 1.2: a
+/// new at each connection, resumed or not (OpenSSL gives the session a
+/// fresh id with each ticket it sends after the handshake). TLS 1.2: a
 /// resumed session's is the one the client offered (by cache or by
-/// ticket); a new one's is the id it was cached under, none when it gets
-/// a ticket instead (RFC 5077 §3.4: the server then sends an empty id) or
-/// when the session cache is `off`, else one made for it (`none`
-/// pretends to cache).
-fn session_id(conn: &ServerConnection, reused: bool, tls13: bool, s: &Session) -> Vec<u8> {
+/// ticket); a new one has none when it gets a ticket (RFC 5077 §3.4: the
+/// server then sends an empty id, even where rustls also caches it) or
+/// when the session cache is `off`, else the id it was cached under, or
+/// one made for it (`none` pretends to cache).
+fn session_id(reused: bool, tls13: bool, s: &Session) -> Vec<u8> {
     if tls13 {
-        return match conn.received_resumption_data() {
-            Some(id) if reused && id.len() == SESSION_ID_LEN => id.to_vec(),
-            _ => s.id.to_vec(),
-        };
+        return s.id.to_vec();
     }
     if reused {
         return if s.offered.is_empty() {
@@ -176,9 +173,54 @@ fn session_id(conn: &ServerConnection, reused: bool, tls13: bool, s: &Session) -
             s.offered.clone()
         };
     }
+    if s.ticket {
+        return Vec::new();
+    }
     match &s.stored {
         Some(id) => id.clone(),
-        None if !s.ticket && s.tls12_ids => s.id.to_vec(),
+        None if s.tls12_ids => s.id.to_vec(),
         None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(ticket: bool, stored: Option<&[u8]>, offered: &[u8]) -> Session {
+        Session {
+            id: [7; SESSION_ID_LEN],
+            offered: offered.to_vec(),
+            stored: stored.map(<[u8]>::to_vec),
+            ticket,
+            tls12_ids: true,
+        }
+    }
+
+    /// Regression: a new TLS 1.2 session that got a ticket from a server
+    /// with a session cache said the id rustls also cached it under;
+    /// OpenSSL gives it none (nginx logs `-`). And a resumed TLS 1.3
+    /// session said the id of the connection that made it; OpenSSL gives
+    /// each connection's session a new one.
+    #[test]
+    fn session_ids_are_openssl_s() {
+        let cached: &[u8] = &[1; SESSION_ID_LEN];
+        assert_eq!(
+            session_id(false, false, &session(true, Some(cached), b"")),
+            b""
+        );
+        assert_eq!(
+            session_id(false, false, &session(false, Some(cached), b"")),
+            cached
+        );
+        assert_eq!(
+            session_id(true, false, &session(true, None, cached)),
+            cached
+        );
+        assert_eq!(
+            session_id(true, true, &session(false, None, cached)),
+            [7; 32]
+        );
+        assert_eq!(session_id(false, true, &session(true, None, b"")), [7; 32]);
     }
 }
