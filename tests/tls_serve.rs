@@ -734,10 +734,15 @@ fn ssl_files_are_found_beside_the_configuration_file() {
     for name in ["localhost-ec.crt", "localhost-ec.key"] {
         std::fs::copy(fixture(name), conf_dir.join("certs").join(name)).unwrap();
     }
+    std::fs::copy(fixture("ca.crt"), conf_dir.join("certs/ca.crt")).unwrap();
     let conf_file = conf_dir.join("test.conf");
+    // The upstream side's files too (`proxy_ssl_certificate`,
+    // `proxy_ssl_trusted_certificate`), which nginx also finds there.
     std::fs::write(
         &conf_file,
-        "events {}\nhttp { server { listen 127.0.0.1:18443 ssl; ssl_certificate certs/localhost-ec.crt; ssl_certificate_key certs/localhost-ec.key; } }\n",
+        "events {}\nhttp { server { listen 127.0.0.1:18443 ssl; ssl_certificate certs/localhost-ec.crt; ssl_certificate_key certs/localhost-ec.key;
+         location / { proxy_pass https://127.0.0.1:1; proxy_ssl_certificate certs/localhost-ec.crt; proxy_ssl_certificate_key certs/localhost-ec.key;
+                      proxy_ssl_verify on; proxy_ssl_trusted_certificate certs/ca.crt; } } }\n",
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_nowait"))
@@ -753,4 +758,64 @@ fn ssl_files_are_found_beside_the_configuration_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Stops the server it holds when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Regression: certificates named with variables were looked for under
+/// the prefix, where nginx looks for them beside the configuration file
+/// (`ngx_ssl_load_certificate` resolves them against `conf_prefix`), and
+/// the serving process could read only that directory.
+#[test]
+fn certificates_named_with_variables_are_found_beside_the_configuration_file() {
+    let dir = common::TempDir::new("tls-conf-dir-vars");
+    let conf_dir = dir.path().join("etc");
+    std::fs::create_dir_all(conf_dir.join("certs")).unwrap();
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    for (from, to) in [
+        ("localhost-rsa.crt", "localhost.crt"),
+        ("localhost-rsa.key", "localhost.key"),
+    ] {
+        std::fs::copy(fixture(from), conf_dir.join("certs").join(to)).unwrap();
+    }
+    let port = common::server::free_port();
+    let conf_file = conf_dir.join("test.conf");
+    std::fs::write(
+        &conf_file,
+        format!(
+            "events {{}}\nhttp {{ server {{ listen 127.0.0.1:{port} ssl;
+             ssl_certificate certs/$ssl_server_name.crt; ssl_certificate_key certs/$ssl_server_name.key;
+             location / {{ return 200 \"named\"; }} }} }}\n"
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .arg("-p")
+        .arg(format!("{}/", dir.path().display()))
+        .arg("-c")
+        .arg(&conf_file)
+        .args(["-e", "stderr", "-g", "daemon off;"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    assert!(
+        common::wait::until(Duration::from_secs(10), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }),
+        "nowait listens on {port}"
+    );
+    assert_eq!(common::body(&tls::get(port, "localhost", "/")), "named");
 }

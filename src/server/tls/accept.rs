@@ -494,9 +494,12 @@ fn names(
         ..TlsInfo::default()
     }));
     let r = super::super::request::Req::new(site, &head, server, &conn, 0, Instant::now(), 0);
-    super::dynamic::names(&tls.plan.dynamic_certs, &site.config.prefix, held, |n| {
-        r.expand(&n.name)
-    })
+    super::dynamic::names(
+        &tls.plan.dynamic_certs,
+        site.config.conf_prefix(),
+        held,
+        |n| r.expand(&n.name),
+    )
 }
 
 /// What the ClientHello offered: cipher suites and groups (kept for

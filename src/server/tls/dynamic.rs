@@ -33,7 +33,8 @@ pub const MAX_CACHED: usize = 1024;
 /// Where a certificate or key comes from once its name is evaluated.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
-    /// A file, its path resolved against the prefix.
+    /// A file, its path resolved against the configuration file's
+    /// directory (nginx's `conf_prefix`).
     File(PathBuf),
     /// A `data:` value: the PEM itself.
     Data(Vec<u8>),
@@ -161,8 +162,8 @@ fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
     match s {
         Source::Data(d) => Ok(d.clone()),
         // OpenSSL's `fopen` opens a directory (a name that evaluated to
-        // nothing is the prefix): its PEM reader then finds no PEM, and
-        // says so.
+        // nothing is the configuration's directory): its PEM reader then
+        // finds no PEM, and says so.
         Source::File(p) => match std::fs::read(p) {
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
             r => r.map_err(|e| fopen_failed(what, p, &e)),
