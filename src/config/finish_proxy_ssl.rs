@@ -182,10 +182,13 @@ impl Plans {
         }
         let pem = |b: &mut Builder, what: &str, n: &super::ssl_model::CertName| match &n.path {
             Some(p) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
-                format!(
-                    "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                    p.display(),
-                    crate::config::errno_text(&e)
+                use crate::tls::openssl_text;
+                openssl_text::line(
+                    &format!(
+                        "cannot load {what} \"{}\": BIO_new_file() failed",
+                        p.display()
+                    ),
+                    &openssl_text::fopen_failed(p, &e),
                 )
             }),
             // `data:` and the PEM itself.
@@ -237,10 +240,10 @@ impl Plans {
         let ca = match b.data.read(&trusted.path) {
             Ok(bytes) => bytes,
             Err(e) => {
-                let msg = format!(
-                    "SSL_CTX_load_verify_locations(\"{}\") failed ({})",
-                    trusted.path.display(),
-                    crate::config::errno_text(&e)
+                let msg = super::finish_ssl::fopen_failed(
+                    "SSL_CTX_load_verify_locations",
+                    &trusted.path,
+                    &e,
                 );
                 self.emerg(b, msg);
                 return None;
@@ -251,11 +254,7 @@ impl Plans {
             Some(f) => match b.data.read(&f.path) {
                 Ok(bytes) => Some((bytes, f.path.clone())),
                 Err(e) => {
-                    let msg = format!(
-                        "X509_LOOKUP_load_file(\"{}\") failed ({})",
-                        f.path.display(),
-                        crate::config::errno_text(&e)
-                    );
+                    let msg = super::finish_ssl::fopen_failed("X509_LOOKUP_load_file", &f.path, &e);
                     self.emerg(b, msg);
                     return None;
                 }
@@ -340,10 +339,11 @@ mod tests {
             )]
         );
         let missing = "server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_verify on; proxy_ssl_trusted_certificate /nonexistent.crt; } }";
+        // OpenSSL's words, as nginx prints them.
         assert_eq!(
             errors(missing),
             vec![
-                "SSL_CTX_load_verify_locations(\"/nonexistent.crt\") failed (2: No such file or directory)"
+                "SSL_CTX_load_verify_locations(\"/nonexistent.crt\") failed (SSL: error:80000002:system library::No such file or directory:calling fopen(/nonexistent.crt, r) error:10000080:BIO routines::no such file error:05880002:x509 certificate routines::system lib)"
             ]
         );
     }

@@ -260,17 +260,9 @@ fn plan(
 /// The words OpenSSL's file loaders fail with when a file cannot be
 /// opened (`fopen` through a BIO), after nginx's `CALL("PATH") failed`.
 pub(super) fn fopen_failed(call: &str, path: &std::path::Path, e: &std::io::Error) -> String {
-    let p = path.display();
-    let text = crate::config::errno_text(e);
-    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
-    let bio = if e.kind() == std::io::ErrorKind::NotFound {
-        "error:10000080:BIO routines::no such file"
-    } else {
-        "error:10080002:BIO routines::system lib"
-    };
-    format!(
-        "{call}(\"{p}\") failed (SSL: error:80000002:system library::{strerror}:calling fopen({p}, r) {bio} error:05880002:x509 certificate routines::system lib)"
-    )
+    let mut queue = openssl_text::fopen_failed(path, e);
+    queue.push((openssl_text::X509_SYSTEM_LIB.to_string(), None));
+    openssl_text::line(&format!("{call}(\"{}\") failed", path.display()), &queue)
 }
 
 /// The certificates of a CA file (`SSL_CTX_load_verify_locations`), in
@@ -736,5 +728,27 @@ fn check_addresses(b: &mut Builder, h: &HttpConf, failed: &[usize]) {
                 missing(b, s, &mut said);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a CA or CRL file that could not be opened for another
+    /// reason than its absence was said with ENOENT's code
+    /// (`error:80000002`); OpenSSL's system error carries the errno.
+    #[test]
+    fn a_file_that_cannot_be_opened_is_said_with_its_errno() {
+        // As nginx 1.22 with OpenSSL 3.0 says `ssl_crl /etc/passwd/x;`.
+        let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+        assert_eq!(
+            fopen_failed(
+                "X509_LOOKUP_load_file",
+                std::path::Path::new("/etc/passwd/x"),
+                &e
+            ),
+            "X509_LOOKUP_load_file(\"/etc/passwd/x\") failed (SSL: error:80000014:system library::Not a directory:calling fopen(/etc/passwd/x, r) error:10080002:BIO routines::system lib error:05880002:x509 certificate routines::system lib)"
+        );
     }
 }

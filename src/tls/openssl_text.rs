@@ -26,10 +26,20 @@ pub const KEY_VALUES_MISMATCH: &str =
 /// `SSL_R_DH_KEY_TOO_SMALL`: below the security level's 2048 bits.
 pub const DH_KEY_TOO_SMALL: &str = "error:0A00018A:SSL routines::dh key too small";
 
+/// `X509_R_SYSTEM_LIB`: what OpenSSL's X.509 file loaders
+/// (`SSL_CTX_load_verify_locations`, `X509_LOOKUP_load_file`) add after a
+/// file their BIO could not open.
+pub const X509_SYSTEM_LIB: &str = "error:05880002:x509 certificate routines::system lib";
+
 /// What `BIO_new_file(path, "r")` leaves in the queue when `fopen` fails
 /// with `e`: the system error with the call, then the BIO's own ("no
 /// such file" for a missing file, "system lib" for anything else).
 pub fn fopen_failed(path: &std::path::Path, e: &io::Error) -> Vec<Entry> {
+    fopen_failed_in(path, "r", e)
+}
+
+/// [`fopen_failed`] for a file opened in `mode` (`rb` for a DER file).
+pub fn fopen_failed_in(path: &std::path::Path, mode: &str, e: &io::Error) -> Vec<Entry> {
     let errno = e.raw_os_error().unwrap_or(0);
     // std says "No such file or directory (os error 2)": OpenSSL prints
     // strerror's text alone.
@@ -46,7 +56,7 @@ pub fn fopen_failed(path: &std::path::Path, e: &io::Error) -> Vec<Entry> {
                 "error:{:08X}:system library::{reason}",
                 0x8000_0000u32 | (errno as u32 & 0x7f_ffff)
             ),
-            Some(format!("calling fopen({}, r)", path.display())),
+            Some(format!("calling fopen({}, {mode})", path.display())),
         ),
         (bio.to_string(), None),
     ]

@@ -145,16 +145,13 @@ fn identity(s: &Source, what: &str) -> Result<Option<Identity>, String> {
 /// nginx's words for a certificate or key file that cannot be opened
 /// (`BIO_new_file` failing in `ngx_ssl_load_certificate`).
 fn fopen_failed(what: &str, p: &Path, e: &std::io::Error) -> String {
-    let text = crate::config::errno_text(e);
-    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
-    let bio = if e.kind() == std::io::ErrorKind::NotFound {
-        "error:10000080:BIO routines::no such file"
-    } else {
-        "error:10080002:BIO routines::system lib"
-    };
-    format!(
-        "cannot load {what} \"{0}\": BIO_new_file() failed (SSL: error:80000002:system library::{strerror}:calling fopen({0}, r) {bio})",
-        p.display()
+    use crate::tls::openssl_text;
+    openssl_text::line(
+        &format!(
+            "cannot load {what} \"{}\": BIO_new_file() failed",
+            p.display()
+        ),
+        &openssl_text::fopen_failed(p, e),
     )
 }
 
