@@ -161,11 +161,6 @@ pub fn asks_status(bytes: &[u8]) -> bool {
     read(bytes).asks_status
 }
 
-/// Whether the ClientHello in `records` asks for a session ticket.
-pub fn wants_ticket(records: &[u8]) -> bool {
-    read(records).wants_ticket
-}
-
 /// The `host_name` entry of a `server_name` extension's body.
 fn host_name(body: &[u8]) -> Option<String> {
     let mut list = Reader(Reader(body).vec(2)?);
