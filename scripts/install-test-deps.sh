@@ -68,9 +68,19 @@ if ! command -v pebble >/dev/null 2>&1; then
     }
 fi
 
+# curl: tests/differential_tls.rs compares what a real TLS client (curl,
+# besides openssl s_client) sees from nowait and from nginx.
+if ! command -v curl >/dev/null 2>&1; then
+    log "installing curl"
+    apt-get install -y --no-install-recommends curl >/dev/null 2>&1 || {
+        apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl
+    }
+fi
+
 # The Perl modules nginx's own test suite uses in the files
-# scripts/conformance.py runs (WebSocket framing for proxy_websocket.t).
-PERL_MODULES=(libprotocol-websocket-perl)
+# scripts/conformance.py runs (WebSocket framing for proxy_websocket.t;
+# IO::Socket::SSL and Net::SSLeay for the ssl module's tests).
+PERL_MODULES=(libprotocol-websocket-perl libio-socket-ssl-perl libnet-ssleay-perl)
 missing=()
 for p in "${PERL_MODULES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -206,3 +206,42 @@ fn access_log_has_lines_for_rejected_heads() {
         lines[1]
     );
 }
+
+/// Regression: a client that closed with part of a head sent was not
+/// logged; nginx made a request of its first byte and logs a 400 with
+/// what came of the request line (and a header too large its 494 as the
+/// 400 it sent).
+#[test]
+fn a_client_that_closes_mid_head_is_logged_as_a_400() {
+    let f = Fixture::build();
+    let conf = Conf::server(
+        "root {root};\naccess_log {prefix}/access.log;\nlarge_client_header_buffers 2 1k;",
+    )
+    .root(f.root())
+    .render();
+    let s = Server::tested(&conf);
+    for bytes in [&b"\r\n"[..], b"GET /", b"GET /a HTTP/1.1\r\nHost: x\r\n"] {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port())).unwrap();
+        std::io::Write::write_all(&mut c, bytes).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut c, &mut rest);
+        assert!(rest.is_empty(), "nothing is answered: {rest:?}");
+    }
+    request(
+        s.port(),
+        &format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+            "a".repeat(2048)
+        ),
+    );
+    let lines = lines(&s.prefix().join("access.log"), 4);
+    assert!(lines[0].contains("\"\" 400 0 "), "{}", lines[0]);
+    assert!(lines[1].contains("\"GET /\" 400 0 "), "{}", lines[1]);
+    assert!(
+        lines[2].contains("\"GET /a HTTP/1.1\" 400 0 "),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[3].contains("\" 400 "), "{}", lines[3]);
+}

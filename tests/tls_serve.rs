@@ -422,3 +422,400 @@ fn an_expired_certificate_is_warned_about_and_served() {
     let e = tls::connect(s.port(), "localhost", &tls::client(&Options::default())).unwrap_err();
     assert!(e.to_string().contains("xpired"), "{e}");
 }
+
+/// The access log of `s` (in its prefix), once it holds `n` lines.
+fn log_lines(s: &Server, n: usize) -> Vec<String> {
+    let path = s.prefix().join("access.log");
+    common::wait::until(Duration::from_secs(10), || {
+        common::wait::read_text(&path).lines().count() >= n
+    });
+    common::wait::read_text(&path)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Regression: a ClientHello whose ALPN list has no protocol nginx speaks
+/// got a bare close (rustls's alert was dropped) where OpenSSL answers
+/// `no_application_protocol`; and a list with http/1.0 alone is nginx's
+/// http/1.0, not a failure.
+#[test]
+fn alpn_without_a_protocol_nginx_speaks_is_refused_with_no_application_protocol() {
+    let f = Fixture::build();
+    let s = tls_server(
+        f.root(),
+        "location = /alpn { return 200 \"[$ssl_alpn_protocol]\"; }",
+    );
+    for (tls13, version) in [
+        (true, &rustls::version::TLS13),
+        (false, &rustls::version::TLS12),
+    ] {
+        let opts = Options {
+            versions: vec![version],
+            alpn: vec![b"h2".to_vec()],
+            ..Options::default()
+        };
+        let e = tls::connect(s.port(), "localhost", &tls::client(&opts)).expect_err("refused");
+        assert!(
+            e.to_string().contains("NoApplicationProtocol"),
+            "TLS 1.3 {tls13}: {e}"
+        );
+    }
+    let opts = Options {
+        alpn: vec![b"http/1.0".to_vec()],
+        ..Options::default()
+    };
+    let mut c = tls::connect(s.port(), "localhost", &tls::client(&opts)).unwrap();
+    assert_eq!(
+        common::body(&tls::get_on(&mut c, "localhost", "/alpn")),
+        "[http/1.0]"
+    );
+}
+
+/// Regression: an X.509 v1 certificate (no extensions, as `openssl req
+/// -x509` makes it and nginx's own tests use) was refused at start
+/// ("UnsupportedCertVersion"); OpenSSL serves it.
+#[test]
+fn an_x509_v1_certificate_is_served() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tls/testdata");
+    let conf = Conf::server(&format!(
+        "ssl_certificate {}; ssl_certificate_key {}; location / {{ return 200 \"v1\"; }}",
+        data.join("v1.crt").display(),
+        data.join("v1.key").display(),
+    ))
+    .render()
+    .replace("listen 127.0.0.1:{port};", "listen 127.0.0.1:{port} ssl;");
+    let s = Server::nowait(&conf);
+    // The test CA did not sign it: OpenSSL's client shows what it got.
+    let out = std::process::Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{}", s.port()),
+            "-servername",
+            "v1.test",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        assert!(common::require(
+            false,
+            "an_x509_v1_certificate_is_served",
+            "openssl is missing"
+        ));
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("subject=CN = v1.test"), "{text}");
+}
+
+/// Regression: plain HTTP on a TLS port was logged with `$status` 497,
+/// and a header too large with 494; nginx logs the 400 it sends.
+#[test]
+fn plain_http_to_a_tls_port_is_logged_as_the_400_sent() {
+    let f = Fixture::build();
+    let s = tls_server(
+        f.root(),
+        "access_log {prefix}/access.log; large_client_header_buffers 2 1k;",
+    );
+    let r = common::client::get(s.port(), "/x");
+    assert_eq!(r.status, 400);
+    let config = tls::client(&Options::default());
+    let mut c = tls::connect(s.port(), "localhost", &config).unwrap();
+    let big = "a".repeat(2000);
+    write!(
+        c,
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {big}\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let _ = c.read_to_end(&mut got);
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 400"));
+    let lines = log_lines(&s, 2);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for l in &lines {
+        assert!(l.contains("\" 400 "), "{l}");
+    }
+}
+
+/// Regression: `$ssl_session_id`, `$ssl_curve` and `$ssl_alpn_protocol`
+/// were unknown variables (a configuration using them did not load), and
+/// `$ssl_server_name` was lower-cased.
+#[test]
+fn session_id_curve_alpn_and_the_name_as_sent_are_told() {
+    let f = Fixture::build();
+    let s = tls_server(
+        f.root(),
+        "ssl_session_cache shared:S:1m; ssl_session_tickets off;
+         location = /s { return 200 \"$ssl_session_id|$ssl_curve|$ssl_alpn_protocol|$ssl_server_name|$ssl_session_reused\"; }",
+    );
+    let opts = Options {
+        versions: vec![&rustls::version::TLS12],
+        alpn: vec![b"http/1.1".to_vec()],
+        resume: true,
+        tickets: false,
+        ..Options::default()
+    };
+    let config = tls::client(&opts);
+    let mut c = tls::connect(s.port(), "LocalHost", &config).unwrap();
+    let first = common::body(&tls::get_on(&mut c, "localhost", "/s"));
+    let f1: Vec<&str> = first.split('|').collect();
+    assert_eq!(f1[0].len(), 64, "{first}");
+    assert!(
+        f1[0]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{first}"
+    );
+    assert_eq!(
+        &f1[1..],
+        ["X25519", "http/1.1", "LocalHost", "."],
+        "{first}"
+    );
+    // The resumed session says the id it was given.
+    let mut c = tls::connect(s.port(), "LocalHost", &config).unwrap();
+    let second = common::body(&tls::get_on(&mut c, "localhost", "/s"));
+    let f2: Vec<&str> = second.split('|').collect();
+    assert_eq!(f2[0], f1[0], "{second}");
+    assert_eq!(f2[4], "r", "{second}");
+}
+
+/// Regression: a session made under one server resumed under another
+/// with the same ticket key and other certificates (OpenSSL refuses it:
+/// nginx's session id context is made of the certificates).
+#[test]
+fn a_session_resumes_only_where_the_same_certificates_serve() {
+    let conf = Conf::http(&format!(
+        "ssl_session_ticket_key {};
+         ssl_protocols TLSv1.2 TLSv1.3;
+         server {{ listen 127.0.0.1:{{port}} ssl; ssl_certificate {}; ssl_certificate_key {};
+                  location / {{ return 200 \"$ssl_session_reused\"; }} }}
+         server {{ listen 127.0.0.1:{{port1}} ssl; ssl_certificate {}; ssl_certificate_key {};
+                  location / {{ return 200 \"$ssl_session_reused\"; }} }}
+         server {{ listen 127.0.0.1:{{port2}} ssl; ssl_certificate {}; ssl_certificate_key {};
+                  location / {{ return 200 \"$ssl_session_reused\"; }} }}",
+        fixture("ticket80.key"),
+        fixture("localhost-rsa.crt"),
+        fixture("localhost-rsa.key"),
+        fixture("localhost-rsa.crt"),
+        fixture("localhost-rsa.key"),
+        fixture("localhost-ec.crt"),
+        fixture("localhost-ec.key"),
+    ));
+    let (p1, p2) = (common::server::free_port(), common::server::free_port());
+    let conf = conf
+        .render()
+        .replace("{port1}", &p1.to_string())
+        .replace("{port2}", &p2.to_string());
+    let s = Server::nowait(&conf);
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let opts = Options {
+            versions: vec![version],
+            resume: true,
+            ..Options::default()
+        };
+        let config = tls::client(&opts);
+        let mut c = tls::connect(s.port(), "localhost", &config).unwrap();
+        assert_eq!(common::body(&tls::get_on(&mut c, "localhost", "/")), ".");
+        // The same certificates on another port: resumed.
+        let mut c = tls::connect(p1, "localhost", &config).unwrap();
+        assert_eq!(
+            common::body(&tls::get_on(&mut c, "localhost", "/")),
+            "r",
+            "{version:?}"
+        );
+        // Other certificates: a new session.
+        let mut c = tls::connect(p2, "localhost", &config).unwrap();
+        assert_eq!(
+            common::body(&tls::get_on(&mut c, "localhost", "/")),
+            ".",
+            "{version:?}"
+        );
+    }
+}
+
+/// Regression: nowait answered a client's close_notify with its own and
+/// sent one after the client's FIN; nginx sends none once the client has
+/// ended the connection (`no_send_shutdown`), and one when it ends it.
+#[test]
+fn no_close_notify_once_the_client_has_ended_the_connection() {
+    let f = Fixture::build();
+    let s = tls_server(f.root(), "");
+    let config = tls::client(&Options::default());
+    for notify in [true, false] {
+        let mut c = tls::connect(s.port(), "localhost", &config).unwrap();
+        let r = tls::get_keepalive(&mut c, "localhost", "/dir/file.txt");
+        assert_eq!(r.status, 200);
+        if notify {
+            c.conn.send_close_notify();
+            while c.conn.wants_write() {
+                c.conn.write_tls(&mut c.sock).unwrap();
+            }
+        } else {
+            c.sock.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        let mut notified = false;
+        loop {
+            match c.conn.read_tls(&mut c.sock) {
+                Ok(0) => break,
+                Ok(_) => {
+                    notified |= c
+                        .conn
+                        .process_new_packets()
+                        .is_ok_and(|st| st.peer_has_closed())
+                }
+                Err(e) => panic!("notify {notify}: {e}"),
+            }
+        }
+        assert!(
+            !notified,
+            "close_notify sent after the client's {}",
+            if notify { "close_notify" } else { "FIN" }
+        );
+    }
+    // The server ending a connection still says so.
+    let mut c = tls::connect(s.port(), "localhost", &config).unwrap();
+    write!(c, "GET /dir/file.txt HTTP/1.0\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got)
+        .expect("a close_notify ends the stream");
+}
+
+/// Regression: with an RSA and an ECDSA certificate, a TLS 1.2 client
+/// that prefers an RSA suite got the ECDSA certificate (chosen by the
+/// signature schemes); OpenSSL chooses the suite, then its certificate.
+#[test]
+fn tls12_takes_the_certificate_its_chosen_suite_needs() {
+    let conf = Conf::server(&format!(
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_certificate {}; ssl_certificate_key {};
+         ssl_protocols TLSv1.2 TLSv1.3; location / {{ return 200 \"$ssl_cipher\"; }}",
+        fixture("localhost-ec.crt"),
+        fixture("localhost-ec.key"),
+        fixture("localhost-rsa.crt"),
+        fixture("localhost-rsa.key"),
+    ))
+    .render()
+    .replace("listen 127.0.0.1:{port};", "listen 127.0.0.1:{port} ssl;");
+    let s = Server::nowait(&conf);
+    let out = std::process::Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{}", s.port()),
+            "-tls1_2",
+            "-cipher",
+            "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        assert!(common::require(
+            false,
+            "tls12_takes_the_certificate_its_chosen_suite_needs",
+            "openssl is missing"
+        ));
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Cipher is ECDHE-RSA-AES128-GCM-SHA256"),
+        "{text}"
+    );
+}
+
+/// Regression: the ssl module's files were looked for under the prefix;
+/// nginx looks for them in the configuration file's directory
+/// (`conf_prefix`), which differs when `-c` names a file elsewhere.
+#[test]
+fn ssl_files_are_found_beside_the_configuration_file() {
+    let dir = common::TempDir::new("tls-conf-dir");
+    let conf_dir = dir.path().join("etc");
+    std::fs::create_dir_all(conf_dir.join("certs")).unwrap();
+    for name in ["localhost-ec.crt", "localhost-ec.key"] {
+        std::fs::copy(fixture(name), conf_dir.join("certs").join(name)).unwrap();
+    }
+    std::fs::copy(fixture("ca.crt"), conf_dir.join("certs/ca.crt")).unwrap();
+    let conf_file = conf_dir.join("test.conf");
+    // The upstream side's files too (`proxy_ssl_certificate`,
+    // `proxy_ssl_trusted_certificate`), which nginx also finds there.
+    std::fs::write(
+        &conf_file,
+        "events {}\nhttp { server { listen 127.0.0.1:18443 ssl; ssl_certificate certs/localhost-ec.crt; ssl_certificate_key certs/localhost-ec.key;
+         location / { proxy_pass https://127.0.0.1:1; proxy_ssl_certificate certs/localhost-ec.crt; proxy_ssl_certificate_key certs/localhost-ec.key;
+                      proxy_ssl_verify on; proxy_ssl_trusted_certificate certs/ca.crt; } } }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .arg("-t")
+        .arg("-p")
+        .arg(format!("{}/", dir.path().display()))
+        .arg("-c")
+        .arg(&conf_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Stops the server it holds when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Regression: certificates named with variables were looked for under
+/// the prefix, where nginx looks for them beside the configuration file
+/// (`ngx_ssl_load_certificate` resolves them against `conf_prefix`), and
+/// the serving process could read only that directory.
+#[test]
+fn certificates_named_with_variables_are_found_beside_the_configuration_file() {
+    let dir = common::TempDir::new("tls-conf-dir-vars");
+    let conf_dir = dir.path().join("etc");
+    std::fs::create_dir_all(conf_dir.join("certs")).unwrap();
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    for (from, to) in [
+        ("localhost-rsa.crt", "localhost.crt"),
+        ("localhost-rsa.key", "localhost.key"),
+    ] {
+        std::fs::copy(fixture(from), conf_dir.join("certs").join(to)).unwrap();
+    }
+    let port = common::server::free_port();
+    let conf_file = conf_dir.join("test.conf");
+    std::fs::write(
+        &conf_file,
+        format!(
+            "events {{}}\nhttp {{ server {{ listen 127.0.0.1:{port} ssl;
+             ssl_certificate certs/$ssl_server_name.crt; ssl_certificate_key certs/$ssl_server_name.key;
+             location / {{ return 200 \"named\"; }} }} }}\n"
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .arg("-p")
+        .arg(format!("{}/", dir.path().display()))
+        .arg("-c")
+        .arg(&conf_file)
+        .args(["-e", "stderr", "-g", "daemon off;"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    assert!(
+        common::wait::until(Duration::from_secs(10), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }),
+        "nowait listens on {port}"
+    );
+    assert_eq!(common::body(&tls::get(port, "localhost", "/")), "named");
+}

@@ -85,7 +85,7 @@ fn version_facts() -> String {
     format!(
         "nginx version: nginx/{compat} (the nginx whose configuration and behaviour nowait follows)\n\
          built for {arch}-linux with rustc (edition 2024), profile {profile}\n\
-         features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport{faults}\n\
+         {sni}features: thread pools, openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT, cachestat, sendfile, reuseport{faults}\n\
          configure arguments: --prefix={prefix} --conf-path={conf} --error-log-path={prefix}logs/error.log \
          --pid-path={prefix}logs/{name}.pid --http-log-path={prefix}logs/access.log \
          --http-client-body-temp-path={prefix}{body_temp}{build} {flags}\n",
@@ -107,6 +107,13 @@ fn version_facts() -> String {
         body_temp = config::inherit::DEFAULT_CLIENT_BODY_TEMP_PATH,
         flags = config::modules::configure_flags().join(" "),
         build = crate::BUILD.map_or(String::new(), |b| format!(" --build={b}")),
+        // nginx's line for a TLS library with SNI, which rustls is: said
+        // once the ssl module is (the test harness's `sni` feature).
+        sni = if config::modules::ssl_implemented() {
+            "TLS SNI support enabled\n"
+        } else {
+            ""
+        },
     )
 }
 

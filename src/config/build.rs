@@ -145,6 +145,9 @@ impl Scope<'_> {
 pub struct Builder {
     /// Relative paths (root, logs, pid) resolve against this.
     pub prefix: PathBuf,
+    /// The directory of the configuration file (nginx's `conf_prefix`):
+    /// the ssl module's files resolve against it.
+    pub conf_prefix: PathBuf,
     /// Every message so far.
     pub diags: Diagnostics,
     /// Directives that are parsed but not implemented yet.
@@ -248,6 +251,7 @@ impl Builder {
     /// A builder resolving relative paths against `prefix`.
     pub fn new(prefix: PathBuf) -> Builder {
         Builder {
+            conf_prefix: prefix.clone(),
             prefix,
             diags: Diagnostics::default(),
             not_implemented: Vec::new(),
@@ -299,6 +303,18 @@ impl Builder {
     /// Records a warning at `loc`.
     pub fn warn(&mut self, message: impl Into<String>, loc: &Loc) {
         self.diags.push(ConfError::warn(message, Some(loc.clone())));
+    }
+
+    /// Resolves a path against the configuration file's directory, as
+    /// nginx's `ngx_conf_full_name(cycle, name, 1)` (the ssl module's
+    /// certificates, keys and other files).
+    pub fn conf_full_path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.conf_prefix.join(p)
+        }
     }
 
     /// Resolves a path against the prefix, as nginx's `ngx_conf_full_name`.

@@ -18,9 +18,7 @@ use md5::{Digest, Md5};
 
 use super::build::Builder;
 use super::error::ConfError;
-use super::finish_ssl::{
-    GROUPS, TLS13_SUITES, conf_command, load_pair, usable_protocols, usable_tls12_suites,
-};
+use super::finish_ssl::{GROUPS, TLS13_SUITES, load_pair, usable_protocols, usable_tls12_suites};
 use super::inherit::LocConf;
 use super::model::{Location, ProxyTarget};
 use super::ssl_model::UpstreamTlsPlan;
@@ -91,14 +89,33 @@ impl Plans {
             None,
             protocols,
         )?;
-        let mut tls13_suites = TLS13_SUITES.to_vec();
-        // A client has no preference of its own to impose: nowait's
-        // `Options ServerPreference` reaches nothing here, as OpenSSL's
-        // does not on a client.
-        let mut no_preference = false;
-        for (name, value, at) in &c.proxy_ssl_conf_command {
-            conf_command(b, name, value, at, &mut tls13_suites, &mut no_preference)?;
+        // Read as OpenSSL reads a client's commands. A client has no
+        // preference of its own to impose: `Options ServerPreference`
+        // reaches nothing here, as OpenSSL's does not on a client.
+        let mut applied = super::ssl_conf_command::Applied {
+            tls13_suites: TLS13_SUITES.to_vec(),
+            prefer_server_ciphers: false,
+            tickets: None,
+            certificate: None,
+            key: None,
+        };
+        super::ssl_conf_command::apply(b, &c.proxy_ssl_conf_command, &mut applied, &TLS13_SUITES)?;
+        if let Some((_, _, at)) = c.proxy_ssl_conf_command.last() {
+            if applied.certificate.is_some() || applied.key.is_some() {
+                b.error(
+                    "\"proxy_ssl_conf_command Certificate\" and \"PrivateKey\" cannot be honoured: use proxy_ssl_certificate and proxy_ssl_certificate_key",
+                    at,
+                );
+                return None;
+            }
+            if applied.tickets.is_some() {
+                b.notice(
+                    "\"proxy_ssl_conf_command Options SessionTicket\" has no effect in nowait (use proxy_ssl_session_reuse)",
+                    at,
+                );
+            }
         }
+        let tls13_suites = applied.tls13_suites;
         digest.update([protocols.0]);
         for code in tls12_suites.iter().chain(&tls13_suites) {
             digest.update(code.to_be_bytes());
@@ -165,10 +182,13 @@ impl Plans {
         }
         let pem = |b: &mut Builder, what: &str, n: &super::ssl_model::CertName| match &n.path {
             Some(p) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
-                format!(
-                    "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                    p.display(),
-                    crate::config::errno_text(&e)
+                use crate::tls::openssl_text;
+                openssl_text::line(
+                    &format!(
+                        "cannot load {what} \"{}\": BIO_new_file() failed",
+                        p.display()
+                    ),
+                    &openssl_text::fopen_failed(p, &e),
                 )
             }),
             // `data:` and the PEM itself.
@@ -220,10 +240,10 @@ impl Plans {
         let ca = match b.data.read(&trusted.path) {
             Ok(bytes) => bytes,
             Err(e) => {
-                let msg = format!(
-                    "SSL_CTX_load_verify_locations(\"{}\") failed ({})",
-                    trusted.path.display(),
-                    crate::config::errno_text(&e)
+                let msg = super::finish_ssl::fopen_failed(
+                    "SSL_CTX_load_verify_locations",
+                    &trusted.path,
+                    &e,
                 );
                 self.emerg(b, msg);
                 return None;
@@ -234,11 +254,7 @@ impl Plans {
             Some(f) => match b.data.read(&f.path) {
                 Ok(bytes) => Some((bytes, f.path.clone())),
                 Err(e) => {
-                    let msg = format!(
-                        "X509_LOOKUP_load_file(\"{}\") failed ({})",
-                        f.path.display(),
-                        crate::config::errno_text(&e)
-                    );
+                    let msg = super::finish_ssl::fopen_failed("X509_LOOKUP_load_file", &f.path, &e);
                     self.emerg(b, msg);
                     return None;
                 }
@@ -323,10 +339,11 @@ mod tests {
             )]
         );
         let missing = "server { location / { proxy_pass https://127.0.0.1:1; proxy_ssl_verify on; proxy_ssl_trusted_certificate /nonexistent.crt; } }";
+        // OpenSSL's words, as nginx prints them.
         assert_eq!(
             errors(missing),
             vec![
-                "SSL_CTX_load_verify_locations(\"/nonexistent.crt\") failed (2: No such file or directory)"
+                "SSL_CTX_load_verify_locations(\"/nonexistent.crt\") failed (SSL: error:80000002:system library::No such file or directory:calling fopen(/nonexistent.crt, r) error:10000080:BIO routines::no such file error:05880002:x509 certificate routines::system lib)"
             ]
         );
     }

@@ -19,8 +19,9 @@ use super::error::ConfError;
 use super::inherit::SrvConf;
 use super::model::{HttpConf, ListenAddr, Server};
 use super::source::Loc;
+use super::ssl_conf_command;
 use super::ssl_model::{NamedFile, Protocols, TicketPlan, TlsPlan};
-use crate::tls::material;
+use crate::tls::{material, openssl_text};
 
 /// The TLS 1.2 suites rustls has (IANA codes), in OpenSSL's default order.
 pub const TLS12_SUITES: [u16; 6] = [0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc02b, 0xc02f];
@@ -169,35 +170,69 @@ fn plan(
     let tls12_suites = tls12_suites(b, c, protocols)?;
     let groups = groups(b, c)?;
     if let Some(f) = &c.ssl_dhparam {
-        if let Err(e) = b.data.read(&f.path) {
-            b.error(
-                format!(
-                    "BIO_new_file(\"{}\") failed ({})",
-                    f.path.display(),
-                    crate::config::errno_text(&e)
-                ),
-                &f.loc,
-            );
+        // Read and checked as nginx's `ngx_ssl_dhparam` does; the
+        // table's notice says the DHE suites it enables are not offered.
+        let checked = match b.data.read(&f.path) {
+            Err(e) => Err(openssl_text::line(
+                &format!("BIO_new_file(\"{}\") failed", f.path.display()),
+                &openssl_text::fopen_failed(&f.path, &e),
+            )),
+            Ok(pem) => material::dhparam(&pem, &f.path),
+        };
+        if let Err(e) = checked {
+            b.error(e, &f.loc);
             return None;
         }
-        b.warn(
-            "\"ssl_dhparam\" is ignored: rustls has no finite-field Diffie-Hellman, so no DHE cipher suite is offered",
-            &f.loc,
-        );
     }
-    let mut tls13_suites = TLS13_SUITES.to_vec();
-    let mut prefer_server_ciphers = c.ssl_prefer_server_ciphers;
-    for (name, value, loc) in &c.ssl_conf_command {
-        conf_command(
-            b,
-            name,
-            value,
-            loc,
-            &mut tls13_suites,
-            &mut prefer_server_ciphers,
-        )?;
+    let mut applied = ssl_conf_command::Applied {
+        tls13_suites: TLS13_SUITES.to_vec(),
+        prefer_server_ciphers: c.ssl_prefer_server_ciphers,
+        tickets: None,
+        certificate: None,
+        key: None,
+    };
+    ssl_conf_command::apply(b, &c.ssl_conf_command, &mut applied, &TLS13_SUITES)?;
+    // Certificates named with variables are loaded per handshake, over
+    // whatever the commands load, as nginx's certificate callback does.
+    if dynamic.is_empty() && (applied.certificate.is_some() || applied.key.is_some()) {
+        let at = c
+            .ssl_conf_command
+            .last()
+            .map(|(_, _, l)| l.clone())
+            .unwrap_or(err_at.clone());
+        let Some((cert, key)) = ssl_conf_command::pair_files(&applied) else {
+            b.error(
+                "\"ssl_conf_command Certificate\" and \"PrivateKey\" are honoured together only",
+                &at,
+            );
+            return None;
+        };
+        // OpenSSL puts the pair in the place of the one with the same
+        // kind of key.
+        match load_pair(b, provider, cert, key) {
+            Ok(p) => {
+                let kind = p.key.key.algorithm();
+                let name = p.path.display().to_string();
+                match pairs.iter().position(|q| q.key.key.algorithm() == kind) {
+                    Some(i) => {
+                        pairs[i] = p;
+                        names[i] = name;
+                    }
+                    None => {
+                        pairs.push(p);
+                        names.push(name);
+                    }
+                }
+            }
+            Err(e) => {
+                b.error(e, &at);
+                return None;
+            }
+        }
     }
-    let tickets = tickets(b, c)?;
+    let tls13_suites = applied.tls13_suites;
+    let prefer_server_ciphers = applied.prefer_server_ciphers;
+    let tickets = tickets(b, c, applied.tickets.unwrap_or(c.ssl_session_tickets))?;
     let stapling = super::finish_stapling::plans(b, c, &pairs, &names, &trusted)?;
     let client_cas = client_cas(b, provider, c, &trusted)?;
     Some(TlsPlan {
@@ -225,17 +260,9 @@ fn plan(
 /// The words OpenSSL's file loaders fail with when a file cannot be
 /// opened (`fopen` through a BIO), after nginx's `CALL("PATH") failed`.
 pub(super) fn fopen_failed(call: &str, path: &std::path::Path, e: &std::io::Error) -> String {
-    let p = path.display();
-    let text = crate::config::errno_text(e);
-    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
-    let bio = if e.kind() == std::io::ErrorKind::NotFound {
-        "error:10000080:BIO routines::no such file"
-    } else {
-        "error:10080002:BIO routines::system lib"
-    };
-    format!(
-        "{call}(\"{p}\") failed (SSL: error:80000002:system library::{strerror}:calling fopen({p}, r) {bio} error:05880002:x509 certificate routines::system lib)"
-    )
+    let mut queue = openssl_text::fopen_failed(path, e);
+    queue.push((openssl_text::X509_SYSTEM_LIB.to_string(), None));
+    openssl_text::line(&format!("{call}(\"{}\") failed", path.display()), &queue)
 }
 
 /// The certificates of a CA file (`SSL_CTX_load_verify_locations`), in
@@ -376,10 +403,12 @@ fn load_named_pair(
         match (&n.path, text.strip_prefix("data:")) {
             (None, Some(pem)) => Ok((pem.as_bytes().to_vec(), std::path::PathBuf::from(&text))),
             (Some(p), _) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
-                format!(
-                    "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                    p.display(),
-                    crate::config::errno_text(&e)
+                openssl_text::line(
+                    &format!(
+                        "cannot load {what} \"{}\": BIO_new_file() failed",
+                        p.display()
+                    ),
+                    &openssl_text::fopen_failed(p, &e),
                 )
             }),
             (None, None) => Err(format!("cannot load {what} \"{text}\"")),
@@ -402,10 +431,12 @@ pub(super) fn load_pair(
 ) -> Result<material::Pair, String> {
     let read = |b: &mut Builder, what: &str, p: &std::path::Path| {
         b.data.read(p).map_err(|e| {
-            format!(
-                "cannot load {what} \"{}\": BIO_new_file() failed ({})",
-                p.display(),
-                crate::config::errno_text(&e)
+            openssl_text::line(
+                &format!(
+                    "cannot load {what} \"{}\": BIO_new_file() failed",
+                    p.display()
+                ),
+                &openssl_text::fopen_failed(p, &e),
             )
         })
     };
@@ -589,104 +620,31 @@ fn groups(b: &mut Builder, c: &SrvConf) -> Option<Vec<u16>> {
     }
 }
 
-/// One `ssl_conf_command`: what rustls can honour is applied, the rest is
-/// refused (nginx passes every command to OpenSSL, which refuses what it
-/// does not know).
-pub(super) fn conf_command(
-    b: &mut Builder,
-    name: &str,
-    value: &str,
-    loc: &Loc,
-    tls13_suites: &mut Vec<u16>,
-    prefer_server_ciphers: &mut bool,
-) -> Option<()> {
-    match name {
-        "Ciphersuites" => {
-            let mut out = Vec::new();
-            for n in value.split(':').filter(|n| !n.is_empty()) {
-                match tls13_code(n) {
-                    Some(code) if !out.contains(&code) => out.push(code),
-                    Some(_) => {}
-                    None => {
-                        b.error(
-                            format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed (SSL: no cipher match)"),
-                            loc,
-                        );
-                        return None;
-                    }
-                }
-            }
-            *tls13_suites = out;
-        }
-        "Options" => {
-            for opt in value.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-                match opt {
-                    "ServerPreference" => *prefer_server_ciphers = true,
-                    "-ServerPreference" => *prefer_server_ciphers = false,
-                    // The seam for kernel TLS: this kernel has no `tls`
-                    // module, and nowait sends through rustls.
-                    "KTLS" | "-KTLS" => b.notice(
-                        "\"ssl_conf_command Options KTLS\": kernel TLS is not used, records are encrypted by rustls",
-                        loc,
-                    ),
-                    "-SessionTicket" | "SessionTicket" | "NoRenegotiation" | "-NoRenegotiation" => {
-                        b.notice(
-                            format!("\"ssl_conf_command Options {opt}\" has no effect in nowait (use ssl_session_tickets; rustls never renegotiates)"),
-                            loc,
-                        )
-                    }
-                    _ => {
-                        b.error(
-                            format!("SSL_CONF_cmd(\"{name}\", \"{value}\") failed: nowait cannot honour \"{opt}\""),
-                            loc,
-                        );
-                        return None;
-                    }
-                }
-            }
-        }
-        _ => {
-            b.error(
-                format!(
-                    "SSL_CONF_cmd(\"{name}\", \"{value}\") failed: nowait cannot honour \"{name}\""
-                ),
-                loc,
-            );
-            return None;
-        }
-    }
-    Some(())
-}
-
-/// The IANA code of a TLS 1.3 suite named as OpenSSL's `Ciphersuites`
-/// names it.
-fn tls13_code(name: &str) -> Option<u16> {
-    TLS13_SUITES
-        .iter()
-        .copied()
-        .find(|&c| crate::tls::ciphers::openssl_name(c) == Some(name))
-}
-
-/// `ssl_session_tickets` and `ssl_session_ticket_key`.
-fn tickets(b: &mut Builder, c: &SrvConf) -> Option<TicketPlan> {
-    if !c.ssl_session_tickets {
+/// `ssl_session_tickets` (or `ssl_conf_command Options SessionTicket`:
+/// `on`) and `ssl_session_ticket_key`.
+fn tickets(b: &mut Builder, c: &SrvConf, on: bool) -> Option<TicketPlan> {
+    if !on {
         return Some(TicketPlan::Off);
     }
     if c.ssl_session_ticket_key.is_empty() {
         return Some(TicketPlan::Process);
     }
+    // nginx reads the key files while merging, and so says where the
+    // `http` block ends (`ngx_conf_log_error` at the merge's position).
+    let at = |f: &NamedFile, b: &Builder| b.http_end.clone().unwrap_or(f.loc.clone());
     let mut keys = Vec::new();
     for f in &c.ssl_session_ticket_key {
         let bytes = match b.data.read(&f.path) {
             Ok(bytes) => bytes,
             Err(e) => {
+                let loc = at(f, b);
                 b.error(
                     format!(
                         "open() \"{}\" failed ({})",
                         f.path.display(),
                         crate::config::errno_text(&e)
                     ),
-                    &f.loc,
+                    &loc,
                 );
                 return None;
             }
@@ -694,7 +652,8 @@ fn tickets(b: &mut Builder, c: &SrvConf) -> Option<TicketPlan> {
         match crate::tls::tickets::TicketKey::from_file(&bytes, &f.path) {
             Ok(k) => keys.push(k),
             Err(e) => {
-                b.error(e, &f.loc);
+                let loc = at(f, b);
+                b.error(e, &loc);
                 return None;
             }
         }
@@ -769,5 +728,27 @@ fn check_addresses(b: &mut Builder, h: &HttpConf, failed: &[usize]) {
                 missing(b, s, &mut said);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a CA or CRL file that could not be opened for another
+    /// reason than its absence was said with ENOENT's code
+    /// (`error:80000002`); OpenSSL's system error carries the errno.
+    #[test]
+    fn a_file_that_cannot_be_opened_is_said_with_its_errno() {
+        // As nginx 1.22 with OpenSSL 3.0 says `ssl_crl /etc/passwd/x;`.
+        let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+        assert_eq!(
+            fopen_failed(
+                "X509_LOOKUP_load_file",
+                std::path::Path::new("/etc/passwd/x"),
+                &e
+            ),
+            "X509_LOOKUP_load_file(\"/etc/passwd/x\") failed (SSL: error:80000014:system library::Not a directory:calling fopen(/etc/passwd/x, r) error:10080002:BIO routines::system lib error:05880002:x509 certificate routines::system lib)"
+        );
     }
 }

@@ -115,11 +115,11 @@ fn file(b: &mut Builder, path: &std::path::Path) -> Option<Vec<u8>> {
     let der = match b.data.read(path) {
         Ok(der) => der,
         Err(e) => {
+            use crate::tls::openssl_text;
             b.diags.push(ConfError::emerg(
-                format!(
-                    "BIO_new_file(\"{}\") failed ({})",
-                    path.display(),
-                    crate::config::errno_text(&e)
+                openssl_text::line(
+                    &format!("BIO_new_file(\"{}\") failed", path.display()),
+                    &openssl_text::fopen_failed_in(path, "rb", &e),
                 ),
                 None,
             ));

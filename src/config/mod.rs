@@ -65,6 +65,7 @@ pub mod set_sub;
 pub mod set_upstream;
 pub mod slot;
 pub mod source;
+pub mod ssl_conf_command;
 pub mod ssl_model;
 pub mod syntax;
 pub mod table;
@@ -154,7 +155,7 @@ fn load_with(
         None => opts.prefix.clone(),
     };
     let data = build::DataFiles::new(preloaded.clone());
-    let mut reader = Reader::with_files(conf_dir, preloaded);
+    let mut reader = Reader::with_files(conf_dir.clone(), preloaded);
     let mut tree = Vec::new();
     if let Some(g) = &opts.globals {
         match reader.read_text(g, Origin::CommandLine, 0) {
@@ -180,6 +181,7 @@ fn load_with(
     }
 
     let mut b = Builder::new(opts.prefix.clone());
+    b.conf_prefix = conf_dir;
     b.data = data;
     let mut main_set = MainSet::default();
     b.walk(&mut Scope::Main(&mut main_set), &tree);

@@ -55,6 +55,18 @@ pub struct Config {
     pub uses_request_body_file: bool,
 }
 
+impl Config {
+    /// The directory of the configuration file (nginx's `conf_prefix`),
+    /// the prefix without one: the ssl module's files resolve against it,
+    /// those named with variables too.
+    pub fn conf_prefix(&self) -> &std::path::Path {
+        self.conf_file
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .unwrap_or(&self.prefix)
+    }
+}
+
 /// `worker_processes`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkerProcesses {

@@ -102,6 +102,15 @@ pub fn implemented(m: &Module) -> bool {
         .all(|d| table::lookup(d).any(|s| s.status != Status::NotYet))
 }
 
+/// Whether the ssl module is implemented (then `-V` says "TLS SNI support
+/// enabled", as nginx does with a library that has SNI).
+pub fn ssl_implemented() -> bool {
+    HTTP_MODULES
+        .iter()
+        .find(|m| m.name == "http_ssl_module")
+        .is_some_and(implemented)
+}
+
 /// The module flags of `configure arguments:`: `--with-threads`, then
 /// `--with-X` for each optional module nowait implements and `--without-X`
 /// for each default one it does not.

@@ -91,10 +91,11 @@ pub fn proxy_ssl_name(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> 
     Ok(())
 }
 
-/// A file a directive names, resolved against the prefix.
+/// A file a directive names, resolved against the configuration file's
+/// directory (nginx's `conf_prefix`, as for every file of the ssl module).
 fn named_file(b: &Builder, d: &Directive) -> NamedFile {
     NamedFile {
-        path: b.full_path(d.arg(0)),
+        path: b.conf_full_path(d.arg(0)),
         loc: d.loc.clone(),
     }
 }
@@ -120,12 +121,12 @@ pub fn proxy_ssl_crl(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> R
 }
 
 /// A certificate or key name (`ngx_http_set_complex_value_zero_slot`): a
-/// file (resolved against the prefix unless it is `data:` PEM), or a name
-/// with variables.
+/// file (resolved against the configuration file's directory unless it is
+/// `data:` PEM), or a name with variables.
 fn cert_name(b: &mut Builder, d: &Directive) -> Result<CertName, String> {
     let text = d.arg(0);
     let name = b.template(text, &d.loc)?;
-    let path = (name.is_static() && !text.starts_with("data:")).then(|| b.full_path(text));
+    let path = (name.is_static() && !text.starts_with("data:")).then(|| b.conf_full_path(text));
     Ok(CertName {
         name,
         path,

@@ -22,10 +22,12 @@ fn ss<'a>(scope: &'a mut Scope<'_>) -> &'a mut SrvSet {
         .expect("the table allows the ssl directives in http and server only")
 }
 
-/// A file argument resolved against the prefix, with its place.
+/// A file argument resolved against the configuration file's directory
+/// (nginx's `conf_prefix`, as for every file of the ssl module), with its
+/// place.
 fn named_file(b: &Builder, d: &Directive) -> NamedFile {
     NamedFile {
-        path: b.full_path(d.arg(0)),
+        path: b.conf_full_path(d.arg(0)),
         loc: d.loc.clone(),
     }
 }
@@ -46,14 +48,15 @@ pub fn ssl(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), 
     Ok(())
 }
 
-/// A certificate or key name: a literal path (resolved against the prefix
-/// when it does not start with `data:`), or a template with variables,
-/// loaded per handshake.
+/// A certificate or key name: a literal path (resolved against the
+/// configuration file's directory, as nginx's `ngx_ssl_load_certificate`
+/// resolves it, when it does not start with `data:`), or a template with
+/// variables, loaded per handshake.
 fn cert_name(b: &mut Builder, d: &Directive) -> Result<CertName, String> {
     let text = d.arg(0);
     let name = b.template(text, &d.loc)?;
     let path = if name.is_static() && !text.starts_with("data:") {
-        Some(b.full_path(text))
+        Some(b.conf_full_path(text))
     } else {
         None
     };
@@ -157,12 +160,16 @@ pub fn ssl_ciphers(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
 }
 
 /// `ssl_protocols [SSLv2] [SSLv3] [TLSv1] [TLSv1.1] [TLSv1.2] [TLSv1.3];`
-/// (`ngx_conf_set_bitmask_slot`).
+/// (`ngx_conf_set_bitmask_slot`): written twice at one level, the second
+/// adds its protocols to the first's (a protocol named again is warned
+/// of as a "duplicate value"), as nginx's bitmask slot ORs them.
 pub fn ssl_protocols(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
-    if ss(scope).ssl_protocols.is_some() {
-        return Err(format!("\"{}\" directive is duplicate", d.name));
-    }
-    let mut seen = Vec::new();
+    let mut seen: Vec<usize> = match &ss(scope).ssl_protocols {
+        Some((p, _)) => (0..Protocols::NAMES.len())
+            .filter(|&i| p.has(1 << i))
+            .collect(),
+        None => Vec::new(),
+    };
     slot::bitmask(b, d, &Protocols::NAMES, &mut seen)?;
     let bits = seen.iter().fold(0u8, |acc, &i| acc | (1 << i));
     ss(scope).ssl_protocols = Some((Protocols(bits), Some(d.loc.clone())));

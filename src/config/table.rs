@@ -270,7 +270,7 @@ pub static DIRECTIVES: &[Spec] = &[
     spec!("ssl_certificate", HTTP | SERVER, Exactly(1), false, Ready, set_ssl::ssl_certificate, "ssl_certificate file;", "—"),
     spec!("ssl_certificate_key", HTTP | SERVER, Exactly(1), false, Ready, set_ssl::ssl_certificate_key, "ssl_certificate_key file;", "—"),
     spec!("ssl_password_file", HTTP | SERVER, Exactly(1), false, Ready, set_ssl::ssl_password_file, "ssl_password_file file;", "—"),
-    spec!("ssl_dhparam", HTTP | SERVER, Exactly(1), false, NoEffect("rustls has no finite-field Diffie-Hellman key exchange: the file is read and checked, and the DHE cipher suites it would enable are not offered (said at start-up)"), set_ssl::ssl_dhparam, "ssl_dhparam file;", "—"),
+    spec!("ssl_dhparam", HTTP | SERVER, Exactly(1), false, NoEffect("rustls has no finite-field Diffie-Hellman key exchange: the file is read and checked as nginx checks it, and the DHE cipher suites it would enable are not offered"), set_ssl::ssl_dhparam, "ssl_dhparam file;", "—"),
     spec!("ssl_ecdh_curve", HTTP | SERVER, Exactly(1), false, Ready, set_ssl::ssl_ecdh_curve, "ssl_ecdh_curve curve;", "auto"),
     spec!("ssl_protocols", HTTP | SERVER, AtLeast(1), false, Ready, set_ssl::ssl_protocols, "ssl_protocols [SSLv2] [SSLv3] [TLSv1] [TLSv1.1] [TLSv1.2] [TLSv1.3];", "TLSv1 TLSv1.1 TLSv1.2"),
     spec!("ssl_ciphers", HTTP | SERVER, Exactly(1), false, Ready, set_ssl::ssl_ciphers, "ssl_ciphers ciphers;", "HIGH:!aNULL:!MD5"),

@@ -162,8 +162,13 @@ builtins! {
     SslServerName = "ssl_server_name",
     /// `r` when the TLS session was resumed, else `.`.
     SslSessionReused = "ssl_session_reused",
-    /// The TLS session's id, in hex, when a session cache keeps it.
+    /// The TLS session's id, in hex (empty when OpenSSL would give the
+    /// session none).
     SslSessionId = "ssl_session_id",
+    /// The key-exchange group, by OpenSSL's name.
+    SslCurve = "ssl_curve",
+    /// The protocol agreed on by ALPN.
+    SslAlpnProtocol = "ssl_alpn_protocol",
     /// `1` while the request is read from TLS 1.3 early data.
     SslEarlyData = "ssl_early_data",
     /// `NONE`, `SUCCESS` or `FAILED:reason`: the client certificate's

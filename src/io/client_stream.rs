@@ -227,7 +227,15 @@ impl ClientStream {
             ClientStream::Tcp(s) => super::ready::peek(s),
             ClientStream::Unix(s) => super::ready::peek(s),
             ClientStream::Tls(s) if s.has_plaintext() => Idle::Data,
-            ClientStream::Tls(s) => super::ready::peek(s.tcp()),
+            ClientStream::Tls(s) => {
+                let idle = super::ready::peek(s.tcp());
+                if idle == Idle::Closed {
+                    // The client ended without close_notify: none is
+                    // sent back (see `TlsStream::close_notify`).
+                    s.peer_gone();
+                }
+                idle
+            }
         }
     }
 

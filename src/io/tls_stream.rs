@@ -220,6 +220,12 @@ impl<C: Side> TlsStream<C> {
         }
     }
 
+    /// Notes that the peer's side of the socket has ended (seen without
+    /// reading through TLS, by a peek).
+    pub fn peer_gone(&self) {
+        self.w().eof.set(true);
+    }
+
     /// What a read would find now without touching the socket.
     pub fn held(&self) -> Held {
         let w = self.w();
@@ -344,9 +350,15 @@ impl<C: Side> TlsStream<C> {
     }
 
     /// Queues a `close_notify` and sends what the socket takes now: the
-    /// end of the connection, as nginx's `SSL_shutdown`.
+    /// end of the connection, as nginx's `SSL_shutdown`. Not once the
+    /// peer has ended its side (its `close_notify`, or the socket's end):
+    /// nginx then sends none (`no_send_shutdown`).
     pub fn close_notify(&self) {
-        let mut tls = self.w().tls.borrow_mut();
+        let w = self.w();
+        if peer_ended(w) {
+            return;
+        }
+        let mut tls = w.tls.borrow_mut();
         tls.send_close_notify();
         let _ = self.send_held(&mut tls);
     }
@@ -367,11 +379,23 @@ pub fn send_held<C: Side>(tcp: &TcpStream, tls: &mut C) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether the peer has ended its side: the socket's end, or its
+/// `close_notify` (nginx's `ngx_ssl_recv` then sets `no_send_shutdown`).
+fn peer_ended<C: Side>(w: &Whole<C>) -> bool {
+    w.eof.get()
+        || w.tls
+            .try_borrow_mut()
+            .is_ok_and(|mut t| t.process_new_packets().is_ok_and(|st| st.peer_has_closed()))
+}
+
 impl<C: Side> Drop for TlsStream<C> {
     fn drop(&mut self) {
-        // A connection that ends says so, as nginx's SSL_shutdown() does;
-        // nothing waits for the socket to take it.
+        // A connection that ends says so, as nginx's SSL_shutdown() does,
+        // unless the peer ended it; nothing waits for the socket to take it.
         if let Some(w) = &self.whole {
+            if peer_ended(w) {
+                return;
+            }
             if let Ok(mut tls) = w.tls.try_borrow_mut() {
                 tls.send_close_notify();
                 let _ = send_held(&w.tcp, &mut *tls);

@@ -109,7 +109,7 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
             .flat_map(|(cert, key)| [cert, key]);
         for n in per_handshake {
             if !n.name.to_string().starts_with("data:") {
-                add(fixed_dir(&n.name, &c.prefix), Access::Read);
+                add(fixed_dir(&n.name, c.conf_prefix()), Access::Read);
             }
         }
         for conf in h.loc_confs() {

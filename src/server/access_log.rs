@@ -184,9 +184,19 @@ pub async fn written(lines: Written) {
 /// The lines of a request rejected while its head was read: what is known
 /// is the client, the request line if it was complete, and what was sent.
 pub fn rejected(site: &Site, conf: &LocConf, peer: &ClientAddr, head: &[u8], sent: &Sent) {
-    let line = head.iter().position(|&b| b == b'\n').map(|end| {
-        String::from_utf8_lossy(head[..end].strip_suffix(b"\r").unwrap_or(&head[..end]))
-            .into_owned()
+    // nginx's `$request`: from the request's start (past the empty lines
+    // before it) to its line's end, or to the buffer's end when the line
+    // has not ended; empty when only empty lines came.
+    let line = (!head.is_empty()).then(|| {
+        let rest = match head.iter().position(|b| !matches!(b, b'\r' | b'\n')) {
+            Some(start) => &head[start..],
+            None => &[][..],
+        };
+        let end = rest
+            .iter()
+            .position(|b| matches!(b, b'\r' | b'\n'))
+            .unwrap_or(rest.len());
+        String::from_utf8_lossy(&rest[..end]).into_owned()
     });
     write(site, conf, |v| {
         let Var::Builtin(b) = v else {
@@ -202,7 +212,7 @@ pub fn rejected(site: &Site, conf: &LocConf, peer: &ClientAddr, head: &[u8], sen
                 port => port.to_string(),
             },
             Builtin::Request => line.clone()?,
-            Builtin::Status => format!("{:03}", sent.status),
+            Builtin::Status => format!("{:03}", crate::http::status::Status(sent.status).wire().0),
             Builtin::BodyBytesSent => sent.body_bytes.to_string(),
             Builtin::BytesSent => sent.bytes.to_string(),
             Builtin::TimeLocal => crate::log::clock::with_now(|t| t.time_local.clone()),

@@ -160,7 +160,35 @@ async fn run(mut w: Box<Waiting>) {
                     }
                 }
             }
-            HeadRead::Gone => return,
+            HeadRead::Gone => {
+                // nginx made a request of the first byte: a client that
+                // closes with part of a head sent is logged as a 400.
+                if !buf.is_empty() {
+                    let sent = Sent {
+                        status: 400,
+                        ..Sent::default()
+                    };
+                    access_log::rejected(&site, &default_server.conf, &w.info.peer, &buf, &sent);
+                    let what = if buf
+                        .iter()
+                        .skip_while(|b| matches!(b, b'\r' | b'\n'))
+                        .any(|&b| b == b'\n')
+                    {
+                        "headers"
+                    } else {
+                        "line"
+                    };
+                    default_server.conf.error_log.log.log(
+                        Level::Info,
+                        Some(w.info.conn_no),
+                        format_args!(
+                            "client prematurely closed connection while reading client request {what}, client: {}",
+                            w.info.peer
+                        ),
+                    );
+                }
+                return;
+            }
             HeadRead::TimedOut => {
                 let sent = Sent {
                     status: 408,

@@ -518,12 +518,16 @@ impl<'a> Walk<'a> {
             },
             Handler::Static | Handler::Status | Handler::StubStatus | Handler::EmptyGif => {
                 let uri = r.uri.clone();
-                let fetch = if self.error.is_some() || !r.is_main() {
+                // A page served as a 200 (`=200`, or `=` and the file's own
+                // status) is a 200 to nginx's range and not-modified
+                // filters (ngx_http_send_header gives it err_status first).
+                let as_200 = matches!(self.error, Some((_, Some(Some(200)) | Some(None))));
+                let fetch = if (self.error.is_some() && !as_200) || !r.is_main() {
                     // A subrequest, too, is fetched as GET without ranges
                     // or conditionals (nginx's range and not-modified
                     // filters see only the main request).
                     Fetch::ErrorPage
-                } else if self.as_get {
+                } else if self.error.is_some() || self.as_get {
                     Fetch::AsGet
                 } else {
                     Fetch::Request
@@ -608,14 +612,21 @@ impl<'a> Walk<'a> {
             // The page served for an error carries the error's status (or
             // the `=code`), unless it is itself a special reply.
             match overwrite {
+                // nginx gives the page its `=code` before the not-modified
+                // filter runs: a 304 that filter made of a `=200` page stays.
+                Some(Some(200)) if reply.status == Status::NOT_MODIFIED => {}
                 Some(Some(c)) => reply.status = Status(c),
                 Some(None) => {}
                 None if !reply.special => reply.status = status,
                 None => {}
             }
             if !reply.special {
-                reply.accept_ranges = false;
-                reply.allow_ranges = false;
+                // nginx's range filter serves ranges of a 200 only: a page
+                // served as `=200` keeps them, as nginx's does.
+                if reply.status != Status::OK {
+                    reply.accept_ranges = false;
+                    reply.allow_ranges = false;
+                }
                 reply.close |= status.closes_connection();
             }
             if reply.location.is_none() {

@@ -186,6 +186,8 @@ impl<'a> Req<'a> {
                 None => return None,
             }),
             Builtin::SslSessionId
+            | Builtin::SslCurve
+            | Builtin::SslAlpnProtocol
             | Builtin::SslEarlyData
             | Builtin::SslClientVerify
             | Builtin::SslClientSDn
@@ -243,7 +245,12 @@ impl<'a> Req<'a> {
                 None => None,
             },
             Builtin::ContentType => head.header("content-type").map(Cow::Borrowed),
-            Builtin::Status => owned(format!("{:03}", resp?.sent.status)),
+            // nginx logs its private 494–497 as the 400 it sent
+            // (`r->err_status`, ngx_http_special_response_handler).
+            Builtin::Status => owned(format!(
+                "{:03}",
+                crate::http::status::Status(resp?.sent.status).wire().0
+            )),
             Builtin::BodyBytesSent => owned(resp?.sent.body_bytes.to_string()),
             Builtin::BytesSent => owned(resp?.sent.bytes.to_string()),
             Builtin::RequestCompletion => borrowed(if resp?.sent.complete { "OK" } else { "" }),

@@ -155,6 +155,13 @@ impl ClientCas {
         })
     }
 
+    /// The subjects of `ssl_client_certificate`'s CAs, as they are named
+    /// to clients (and hashed into the session context, as nginx's
+    /// `ngx_ssl_session_id_context` does with the client CA list).
+    pub fn hints(&self) -> &[DistinguishedName] {
+        &self.hints
+    }
+
     /// The verdict on `chain` (the client's certificate first) at `now`.
     pub fn verify(&self, chain: &[CertificateDer<'_>], now: UnixTime) -> Verdict {
         let Some(ee_der) = chain.first() else {

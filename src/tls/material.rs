@@ -12,7 +12,7 @@ use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
-use super::encrypted;
+use super::{encrypted, openssl_text};
 
 /// One `ssl_certificate` with its `ssl_certificate_key`, ready to serve.
 #[derive(Clone, Debug)]
@@ -36,18 +36,23 @@ pub fn chain(pem_bytes: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static
         match item {
             Ok(c) => out.push(c),
             Err(e) => {
-                return Err(format!(
-                    "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (SSL: {})",
-                    path.display(),
-                    pem_error(&e)
+                return Err(openssl_text::line(
+                    &format!(
+                        "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed",
+                        path.display()
+                    ),
+                    &[(pem_error(&e), None)],
                 ));
             }
         }
     }
     if out.is_empty() {
-        return Err(format!(
-            "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (SSL: no start line: Expecting: TRUSTED CERTIFICATE)",
-            path.display()
+        return Err(openssl_text::line(
+            &format!(
+                "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed",
+                path.display()
+            ),
+            &openssl_text::no_start_line("TRUSTED CERTIFICATE"),
         ));
     }
     Ok(out)
@@ -61,10 +66,13 @@ pub fn key(
     path: &Path,
     passwords: Option<&[Vec<u8>]>,
 ) -> Result<PrivateKeyDer<'static>, String> {
-    let fail = |why: &str| {
-        format!(
-            "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: {why})",
-            path.display()
+    let fail = |queue: &[openssl_text::Entry]| {
+        openssl_text::line(
+            &format!(
+                "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed",
+                path.display()
+            ),
+            queue,
         )
     };
     if encrypted::is_encrypted(pem_bytes) {
@@ -72,12 +80,16 @@ pub fn key(
             .windows(ENCRYPTED_PKCS8.len())
             .any(|w| w == ENCRYPTED_PKCS8);
         return encrypted::decrypt(pem_bytes, passwords.unwrap_or_default())
-            .map_err(|f| fail(&decrypt_error(&f, pkcs8)));
+            .map_err(|f| fail(&[(decrypt_error(&f, pkcs8), None)]));
     }
     match PrivateKeyDer::from_pem_slice(pem_bytes) {
         Ok(k) => Ok(k),
-        Err(pem::Error::NoItemsFound) => Err(fail("no start line: Expecting: ANY PRIVATE KEY")),
-        Err(e) => Err(fail(&pem_error(&e))),
+        // OpenSSL 3.0's decoders find nothing they can read.
+        Err(pem::Error::NoItemsFound) => Err(fail(&[(
+            openssl_text::DECODER_UNSUPPORTED.to_string(),
+            Some(openssl_text::NO_DATA_TO_DECODE.to_string()),
+        )])),
+        Err(e) => Err(fail(&[(pem_error(&e), None)])),
     }
 }
 
@@ -142,19 +154,27 @@ pub fn pair(
         )
     })?;
     let not_after = not_after(&certs[0]);
+    // The key must be the certificate's. Compared here on the certificate's
+    // SubjectPublicKeyInfo rather than with `CertifiedKey::keys_match`,
+    // which parses the certificate with webpki and so refuses what OpenSSL
+    // serves: X.509 v1 certificates (`openssl req -x509` without
+    // extensions makes them; nginx's own test suite does).
+    let Some(cert_spki) = spki(&certs[0]) else {
+        return Err(format!(
+            "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (SSL: the certificate cannot be read: its DER is malformed)",
+            cert_path.display()
+        ));
+    };
+    if signing
+        .public_key()
+        .is_some_and(|k| k.as_ref() != cert_spki)
+    {
+        return Err(openssl_text::line(
+            &format!("SSL_CTX_use_PrivateKey(\"{}\") failed", key_path.display()),
+            &[(openssl_text::KEY_VALUES_MISMATCH.to_string(), None)],
+        ));
+    }
     let key = CertifiedKey::new(certs, signing);
-    key.keys_match().map_err(|e| {
-        let why = match e {
-            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
-                "key values mismatch".to_string()
-            }
-            other => other.to_string(),
-        };
-        format!(
-            "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: {why})",
-            key_path.display()
-        )
-    })?;
     Ok(Pair {
         key: Arc::new(key),
         not_after,
@@ -162,12 +182,71 @@ pub fn pair(
     })
 }
 
+/// The OpenSSL security level's least finite-field group (level 2:
+/// 112-bit security, a 2048-bit prime), below which OpenSSL refuses
+/// `ssl_dhparam`'s parameters.
+const MIN_DH_BITS: usize = 2048;
+
+/// `ssl_dhparam`'s file checked as nginx 1.22 loads it
+/// (`PEM_read_bio_DHparams`, then `SSL_CTX_set_tmp_dh`): a `DH
+/// PARAMETERS` section whose prime is at least [`MIN_DH_BITS`] long. The
+/// parameters themselves are not used (rustls has no finite-field DHE).
+pub fn dhparam(pem_bytes: &[u8], path: &Path) -> Result<(), String> {
+    let text = String::from_utf8_lossy(pem_bytes);
+    let body = ["DH PARAMETERS", "X9.42 DH PARAMETERS"]
+        .iter()
+        .find_map(|kind| {
+            let begin = format!("-----BEGIN {kind}-----");
+            let end = format!("-----END {kind}-----");
+            let start = text.find(&begin)? + begin.len();
+            let stop = text[start..].find(&end)? + start;
+            Some(text[start..stop].split_whitespace().collect::<String>())
+        });
+    let Some(body) = body else {
+        return Err(openssl_text::line(
+            &format!("PEM_read_bio_DHparams(\"{}\") failed", path.display()),
+            &openssl_text::no_start_line("DH PARAMETERS"),
+        ));
+    };
+    use base64::Engine as _;
+    let bits = base64::engine::general_purpose::STANDARD
+        .decode(body.as_bytes())
+        .ok()
+        .and_then(|der| prime_bits(&der));
+    match bits {
+        None => Err(openssl_text::line(
+            &format!("PEM_read_bio_DHparams(\"{}\") failed", path.display()),
+            &[(openssl_text::PEM_BAD_BASE64.to_string(), None)],
+        )),
+        Some(n) if n < MIN_DH_BITS => Err(openssl_text::line(
+            &format!("SSL_CTX_set_tmp_dh(\"{}\") failed", path.display()),
+            &[(openssl_text::DH_KEY_TOO_SMALL.to_string(), None)],
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The bit length of the prime of DER `DHParameter` (`SEQUENCE { prime
+/// INTEGER, base INTEGER, … }`).
+fn prime_bits(der: &[u8]) -> Option<usize> {
+    let params = super::der::Reader::new(der).read(super::der::SEQUENCE)?;
+    let prime = super::der::Reader::new(params.content)
+        .read(super::der::INTEGER)?
+        .content;
+    let digits = match prime.iter().position(|&b| b != 0) {
+        Some(i) => &prime[i..],
+        None => return Some(0),
+    };
+    Some(digits.len() * 8 - digits[0].leading_zeros() as usize)
+}
+
 /// What a PEM parse error says, as OpenSSL would put it.
 fn pem_error(e: &pem::Error) -> String {
     match e {
-        pem::Error::MissingSectionEnd { .. } => "bad end line".to_string(),
-        pem::Error::IllegalSectionStart { .. } => "bad base64 decode".to_string(),
-        pem::Error::Base64Decode(_) => "bad base64 decode".to_string(),
+        pem::Error::MissingSectionEnd { .. } => openssl_text::PEM_BAD_END_LINE.to_string(),
+        pem::Error::IllegalSectionStart { .. } | pem::Error::Base64Decode(_) => {
+            openssl_text::PEM_BAD_BASE64.to_string()
+        }
         other => other.to_string(),
     }
 }
@@ -177,16 +256,87 @@ pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
     super::x509::CertFields::parse(cert.as_ref()).map(|c| c.not_after)
 }
 
+/// The DER `SubjectPublicKeyInfo` of a certificate (tag, length and
+/// content), of any version: X.509 v1 has no `[0]` version field.
+pub fn spki<'a>(cert: &'a CertificateDer<'_>) -> Option<&'a [u8]> {
+    super::x509::CertFields::parse(cert.as_ref()).map(|c| c.spki)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: an X.509 v1 certificate (`openssl req -x509` with no
+    /// extensions, as nginx's test suite makes them) was refused with
+    /// "UnsupportedCertVersion": its key was matched through webpki's
+    /// parser, which takes v3 only. OpenSSL serves v1 certificates.
+    #[test]
+    fn a_v1_certificate_is_served_with_its_key() {
+        let provider = crate::tls::provider();
+        let cert = include_bytes!("testdata/v1.crt");
+        let key = include_bytes!("testdata/v1.key");
+        let p = pair(
+            &provider,
+            cert,
+            Path::new("/v1.crt"),
+            key,
+            Path::new("/v1.key"),
+            None,
+        );
+        assert!(p.is_ok(), "{:?}", p.err());
+        let other = include_bytes!("../../tests/tls/other.key");
+        let e = pair(
+            &provider,
+            cert,
+            Path::new("/v1.crt"),
+            other,
+            Path::new("/o.key"),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "SSL_CTX_use_PrivateKey(\"/o.key\") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)"
+        );
+    }
+
+    #[test]
+    fn dh_parameters_are_read_and_their_size_checked_as_openssl_does() {
+        // `openssl dhparam 512`, small enough to refuse.
+        let small = b"-----BEGIN DH PARAMETERS-----\n\
+            MEYCQQC6O2tK5xfAE8MychWh3JeIjmW8fk34X9ceTBjr6y5SswGoypTycuT80sFw\n\
+            ehiCOZCzyGKS2zyz3s2XhzoabAaXAgEC\n-----END DH PARAMETERS-----\n";
+        assert_eq!(prime_bits(&base64_der(small)), Some(512));
+        assert_eq!(
+            dhparam(small, Path::new("/dh.pem")).unwrap_err(),
+            "SSL_CTX_set_tmp_dh(\"/dh.pem\") failed (SSL: error:0A00018A:SSL routines::dh key too small)"
+        );
+        assert_eq!(
+            dhparam(b"", Path::new("/dh.pem")).unwrap_err(),
+            "PEM_read_bio_DHparams(\"/dh.pem\") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)"
+        );
+        // A 2048-bit prime is enough.
+        let mut big = vec![0x30, 0x82, 0x01, 0x08, 0x02, 0x82, 0x01, 0x01, 0x00];
+        big.extend_from_slice(&[0xff; 256]);
+        big.extend_from_slice(&[0x02, 0x01, 0x02]);
+        assert_eq!(prime_bits(&big), Some(2048));
+    }
+
+    fn base64_der(pem: &[u8]) -> Vec<u8> {
+        let text = String::from_utf8_lossy(pem);
+        let body: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(body.as_bytes())
+            .unwrap()
+    }
 
     #[test]
     fn an_empty_file_has_no_certificate_in_nginx_words() {
         let e = chain(b"", Path::new("/x.pem")).unwrap_err();
         assert_eq!(
             e,
-            "cannot load certificate \"/x.pem\": PEM_read_bio_X509_AUX() failed (SSL: no start line: Expecting: TRUSTED CERTIFICATE)"
+            "cannot load certificate \"/x.pem\": PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM routines::no start line:Expecting: TRUSTED CERTIFICATE)"
         );
         let e = key(b"junk", Path::new("/x.key"), None).unwrap_err();
         assert!(

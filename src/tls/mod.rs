@@ -16,11 +16,15 @@
 //! - [`verify`]: an upstream's certificate judged as nginx judges it after
 //!   the handshake (`proxy_ssl_verify`): OpenSSL's verify results and
 //!   `X509_check_host`'s names.
+//! - [`openssl_text`]: OpenSSL's words for a file that cannot be loaded,
+//!   as nginx prints them.
 //! - [`ciphers`], [`groups`]: OpenSSL 3.0's cipher strings and group lists
 //!   read as OpenSSL reads them, without OpenSSL (IANA codes and names only).
 //! - [`ocsp`]: OCSP stapling's requests, responses, their checks, and each
 //!   certificate's staple; [`x509`] and [`der`]: the certificate fields and
-//!   the DER they need; [`hello`]: whether a ClientHello asks for a staple.
+//!   the DER they need; [`hello`]: what a ClientHello's bytes say that
+//!   rustls does not (the name as sent, a TLS 1.2 ticket asked for, a
+//!   staple asked for).
 //!
 //! What this module must not do: read a file or wait (the configuration
 //! loader reads the files and hands over their bytes; handshakes run where
@@ -35,6 +39,7 @@ pub mod groups;
 pub mod hello;
 pub mod material;
 pub mod ocsp;
+pub mod openssl_text;
 pub mod server;
 pub mod sessions;
 pub mod tickets;

@@ -50,6 +50,10 @@ pub struct Settings {
     pub client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
 }
 
+/// The protocols nginx's http module agrees to by ALPN, in its order
+/// (`NGX_HTTP_ALPN_PROTOS`, without HTTP/2).
+pub const HTTP_ALPN: [&[u8]; 3] = [b"http/1.1", b"http/1.0", b"http/0.9"];
+
 /// How much early data a client may send: nginx's
 /// `SSL_CTX_set_max_early_data(…, NGX_SSL_BUFSIZE)`.
 pub const EARLY_DATA_MAX: u32 = 16384;
@@ -64,6 +68,7 @@ const MAX_RECORD: usize = 16384;
 /// The configuration these settings make, or why it cannot be made.
 pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>, String> {
     let provider = super::restricted(provider, &s.tls12_suites, &s.tls13_suites, &s.groups)?;
+    let choice = Choice::of(&s);
     let config = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&s.versions)
         .map_err(|e| e.to_string())?;
@@ -72,9 +77,10 @@ pub fn build(provider: &CryptoProvider, s: Settings) -> Result<Arc<ServerConfig>
         None => config.with_no_client_auth(),
     };
     let resolver: Arc<dyn ResolvesServerCert> = if s.per_handshake {
-        Arc::new(PerHandshake)
+        Arc::new(PerHandshake { choice })
     } else {
         Arc::new(ByClient {
+            choice,
             plain: s.pairs.iter().map(|p| p.key.clone()).collect(),
             stapled: s
                 .pairs
@@ -137,29 +143,131 @@ impl ProducesTickets for NoTickets {
     }
 }
 
-/// The certificate whose key can make a signature the client accepts
-/// (`schemes`, in the client's order of preference): with an RSA and an
-/// ECDSA certificate, a client that lists ECDSA first gets the ECDSA one,
-/// as OpenSSL picks among a server's certificates; the first when none
-/// fits. An index into `keys`.
-pub fn choose(keys: &[Arc<CertifiedKey>], schemes: &[SignatureScheme]) -> usize {
-    if keys.len() > 1 {
-        for &scheme in schemes {
-            if let Some(i) = keys
+/// The signature schemes OpenSSL 3.0 prefers as a server, in its order
+/// (`tls12_sigalgs`): what decides between an RSA and an ECDSA
+/// certificate under `ssl_prefer_server_ciphers` in TLS 1.3.
+const SERVER_SCHEMES: [SignatureScheme; 9] = [
+    SignatureScheme::ECDSA_NISTP256_SHA256,
+    SignatureScheme::ECDSA_NISTP384_SHA384,
+    SignatureScheme::ECDSA_NISTP521_SHA512,
+    SignatureScheme::ED25519,
+    SignatureScheme::RSA_PSS_SHA256,
+    SignatureScheme::RSA_PSS_SHA384,
+    SignatureScheme::RSA_PSS_SHA512,
+    SignatureScheme::RSA_PKCS1_SHA256,
+    SignatureScheme::RSA_PKCS1_SHA384,
+];
+
+/// The TLS 1.2 suites authenticated by an ECDSA certificate (the others
+/// nowait has are RSA's).
+const ECDSA_SUITES: [u16; 3] = [0xc02b, 0xc02c, 0xcca9];
+
+/// How a server picks its certificate as OpenSSL picks among a server's
+/// RSA and ECDSA certificates. In TLS 1.2 the cipher suite comes first
+/// (the client's first that the server has, or the server's first that
+/// the client offers under `ssl_prefer_server_ciphers`) and the
+/// certificate is the one that suite authenticates with; in TLS 1.3 the
+/// signature scheme does (the client's order, or the server's). The first
+/// certificate when none fits.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    /// Whether the server speaks TLS 1.3 (then a client that offers a
+    /// TLS 1.3 suite gets TLS 1.3).
+    pub tls13: bool,
+    /// The server's TLS 1.2 suites, in its order.
+    pub tls12_suites: Vec<u16>,
+    /// `ssl_prefer_server_ciphers`.
+    pub prefer_server: bool,
+}
+
+impl Choice {
+    /// The choice of a server made of `s`.
+    fn of(s: &Settings) -> Choice {
+        Choice {
+            tls13: s
+                .versions
                 .iter()
-                .position(|k| k.key.choose_scheme(&[scheme]).is_some())
-            {
+                .any(|v| v.version == rustls::ProtocolVersion::TLSv1_3),
+            tls12_suites: s.tls12_suites.clone(),
+            prefer_server: s.prefer_server_ciphers,
+        }
+    }
+
+    /// The index in `keys` of the certificate `hello` gets.
+    pub fn pick(&self, keys: &[Arc<CertifiedKey>], hello: &ClientHello<'_>) -> usize {
+        if keys.len() > 1 {
+            let tls13 = self.tls13
+                && hello
+                    .cipher_suites()
+                    .iter()
+                    .any(|c| u16::from(*c) >> 8 == 0x13);
+            let chosen = if tls13 {
+                self.by_scheme(keys, hello)
+            } else {
+                self.by_suite(keys, hello)
+            };
+            if let Some(i) = chosen {
                 return i;
             }
         }
+        0
     }
-    0
+
+    /// TLS 1.2's choice: by the suite.
+    fn by_suite(&self, keys: &[Arc<CertifiedKey>], hello: &ClientHello<'_>) -> Option<usize> {
+        let offered: Vec<u16> = hello
+            .cipher_suites()
+            .iter()
+            .map(|&c| u16::from(c))
+            .collect();
+        let order: Vec<u16> = if self.prefer_server {
+            self.tls12_suites
+                .iter()
+                .copied()
+                .filter(|c| offered.contains(c))
+                .collect()
+        } else {
+            offered
+                .iter()
+                .copied()
+                .filter(|c| self.tls12_suites.contains(c))
+                .collect()
+        };
+        order.into_iter().find_map(|suite| {
+            let ecdsa = ECDSA_SUITES.contains(&suite);
+            keys.iter().position(|k| {
+                let alg = k.key.algorithm();
+                (alg == rustls::SignatureAlgorithm::ECDSA) == ecdsa
+                    && (ecdsa || alg == rustls::SignatureAlgorithm::RSA)
+                    && k.key.choose_scheme(hello.signature_schemes()).is_some()
+            })
+        })
+    }
+
+    /// TLS 1.3's choice: by the signature scheme.
+    fn by_scheme(&self, keys: &[Arc<CertifiedKey>], hello: &ClientHello<'_>) -> Option<usize> {
+        let signing = |scheme: SignatureScheme| {
+            keys.iter()
+                .position(|k| k.key.choose_scheme(&[scheme]).is_some())
+        };
+        let offered = hello.signature_schemes();
+        if self.prefer_server {
+            SERVER_SCHEMES
+                .iter()
+                .filter(|s| offered.contains(s))
+                .find_map(|&s| signing(s))
+        } else {
+            offered.iter().find_map(|&s| signing(s))
+        }
+    }
 }
 
-/// Picks each handshake's certificate ([`choose`]) and gives it with its
+/// Picks each handshake's certificate ([`Choice`]) and gives it with its
 /// staple while one is valid.
 #[derive(Debug)]
 struct ByClient {
+    /// How the certificate is picked.
+    choice: Choice,
     /// The certificates, without staples.
     plain: Vec<Arc<CertifiedKey>>,
     /// Each one's stapling, when `ssl_stapling` gives it one.
@@ -198,7 +306,7 @@ impl Stapling {
 
 impl ResolvesServerCert for ByClient {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        let i = choose(&self.plain, hello.signature_schemes());
+        let i = self.choice.pick(&self.plain, &hello);
         match self.stapled.get(i) {
             Some(Some(s)) => Some(s.key()),
             _ => self.plain.get(i).cloned(),
@@ -227,13 +335,16 @@ pub fn with_handshake_certs<R>(certs: Vec<Arc<CertifiedKey>>, f: impl FnOnce() -
 /// The resolver of a server whose certificates are loaded per handshake
 /// (no staple: nginx staples no certificate named with variables).
 #[derive(Debug)]
-struct PerHandshake;
+struct PerHandshake {
+    /// How the certificate is picked.
+    choice: Choice,
+}
 
 impl ResolvesServerCert for PerHandshake {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         HANDSHAKE_CERTS.with(|c| {
             let keys = c.borrow();
-            keys.get(choose(&keys, hello.signature_schemes())).cloned()
+            keys.get(self.choice.pick(&keys, &hello)).cloned()
         })
     }
 }

@@ -10,14 +10,11 @@
 //! sessions"); when full, the oldest session goes first, as nginx's
 //! expiry queue drops it.
 //!
-//! The id a handshake stored its session under, or resumed it by, is
-//! `$ssl_session_id`: rustls says nothing of ids, so the store notes the
-//! id it is handed on the thread the handshake step runs on
-//! ([`take_handshake_id`]). A TLS 1.2 session's id is the one the
-//! ServerHello carried; a TLS 1.3 session's, the first ticket's id (a
-//! stateful ticket is an id in the cache, as OpenSSL's are). Sessions
-//! resumed by a stateless ticket are in no cache and have none, as
-//! nginx's `$ssl_session_id` is empty without a session cache.
+//! rustls says nothing of session ids, so the store notes the id it is
+//! handed on the thread the handshake step runs on
+//! ([`take_handshake_id`]): a new TLS 1.2 session's `$ssl_session_id` is
+//! the id it was cached under, which the ServerHello carried (see
+//! `server::tls::info` for the other cases).
 //!
 //! Each session carries its expiry (`ssl_session_timeout` of the server
 //! that stored it); an expired one is not returned, as OpenSSL checks a
@@ -136,29 +133,50 @@ pub fn take_handshake_id() -> Option<Vec<u8>> {
     HANDSHAKE_ID.with(|id| id.borrow_mut().take())
 }
 
+/// The length of a session context (a SHA-256).
+pub const CONTEXT_LEN: usize = 32;
+
 /// One server's view of a cache: sessions it stores live its
-/// `ssl_session_timeout`.
+/// `ssl_session_timeout`, and carry its session context, so that a
+/// server sharing the zone but not the certificates does not resume them
+/// (OpenSSL's session id context, which nginx makes of the
+/// certificates).
 #[derive(Debug)]
 pub struct Store {
     cache: Arc<SessionCache>,
     timeout: Duration,
+    context: [u8; CONTEXT_LEN],
 }
 
 impl Store {
-    /// `cache` under `timeout`.
-    pub fn new(cache: Arc<SessionCache>, timeout: Duration) -> Store {
-        Store { cache, timeout }
+    /// `cache` under `timeout`, for sessions of `context`.
+    pub fn new(cache: Arc<SessionCache>, timeout: Duration, context: [u8; CONTEXT_LEN]) -> Store {
+        Store {
+            cache,
+            timeout,
+            context,
+        }
+    }
+
+    /// The session of a stored value, if it was stored under this
+    /// context.
+    fn own(&self, stored: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let v = stored?;
+        (v.get(..CONTEXT_LEN) == Some(&self.context[..])).then(|| v[CONTEXT_LEN..].to_vec())
     }
 }
 
 impl rustls::server::StoresServerSessions for Store {
     fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
         note(&key);
-        self.cache.put(key, value, Instant::now() + self.timeout)
+        let mut stored = Vec::with_capacity(CONTEXT_LEN + value.len());
+        stored.extend_from_slice(&self.context);
+        stored.extend_from_slice(&value);
+        self.cache.put(key, stored, Instant::now() + self.timeout)
     }
 
     fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let found = self.cache.get(key, Instant::now(), false);
+        let found = self.own(self.cache.get(key, Instant::now(), false));
         if found.is_some() {
             note(key);
         }
@@ -166,7 +184,12 @@ impl rustls::server::StoresServerSessions for Store {
     }
 
     fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let found = self.cache.get(key, Instant::now(), true);
+        // Another context's session stays for its own servers.
+        let v = self.cache.get(key, Instant::now(), false)?;
+        if v.get(..CONTEXT_LEN) != Some(&self.context[..]) {
+            return None;
+        }
+        let found = self.own(self.cache.get(key, Instant::now(), true));
         if found.is_some() {
             note(key);
         }
@@ -186,7 +209,7 @@ mod tests {
     #[test]
     fn the_oldest_session_goes_first_when_full() {
         let c = SessionCache::new(2);
-        let s = Store::new(c.clone(), Duration::from_secs(60));
+        let s = Store::new(c.clone(), Duration::from_secs(60), [1; CONTEXT_LEN]);
         s.put(b"a".to_vec(), b"1".to_vec());
         s.put(b"b".to_vec(), b"2".to_vec());
         s.put(b"c".to_vec(), b"3".to_vec());
@@ -195,6 +218,20 @@ mod tests {
         assert_eq!(s.take(b"c").as_deref(), Some(&b"3"[..]));
         assert_eq!(s.get(b"c"), None);
         assert_eq!(c.len(), 1);
+    }
+
+    /// Regression: a session one server stored resumed on another that
+    /// shares the zone with other certificates (OpenSSL refuses it: the
+    /// session id context differs).
+    #[test]
+    fn a_session_resumes_only_under_its_own_context() {
+        let c = SessionCache::new(10);
+        let a = Store::new(c.clone(), Duration::from_secs(60), [1; CONTEXT_LEN]);
+        let b = Store::new(c.clone(), Duration::from_secs(60), [2; CONTEXT_LEN]);
+        a.put(b"id".to_vec(), b"session".to_vec());
+        assert_eq!(b.get(b"id"), None);
+        assert_eq!(b.take(b"id"), None);
+        assert_eq!(a.take(b"id").as_deref(), Some(&b"session"[..]));
     }
 
     #[test]

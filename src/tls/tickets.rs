@@ -10,9 +10,12 @@
 //! new file first and keeping the old ones after it. nowait seals with
 //! AES-GCM under the AES key (AES-128 for a 48-byte file, AES-256 for 80),
 //! which authenticates without the HMAC key; the ticket is the name, a
-//! 12-byte nonce, then the sealed expiry time and session. The format is
-//! nowait's own: nginx and nowait read the same key files, not each
-//! other's tickets (the sessions inside differ anyway).
+//! 12-byte nonce, then the sealed expiry time and session, authenticated
+//! with the key's name and the server's session context (its
+//! certificates: a ticket opens only where the same certificates serve,
+//! as OpenSSL's session id context makes it). The format is nowait's own:
+//! nginx and nowait read the same key files, not each other's tickets
+//! (the sessions inside differ anyway).
 //!
 //! Without files, the process makes a random key at start and a new one
 //! every [`ROTATE`], keeping the previous one to open tickets: sessions
@@ -75,7 +78,20 @@ impl TicketKey {
         })
     }
 
-    fn seal(&self, rng: &SystemRandom, expires: u64, plain: &[u8]) -> Option<Vec<u8>> {
+    /// The additional data a ticket is sealed with: the key's name and
+    /// the server's session context (a ticket opens only under a server
+    /// with the same certificates, as OpenSSL's session id context).
+    fn aad(&self, context: &[u8]) -> Vec<u8> {
+        [&self.name[..], context].concat()
+    }
+
+    fn seal(
+        &self,
+        rng: &SystemRandom,
+        context: &[u8],
+        expires: u64,
+        plain: &[u8],
+    ) -> Option<Vec<u8>> {
         let mut nonce = [0u8; NONCE_LEN];
         rng.fill(&mut nonce).ok()?;
         let mut out = Vec::with_capacity(NAME_LEN + NONCE_LEN + 8 + plain.len() + 16);
@@ -87,7 +103,7 @@ impl TicketKey {
         self.aead
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(&self.name),
+                Aad::from(self.aad(context)),
                 &mut body,
             )
             .ok()?;
@@ -95,7 +111,7 @@ impl TicketKey {
         Some(out)
     }
 
-    fn open(&self, ticket: &[u8], now: u64) -> Option<Vec<u8>> {
+    fn open(&self, ticket: &[u8], context: &[u8], now: u64) -> Option<Vec<u8>> {
         let nonce: [u8; NONCE_LEN] = ticket
             .get(NAME_LEN..NAME_LEN + NONCE_LEN)?
             .try_into()
@@ -105,7 +121,7 @@ impl TicketKey {
             .aead
             .open_in_place(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(&self.name),
+                Aad::from(self.aad(context)),
                 &mut body,
             )
             .ok()?;
@@ -168,20 +184,24 @@ pub enum Keys {
     Process(Arc<ProcessKeys>),
 }
 
-/// A server's tickets: its keys and `ssl_session_timeout`.
+/// A server's tickets: its keys, `ssl_session_timeout`, and its session
+/// context.
 #[derive(Debug)]
 pub struct Tickets {
     keys: Keys,
     lifetime: u32,
+    context: Vec<u8>,
     rng: SystemRandom,
 }
 
 impl Tickets {
-    /// Tickets under `keys` that live `lifetime`.
-    pub fn new(keys: Keys, lifetime: Duration) -> Tickets {
+    /// Tickets under `keys` that live `lifetime`, for sessions of
+    /// `context` (see [`TicketKey::aad`]).
+    pub fn new(keys: Keys, lifetime: Duration, context: [u8; 32]) -> Tickets {
         Tickets {
             keys,
             lifetime: u32::try_from(lifetime.as_secs()).unwrap_or(u32::MAX),
+            context: context.to_vec(),
             rng: SystemRandom::new(),
         }
     }
@@ -205,8 +225,8 @@ impl rustls::server::ProducesTickets for Tickets {
     fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
         let expires = unix_now() + u64::from(self.lifetime);
         match &self.keys {
-            Keys::Files(list) => list.first()?.seal(&self.rng, expires, plain),
-            Keys::Process(p) => p.keys().0.seal(&self.rng, expires, plain),
+            Keys::Files(list) => list.first()?.seal(&self.rng, &self.context, expires, plain),
+            Keys::Process(p) => p.keys().0.seal(&self.rng, &self.context, expires, plain),
         }
     }
 
@@ -214,14 +234,18 @@ impl rustls::server::ProducesTickets for Tickets {
         let name = ticket.get(..NAME_LEN)?;
         let now = unix_now();
         match &self.keys {
-            Keys::Files(list) => list.iter().find(|k| k.name == name)?.open(ticket, now),
+            Keys::Files(list) => {
+                list.iter()
+                    .find(|k| k.name == name)?
+                    .open(ticket, &self.context, now)
+            }
             Keys::Process(p) => {
                 let (current, previous) = p.keys();
                 [Some(current), previous]
                     .into_iter()
                     .flatten()
                     .find(|k| k.name == name)?
-                    .open(ticket, now)
+                    .open(ticket, &self.context, now)
             }
         }
     }
@@ -253,10 +277,12 @@ mod tests {
         let new = Tickets::new(
             Keys::Files(Arc::new(vec![key(1, 80), key(2, 48)])),
             Duration::from_secs(300),
+            [0; 32],
         );
         let old = Tickets::new(
             Keys::Files(Arc::new(vec![key(2, 48)])),
             Duration::from_secs(300),
+            [0; 32],
         );
         let t = old.encrypt(b"session").unwrap();
         assert_eq!(new.decrypt(&t).as_deref(), Some(&b"session"[..]));
@@ -274,9 +300,9 @@ mod tests {
     fn an_expired_ticket_is_refused() {
         let k = key(3, 80);
         let rng = SystemRandom::new();
-        let t = k.seal(&rng, 100, b"s").unwrap();
-        assert_eq!(k.open(&t, 100).as_deref(), Some(&b"s"[..]));
-        assert_eq!(k.open(&t, 101), None);
+        let t = k.seal(&rng, b"ctx", 100, b"s").unwrap();
+        assert_eq!(k.open(&t, b"ctx", 100).as_deref(), Some(&b"s"[..]));
+        assert_eq!(k.open(&t, b"ctx", 101), None);
     }
 
     #[test]
@@ -284,8 +310,23 @@ mod tests {
         let t = Tickets::new(
             Keys::Process(ProcessKeys::new().unwrap()),
             Duration::from_secs(60),
+            [0; 32],
         );
         let sealed = t.encrypt(b"abc").unwrap();
         assert_eq!(t.decrypt(&sealed).as_deref(), Some(&b"abc"[..]));
+    }
+
+    /// Regression: a ticket of one server resumed on another with the
+    /// same key file and other certificates (OpenSSL refuses it: the
+    /// session id context, which nginx makes of the certificates,
+    /// differs).
+    #[test]
+    fn a_ticket_opens_only_under_its_own_context() {
+        let keys = Arc::new(vec![key(4, 80)]);
+        let a = Tickets::new(Keys::Files(keys.clone()), Duration::from_secs(60), [1; 32]);
+        let b = Tickets::new(Keys::Files(keys), Duration::from_secs(60), [2; 32]);
+        let t = a.encrypt(b"s").unwrap();
+        assert_eq!(b.decrypt(&t), None);
+        assert_eq!(a.decrypt(&t).as_deref(), Some(&b"s"[..]));
     }
 }

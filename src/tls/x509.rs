@@ -51,6 +51,9 @@ pub struct CertFields<'a> {
     pub not_before: i64,
     /// `notAfter`, seconds since the epoch.
     pub not_after: i64,
+    /// `subjectPublicKeyInfo`, the whole item (what a signing key's
+    /// public half is compared with).
+    pub spki: &'a [u8],
     /// `subjectPublicKeyInfo`'s algorithm (its content).
     pub key_alg: &'a [u8],
     /// `subjectPublicKey`'s bytes (what a key hash is made of).
@@ -76,7 +79,8 @@ impl<'a> CertFields<'a> {
         let not_before = der::time(&validity.any()?)?;
         let not_after = der::time(&validity.any()?)?;
         let subject = t.read(der::SEQUENCE)?.raw;
-        let mut spki = t.nested(der::SEQUENCE)?;
+        let spki_item = t.read(der::SEQUENCE)?;
+        let mut spki = Reader::new(spki_item.content);
         let key_alg = spki.read(der::SEQUENCE)?.content;
         let public_key = der::bit_string_bytes(&spki.read(der::BIT_STRING)?)?;
         t.optional(der::context_primitive(1));
@@ -95,6 +99,7 @@ impl<'a> CertFields<'a> {
             subject,
             not_before,
             not_after,
+            spki: spki_item.raw,
             key_alg,
             public_key,
             extensions,

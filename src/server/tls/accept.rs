@@ -73,15 +73,55 @@ impl Write for Sock<'_> {
     }
 }
 
-/// A fatal `unrecognized_name` alert (RFC 8446 §6.2), in a TLS 1.2 record
-/// as every version reads one before the handshake: what
-/// `ssl_reject_handshake` answers.
-const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
-/// A fatal `internal_error` alert: the handshake pool was full.
-const INTERNAL_ERROR_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80];
+/// A fatal alert (RFC 8446 §6.2) in a TLS 1.2 record, as every version
+/// reads one before the handshake.
+const fn alert(description: u8) -> [u8; 7] {
+    [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, description]
+}
+/// `unrecognized_name`: what `ssl_reject_handshake` answers.
+const UNRECOGNIZED_NAME_ALERT: [u8; 7] = alert(112);
+/// `internal_error`: the handshake pool was full, or a certificate named
+/// with variables did not load.
+const INTERNAL_ERROR_ALERT: [u8; 7] = alert(80);
+/// `handshake_failure`.
+const HANDSHAKE_FAILURE: u8 = 40;
+/// `no_application_protocol` (RFC 7301 §3.2).
+const NO_APPLICATION_PROTOCOL: u8 = 120;
+
+/// A hello refused before it is answered: the alert, and what nginx
+/// logs (OpenSSL's reason).
+struct Refusal {
+    alert: u8,
+    reason: &'static str,
+}
+
+/// Whether OpenSSL would refuse `hello` under `server` before answering
+/// it: an ALPN list with no protocol the server speaks (nginx's ALPN
+/// callback fails the handshake), or no certificate that can sign with
+/// a scheme the client accepts.
+fn refuse(hello: &ClientHello<'_>, server: &super::ServerTls) -> Option<Refusal> {
+    if let Some(mut protocols) = hello.alpn() {
+        if !protocols.any(|p| server.config.alpn_protocols.iter().any(|ours| ours == p)) {
+            return Some(Refusal {
+                alert: NO_APPLICATION_PROTOCOL,
+                reason: "error:0A0000EB:SSL routines::no application protocol",
+            });
+        }
+    }
+    if !server.can_sign(hello) {
+        return Some(Refusal {
+            alert: HANDSHAKE_FAILURE,
+            reason: "error:0A000076:SSL routines::no suitable signature algorithm",
+        });
+    }
+    None
+}
 
 /// Why a handshake failed, for the log.
 enum Failure {
+    /// The client closed before sending anything (nginx's "client closed
+    /// connection", when its peek at the first byte reads none).
+    Closed,
     /// The client closed or the socket failed (`info`, as nginx's
     /// "peer closed connection in SSL handshake").
     Gone(Option<io::Error>),
@@ -98,12 +138,14 @@ enum Failure {
     /// ACME order has no certificate yet: `None`, nothing more logged, as
     /// nginx's certificate callback fails when a variable fails).
     Certificate(Option<String>),
+    /// A hello refused before it was answered, with OpenSSL's reason.
+    Refused(&'static str),
 }
 
 /// Why the ClientHello's answer failed.
 enum Start {
-    /// rustls refused the hello.
-    Tls(rustls::Error),
+    /// rustls refused the hello, with the alert it answers it with.
+    Tls(rustls::Error, Option<rustls::server::AcceptedAlert>),
     /// The certificates for it did not load.
     Certificate(String),
 }
@@ -133,9 +175,11 @@ pub async fn accept(
         }
         Err(f) => {
             let outcome = match &f {
-                Failure::Gone(_) => Outcome::Closed,
+                Failure::Closed | Failure::Gone(_) => Outcome::Closed,
                 Failure::TimedOut => Outcome::TimedOut,
-                Failure::Tls(_) | Failure::Certificate(_) => Outcome::TlsError,
+                Failure::Tls(_) | Failure::Certificate(_) | Failure::Refused(_) => {
+                    Outcome::TlsError
+                }
                 Failure::Pool(_) => Outcome::PoolFull,
                 Failure::Rejected => Outcome::Rejected,
             };
@@ -157,7 +201,7 @@ async fn handshake(
     match tokio::time::timeout_at(deadline.into(), tcp.peek(&mut first)).await {
         Err(_) => return Err(Failure::TimedOut),
         Ok(Err(e)) => return Err(Failure::Gone(Some(e))),
-        Ok(Ok(0)) => return Err(Failure::Gone(None)),
+        Ok(Ok(0)) => return Err(Failure::Closed),
         Ok(Ok(_)) => {}
     }
     if first[0] != 0x16 && first[0] & 0x80 == 0 {
@@ -186,22 +230,27 @@ async fn handshake(
             Ok(Some(a)) => break a,
             Ok(None) => continue,
             Err((e, mut alert)) => {
-                let _ = alert.write(&mut Sock(&tcp));
+                let _ = alert.write_all(&mut Sock(&tcp));
                 return Err(Failure::Tls(e));
             }
         }
     };
+    let raw = crate::tls::hello::read(&hello_bytes);
+    drop(hello_bytes);
     let hello = accepted.client_hello();
-    let (server_name, suites, groups) = offered(&hello);
+    let (suites, groups) = offered(&hello);
+    // The name as sent picks the server (rustls drops an IP address,
+    // which OpenSSL hands nginx), lower-cased as nginx's host rules say.
+    let server_name = raw
+        .server_name
+        .clone()
+        .or_else(|| hello.server_name().map(str::to_string));
     let index = site.tls_server(&info.socket_addr, &info.local, server_name.as_deref());
     let (tls, fetch) = match index {
         Some((_, Some(tls))) => {
             // A client that asks for the certificate's status may start
             // its staple's fetch (`ngx_ssl_certificate_status_callback`).
-            let fetch = tls
-                .fetch_for(hello.signature_schemes())
-                .filter(|_| crate::tls::hello::asks_status(&hello_bytes))
-                .cloned();
+            let fetch = tls.fetch_for(&hello).filter(|_| raw.asks_status).cloned();
             (tls, fetch)
         }
         Some((true, None)) => {
@@ -213,6 +262,13 @@ async fn handshake(
             return Err(Failure::Rejected);
         }
     };
+    // What OpenSSL refuses while it reads the hello, before it answers:
+    // refused here too, so that the client gets the same alert alone (in
+    // TLS 1.3 rustls would find it after its ServerHello).
+    if let Some(refusal) = refuse(&hello, tls) {
+        let _ = tcp.try_write(&alert(refusal.alert));
+        return Err(Failure::Refused(refusal.reason));
+    }
     let Some(pool) = site
         .pools
         .get(crate::config::finish_ssl::HANDSHAKE_POOL)
@@ -220,13 +276,16 @@ async fn handshake(
     else {
         return Err(Failure::Pool("no \"ssl\" thread pool".to_string()));
     };
-    let config = tls.config.clone();
+    // Under `ssl_prefer_server_ciphers`, OpenSSL takes the server's first
+    // group the client has for a TLS 1.2 key exchange; rustls takes the
+    // client's: a configuration with that group alone gives the server's.
+    let config = match (raw.offers_tls13 && tls.speaks_tls13(), hello.named_groups()) {
+        (false, Some(offered)) => tls.for_groups(offered),
+        _ => tls.config.clone(),
+    };
     let cas = tls.plan.client_cas.clone();
-    // OpenSSL gives a session that a ticket carries no id (its
-    // `ssl_get_new_session` empties it when a ticket is expected), and
-    // nginx's `$ssl_session_id` is then empty; rustls keeps a TLS 1.2
-    // session in the cache under an id even when it also sends a ticket.
-    let ids = matches!(tls.plan.tickets, crate::config::ssl_model::TicketPlan::Off);
+    // The id of this connection's session when OpenSSL would make one.
+    let session_id = super::info::new_session_id();
     // Names with variables are evaluated now that the server name is
     // known (the ACME order's pair is taken from memory); their files are
     // read in the pool.
@@ -264,31 +323,41 @@ async fn handshake(
         // decrypted now, before the client is waited for.
         let mut early = Vec::new();
         let mut verdict = None;
-        let c = c.map_err(|(e, _)| Start::Tls(e)).and_then(|mut c| {
-            c.process_new_packets().map_err(Start::Tls)?;
-            take_early(&mut c, &mut early);
-            if !early.is_empty() {
-                // Served before the handshake ends: a resumed session's
-                // certificate is judged now.
-                verdict = judge(plan.client_cas.as_deref(), &c);
-            }
-            Ok(c)
-        });
+        // The alert rustls answers the hello with (no protocol in common,
+        // no suite, an ALPN list without http/1.1 …) goes to the client,
+        // as OpenSSL sends its alert.
+        let c = c
+            .map_err(|(e, alert)| Start::Tls(e, Some(alert)))
+            .and_then(|mut c| {
+                c.process_new_packets().map_err(|e| Start::Tls(e, None))?;
+                take_early(&mut c, &mut early);
+                if !early.is_empty() {
+                    // Served before the handshake ends: a resumed session's
+                    // certificate is judged now.
+                    verdict = judge(plan.client_cas.as_deref(), &c);
+                }
+                Ok(c)
+            });
         let id = crate::tls::sessions::take_handshake_id();
         (c.map(|c| (c, early, verdict)), id)
     });
-    let mut session_id;
+    let mut stored_id;
     let mut verdict;
     let mut early;
     let mut conn = match started {
         Ok(done) => match done.await {
             Ok((Ok((c, e, v)), id)) => {
-                session_id = id;
+                stored_id = id;
                 early = e;
                 verdict = v;
                 c
             }
-            Ok((Err(Start::Tls(e)), _)) => return Err(Failure::Tls(e)),
+            Ok((Err(Start::Tls(e, alert)), _)) => {
+                if let Some(mut alert) = alert {
+                    let _ = alert.write_all(&mut Sock(&tcp));
+                }
+                return Err(Failure::Tls(e));
+            }
             Ok((Err(Start::Certificate(e)), _)) => {
                 let _ = tcp.try_write(&INTERNAL_ERROR_ALERT);
                 return Err(Failure::Certificate(Some(e)));
@@ -350,14 +419,23 @@ async fn handshake(
         conn = c;
         early.extend(more);
         verdict = verdict.or(v);
-        session_id = session_id.or(id);
+        stored_id = stored_id.or(id);
         if let Err(e) = r {
             let _ = send_now(&tcp, &mut conn);
             return Err(Failure::Tls(e));
         }
     }
-    let session_id = session_id.filter(|_| ids);
-    let info = Arc::new(TlsInfo::of(&conn, suites, groups, verdict, session_id));
+    let session = super::info::Session {
+        id: session_id,
+        offered: raw.session_id.clone(),
+        stored: stored_id,
+        ticket: raw.wants_ticket && tls.config.ticketer.enabled(),
+        tls12_ids: tls.tls12_ids,
+    };
+    let mut negotiated = TlsInfo::of(&conn, suites, groups, verdict, &session);
+    // `$ssl_server_name` is the name as the client sent it.
+    negotiated.server_name = server_name;
+    let info = Arc::new(negotiated);
     Ok(Accepted::Tls(
         ClientStream::Tls(Box::new(TlsStream::with_early(tcp, conn, early))),
         info,
@@ -416,16 +494,18 @@ fn names(
         ..TlsInfo::default()
     }));
     let r = super::super::request::Req::new(site, &head, server, &conn, 0, Instant::now(), 0);
-    super::dynamic::names(&tls.plan.dynamic_certs, &site.config.prefix, held, |n| {
-        r.expand(&n.name)
-    })
+    super::dynamic::names(
+        &tls.plan.dynamic_certs,
+        site.config.conf_prefix(),
+        held,
+        |n| r.expand(&n.name),
+    )
 }
 
-/// What the ClientHello offered: the server name, cipher suites and
-/// groups (kept for `$ssl_server_name`, `$ssl_ciphers`, `$ssl_curves`).
-fn offered(hello: &ClientHello<'_>) -> (Option<String>, Vec<u16>, Vec<u16>) {
+/// What the ClientHello offered: cipher suites and groups (kept for
+/// `$ssl_ciphers`, `$ssl_curves`).
+fn offered(hello: &ClientHello<'_>) -> (Vec<u16>, Vec<u16>) {
     (
-        hello.server_name().map(str::to_string),
         hello
             .cipher_suites()
             .iter()
@@ -481,6 +561,7 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
         info.peer, info.socket_addr
     );
     let (level, text) = match f {
+        Failure::Closed => (Level::Info, "client closed connection".to_string()),
         Failure::Gone(None) => (
             Level::Info,
             "peer closed connection in SSL handshake".to_string(),
@@ -492,7 +573,10 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
                 crate::config::errno_text(e)
             ),
         ),
-        Failure::TimedOut => (Level::Info, "client timed out".to_string()),
+        Failure::TimedOut => (
+            Level::Info,
+            "client timed out (110: Connection timed out)".to_string(),
+        ),
         Failure::Tls(e) => (Level::Info, format!("SSL_do_handshake() failed (SSL: {e})")),
         Failure::Pool(e) => (Level::Error, e.clone()),
         Failure::Certificate(e) => {
@@ -505,10 +589,10 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
                     .to_string(),
             )
         }
-        Failure::Rejected => (
+        Failure::Rejected => (Level::Info, "handshake rejected".to_string()),
+        Failure::Refused(why) => (
             Level::Info,
-            "SSL_do_handshake() failed (SSL: the server name is refused by ssl_reject_handshake)"
-                .to_string(),
+            format!("SSL_do_handshake() failed (SSL: {why})"),
         ),
     };
     log.log(level, Some(info.conn_no), format_args!("{text}{tail}"));

@@ -33,7 +33,8 @@ pub const MAX_CACHED: usize = 1024;
 /// Where a certificate or key comes from once its name is evaluated.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
-    /// A file, its path resolved against the prefix.
+    /// A file, its path resolved against the configuration file's
+    /// directory (nginx's `conf_prefix`).
     File(PathBuf),
     /// A `data:` value: the PEM itself.
     Data(Vec<u8>),
@@ -144,16 +145,13 @@ fn identity(s: &Source, what: &str) -> Result<Option<Identity>, String> {
 /// nginx's words for a certificate or key file that cannot be opened
 /// (`BIO_new_file` failing in `ngx_ssl_load_certificate`).
 fn fopen_failed(what: &str, p: &Path, e: &std::io::Error) -> String {
-    let text = crate::config::errno_text(e);
-    let strerror = text.split_once(": ").map_or(text.as_str(), |(_, t)| t);
-    let bio = if e.kind() == std::io::ErrorKind::NotFound {
-        "error:10000080:BIO routines::no such file"
-    } else {
-        "error:10080002:BIO routines::system lib"
-    };
-    format!(
-        "cannot load {what} \"{0}\": BIO_new_file() failed (SSL: error:80000002:system library::{strerror}:calling fopen({0}, r) {bio})",
-        p.display()
+    use crate::tls::openssl_text;
+    openssl_text::line(
+        &format!(
+            "cannot load {what} \"{}\": BIO_new_file() failed",
+            p.display()
+        ),
+        &openssl_text::fopen_failed(p, e),
     )
 }
 
@@ -161,8 +159,8 @@ fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
     match s {
         Source::Data(d) => Ok(d.clone()),
         // OpenSSL's `fopen` opens a directory (a name that evaluated to
-        // nothing is the prefix): its PEM reader then finds no PEM, and
-        // says so.
+        // nothing is the configuration's directory): its PEM reader then
+        // finds no PEM, and says so.
         Source::File(p) => match std::fs::read(p) {
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
             r => r.map_err(|e| fopen_failed(what, p, &e)),

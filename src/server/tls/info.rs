@@ -24,6 +24,9 @@ impl ClientCert {
     }
 }
 
+/// The length of a session id (`SSL3_SSL_SESSION_ID_LENGTH`).
+pub const SESSION_ID_LEN: usize = 32;
+
 /// The handshake's outcome, as nginx's variables print it.
 #[derive(Clone, Debug, Default)]
 pub struct TlsInfo {
@@ -35,29 +38,60 @@ pub struct TlsInfo {
     pub server_name: Option<String>,
     /// `$ssl_session_reused`: `r` when the session was resumed.
     pub reused: bool,
+    /// `$ssl_session_id`: the session's id (empty when OpenSSL would give
+    /// it none).
+    pub session_id: Vec<u8>,
+    /// `$ssl_curve`: the key-exchange group, by IANA code (none when a
+    /// TLS 1.2 session resumed without one).
+    pub group: Option<u16>,
     /// The cipher suites the client offered, by IANA code (`$ssl_ciphers`).
     pub offered_suites: Vec<u16>,
     /// The groups the client offered, by IANA code (`$ssl_curves`).
     pub offered_groups: Vec<u16>,
-    /// The ALPN protocol agreed on, if any.
+    /// The ALPN protocol agreed on, if any (`$ssl_alpn_protocol`).
     pub alpn: Option<Vec<u8>>,
     /// The client's certificate, when one was asked for and sent.
     pub client: Option<ClientCert>,
-    /// `$ssl_session_id`: the id of the session as nowait's session cache
-    /// keeps it (see [`crate::tls::sessions`]), if it keeps it.
-    pub session_id: Option<Vec<u8>>,
+}
+
+/// What decides a session's id, besides the connection.
+pub struct Session {
+    /// An id made for this connection's session.
+    pub id: [u8; SESSION_ID_LEN],
+    /// The session id the ClientHello offered.
+    pub offered: Vec<u8>,
+    /// The id under which the handshake stored a new session in the
+    /// session cache.
+    pub stored: Option<Vec<u8>>,
+    /// Whether the client asked for a TLS 1.2 ticket and the server
+    /// issues tickets.
+    pub ticket: bool,
+    /// Whether the server gives ids to TLS 1.2 sessions without tickets
+    /// (its session cache is not `off`).
+    pub tls12_ids: bool,
+}
+
+/// A random id for a new session (all zeros if the kernel gives no
+/// randomness, which it does once booted: the id only names the session
+/// in logs).
+pub fn new_session_id() -> [u8; SESSION_ID_LEN] {
+    let mut id = [0u8; SESSION_ID_LEN];
+    let _ = crate::sys::random::getrandom(&mut id);
+    id
 }
 
 impl TlsInfo {
     /// What `conn` negotiated, with what the client offered, the verdict
-    /// on the client's certificate and the session's id.
+    /// on the client's certificate and what decides the session's id.
     pub fn of(
         conn: &ServerConnection,
         offered_suites: Vec<u16>,
         offered_groups: Vec<u16>,
         verdict: Option<Verdict>,
-        session_id: Option<Vec<u8>>,
+        session: &Session,
     ) -> TlsInfo {
+        let reused = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+        let tls13 = conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
         TlsInfo {
             protocol: conn
                 .protocol_version()
@@ -67,7 +101,11 @@ impl TlsInfo {
                 .and_then(|s| crate::tls::ciphers::openssl_name(u16::from(s.suite())))
                 .unwrap_or(""),
             server_name: conn.server_name().map(str::to_string),
-            reused: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+            reused,
+            session_id: session_id(reused, tls13, session),
+            group: conn
+                .negotiated_key_exchange_group()
+                .map(|g| u16::from(g.name())),
             offered_suites,
             offered_groups,
             alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
@@ -78,7 +116,6 @@ impl TlsInfo {
                 }),
                 _ => None,
             },
-            session_id,
         }
     }
 }
@@ -114,5 +151,76 @@ pub fn refusal(
             Some((496, "client sent no required SSL certificate".to_string()))
         }
         _ => None,
+    }
+}
+
+/// The session id OpenSSL would report. TLS 1.3: every session has one,
+/// new at each connection, resumed or not (OpenSSL gives the session a
+/// fresh id with each ticket it sends after the handshake). TLS 1.2: a
+/// resumed session's is the one the client offered (by cache or by
+/// ticket); a new one has none when it gets a ticket (RFC 5077 §3.4: the
+/// server then sends an empty id, even where rustls also caches it) or
+/// when the session cache is `off`, else the id it was cached under, or
+/// one made for it (`none` pretends to cache).
+fn session_id(reused: bool, tls13: bool, s: &Session) -> Vec<u8> {
+    if tls13 {
+        return s.id.to_vec();
+    }
+    if reused {
+        return if s.offered.is_empty() {
+            s.id.to_vec()
+        } else {
+            s.offered.clone()
+        };
+    }
+    if s.ticket {
+        return Vec::new();
+    }
+    match &s.stored {
+        Some(id) => id.clone(),
+        None if s.tls12_ids => s.id.to_vec(),
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(ticket: bool, stored: Option<&[u8]>, offered: &[u8]) -> Session {
+        Session {
+            id: [7; SESSION_ID_LEN],
+            offered: offered.to_vec(),
+            stored: stored.map(<[u8]>::to_vec),
+            ticket,
+            tls12_ids: true,
+        }
+    }
+
+    /// Regression: a new TLS 1.2 session that got a ticket from a server
+    /// with a session cache said the id rustls also cached it under;
+    /// OpenSSL gives it none (nginx logs `-`). And a resumed TLS 1.3
+    /// session said the id of the connection that made it; OpenSSL gives
+    /// each connection's session a new one.
+    #[test]
+    fn session_ids_are_openssl_s() {
+        let cached: &[u8] = &[1; SESSION_ID_LEN];
+        assert_eq!(
+            session_id(false, false, &session(true, Some(cached), b"")),
+            b""
+        );
+        assert_eq!(
+            session_id(false, false, &session(false, Some(cached), b"")),
+            cached
+        );
+        assert_eq!(
+            session_id(true, false, &session(true, None, cached)),
+            cached
+        );
+        assert_eq!(
+            session_id(true, true, &session(false, None, cached)),
+            [7; 32]
+        );
+        assert_eq!(session_id(false, true, &session(true, None, b"")), [7; 32]);
     }
 }

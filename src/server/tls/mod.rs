@@ -19,7 +19,7 @@ pub mod vars;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rustls::SignatureScheme;
+use rustls::server::ClientHello;
 use rustls::sign::CertifiedKey;
 
 use crate::config::model::{HttpConf, Server};
@@ -96,13 +96,54 @@ pub struct ServerTls {
     pub index: usize,
     /// The pairs loaded per handshake, when the names have variables.
     pub loaded: Option<Arc<dynamic::Loaded>>,
+    /// Whether a new TLS 1.2 session that gets no ticket has an id
+    /// (`$ssl_session_id`): OpenSSL gives one unless nginx turned its
+    /// session cache off (`ssl_session_cache off`; `none` pretends to
+    /// cache and so gives ids).
+    pub tls12_ids: bool,
+    /// How the certificate of a handshake is picked.
+    choice: crate::tls::server::Choice,
+    /// Under `ssl_prefer_server_ciphers`, the configuration once per key
+    /// exchange group, each offering that group alone, in the server's
+    /// order: OpenSSL's choice of a TLS 1.2 group (see
+    /// [`ServerTls::for_groups`]). Empty otherwise.
+    by_group: Vec<(u16, Arc<rustls::ServerConfig>)>,
 }
 
 impl ServerTls {
-    /// The fetch of the certificate a client offering `schemes` gets.
-    pub fn fetch_for(&self, schemes: &[SignatureScheme]) -> Option<&Arc<Fetch>> {
-        let i = crate::tls::server::choose(&self.keys, schemes);
+    /// The fetch of the certificate `hello` gets.
+    pub fn fetch_for(&self, hello: &ClientHello<'_>) -> Option<&Arc<Fetch>> {
+        let i = self.choice.pick(&self.keys, hello);
         self.fetches.get(i)?.as_ref()
+    }
+
+    /// Whether the server speaks TLS 1.3.
+    pub fn speaks_tls13(&self) -> bool {
+        self.choice.tls13
+    }
+
+    /// The configuration for a TLS 1.2 handshake whose client offers the
+    /// groups `offered`: under `ssl_prefer_server_ciphers` OpenSSL takes
+    /// the server's first group the client has, where rustls takes the
+    /// client's first; the configuration with that group alone makes
+    /// rustls agree.
+    pub fn for_groups(&self, offered: &[rustls::NamedGroup]) -> Arc<rustls::ServerConfig> {
+        self.by_group
+            .iter()
+            .find(|(code, _)| offered.iter().any(|g| u16::from(*g) == *code))
+            .map_or_else(|| self.config.clone(), |(_, c)| c.clone())
+    }
+
+    /// Whether one of the certificates can sign with a scheme the client
+    /// accepts (`hello.signature_schemes()`, which rustls has reduced to
+    /// those the offered suites can use). Certificates loaded per
+    /// handshake are not known yet: rustls judges them.
+    pub fn can_sign(&self, hello: &ClientHello<'_>) -> bool {
+        self.loaded.is_some()
+            || self
+                .keys
+                .iter()
+                .any(|k| k.key.choose_scheme(hello.signature_schemes()).is_some())
     }
 }
 
@@ -173,40 +214,99 @@ fn server_tls(
         staples.push(staple);
         fetches.push(fetch);
     }
+    let settings = settings(plan, shared, staples);
+    let config = crate::tls::server::build(provider, settings(&plan.groups))?;
+    let by_group = if plan.prefer_server_ciphers && plan.groups.len() > 1 {
+        plan.groups
+            .iter()
+            .map(|&g| Ok((g, crate::tls::server::build(provider, settings(&[g]))?)))
+            .collect::<Result<Vec<_>, String>>()?
+    } else {
+        Vec::new()
+    };
     Ok(ServerTls {
-        config: config(provider, plan, shared, staples)?,
+        config,
         keys: plan.pairs.iter().map(|p| p.key.clone()).collect(),
         fetches,
         plan: plan.clone(),
         index,
         loaded: (!plan.dynamic_certs.is_empty()).then(|| Arc::new(dynamic::Loaded::default())),
+        tls12_ids: plan.session_cache.builtin != Builtin::Off,
+        choice: crate::tls::server::Choice {
+            tls13: speaks_tls13(plan),
+            tls12_suites: plan.tls12_suites.clone(),
+            prefer_server: plan.prefer_server_ciphers,
+        },
+        by_group,
     })
 }
 
-fn config(
-    provider: &rustls::crypto::CryptoProvider,
-    plan: &TlsPlan,
+/// Whether a server of `plan` speaks TLS 1.3: no TLS 1.3 suite left
+/// (`ssl_conf_command Ciphersuites ""`) is no TLS 1.3, as with OpenSSL.
+fn speaks_tls13(plan: &TlsPlan) -> bool {
+    use crate::config::ssl_model::Protocols;
+    plan.protocols.has(Protocols::TLSV1_3) && !plan.tls13_suites.is_empty()
+}
+
+/// The identity sessions are bound to, as nginx's
+/// `ngx_ssl_session_id_context`: the server's certificates (the names as
+/// written when they are loaded per handshake) and the CAs it names to
+/// clients (`ssl_client_certificate`), after the module's name. A session
+/// made under one server resumes only under a server with the same.
+fn session_context(plan: &TlsPlan) -> [u8; 32] {
+    let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    ctx.update(b"HTTP");
+    for p in &plan.pairs {
+        if let Some(cert) = p.key.cert.first() {
+            ctx.update(cert.as_ref());
+        }
+    }
+    if plan.pairs.is_empty() {
+        for (cert, _) in &plan.dynamic_certs {
+            ctx.update(cert.name.to_string().as_bytes());
+        }
+    }
+    if let Some(cas) = &plan.client_cas {
+        for name in cas.hints() {
+            ctx.update(name.as_ref());
+        }
+    }
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
+}
+
+/// The settings of a server's rustls configuration, given the groups it
+/// offers; the session store and tickets are made once and shared by
+/// every configuration the settings make.
+fn settings<'p>(
+    plan: &'p TlsPlan,
     shared: &TlsShared,
     staples: Vec<Option<Arc<Staple>>>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
-    use crate::config::ssl_model::Protocols;
+) -> impl Fn(&[u16]) -> crate::tls::server::Settings + 'p {
     let mut versions = Vec::new();
-    if plan.protocols.has(Protocols::TLSV1_3) {
+    if speaks_tls13(plan) {
         versions.push(&rustls::version::TLS13);
     }
-    if plan.protocols.has(Protocols::TLSV1_2) {
+    if plan
+        .protocols
+        .has(crate::config::ssl_model::Protocols::TLSV1_2)
+    {
         versions.push(&rustls::version::TLS12);
     }
+    let context = session_context(plan);
     let sessions: Option<Arc<dyn rustls::server::StoresServerSessions>> =
         match (&plan.session_cache.builtin, &plan.session_cache.shared) {
             (Builtin::Unset | Builtin::Off | Builtin::None, _) => None,
             (_, Some(z)) => Some(Arc::new(Store::new(
                 shared.cache(&z.name, z.size),
                 plan.session_timeout,
+                context,
             ))),
             (Builtin::Sessions(n), None) => Some(Arc::new(Store::new(
                 SessionCache::new(*n),
                 plan.session_timeout,
+                context,
             ))),
             (Builtin::NoBuiltin, None) => None,
         };
@@ -217,6 +317,7 @@ fn config(
         (None, true) => Some(Arc::new(Store::new(
             SessionCache::new(crate::config::ssl_model::DEFAULT_BUILTIN_SESSIONS),
             plan.session_timeout,
+            context,
         )) as Arc<dyn rustls::server::StoresServerSessions>),
         _ => sessions,
     };
@@ -226,30 +327,37 @@ fn config(
         TicketPlan::Files(keys) => Some(Arc::new(Tickets::new(
             Keys::Files(keys.clone()),
             plan.session_timeout,
+            context,
         ))),
-        TicketPlan::Process => shared
-            .process_keys()
-            .map(|k| Arc::new(Tickets::new(Keys::Process(k), plan.session_timeout)) as _),
+        TicketPlan::Process => shared.process_keys().map(|k| {
+            Arc::new(Tickets::new(
+                Keys::Process(k),
+                plan.session_timeout,
+                context,
+            )) as _
+        }),
     };
-    crate::tls::server::build(
-        provider,
-        crate::tls::server::Settings {
-            pairs: plan.pairs.clone(),
-            staples,
-            versions,
-            tls12_suites: plan.tls12_suites.clone(),
-            tls13_suites: plan.tls13_suites.clone(),
-            groups: plan.groups.clone(),
-            prefer_server_ciphers: plan.prefer_server_ciphers,
-            buffer_size: usize::try_from(plan.buffer_size).unwrap_or(usize::MAX),
-            sessions,
-            tickets,
-            alpn: vec![b"http/1.1".to_vec()],
-            early_data: plan.early_data,
-            per_handshake: !plan.dynamic_certs.is_empty(),
-            client_verifier: plan.client_cas.as_ref().map(|cas| {
-                Arc::new(crate::tls::client_verify::AskClient { cas: cas.clone() }) as _
-            }),
-        },
-    )
+    let client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> = plan
+        .client_cas
+        .as_ref()
+        .map(|cas| Arc::new(crate::tls::client_verify::AskClient { cas: cas.clone() }) as _);
+    move |groups: &[u16]| crate::tls::server::Settings {
+        pairs: plan.pairs.clone(),
+        staples: staples.clone(),
+        versions: versions.clone(),
+        tls12_suites: plan.tls12_suites.clone(),
+        tls13_suites: plan.tls13_suites.clone(),
+        groups: groups.to_vec(),
+        prefer_server_ciphers: plan.prefer_server_ciphers,
+        buffer_size: usize::try_from(plan.buffer_size).unwrap_or(usize::MAX),
+        sessions: sessions.clone(),
+        tickets: tickets.clone(),
+        alpn: crate::tls::server::HTTP_ALPN
+            .iter()
+            .map(|p| p.to_vec())
+            .collect(),
+        early_data: plan.early_data,
+        per_handshake: !plan.dynamic_certs.is_empty(),
+        client_verifier: client_verifier.clone(),
+    }
 }

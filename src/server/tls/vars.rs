@@ -1,4 +1,5 @@
-//! The `$ssl_client_*` variables, `$ssl_session_id` and `$ssl_early_data`
+//! The `$ssl_client_*` variables, `$ssl_session_id`, `$ssl_curve`,
+//! `$ssl_alpn_protocol` and `$ssl_early_data`
 //! from what the handshake kept ([`TlsInfo`]), printed as nginx's
 //! `ngx_ssl_get_*` print them. An empty value is "not found", as
 //! `ngx_http_ssl_variable` makes it (the access log prints `-`), but
@@ -26,9 +27,14 @@ pub fn value(var: Builtin, tls: &TlsInfo, early: bool) -> Option<Option<Cow<'sta
     let cert = tls.client.as_ref();
     let fields = || cert.and_then(|c| CertFields::parse(c.der()));
     let v = match var {
-        Builtin::SslSessionId => {
-            let id = tls.session_id.as_deref().unwrap_or_default();
-            found(id.iter().map(|b| format!("{b:02x}")).collect())
+        Builtin::SslSessionId => found(tls.session_id.iter().map(|b| format!("{b:02x}")).collect()),
+        Builtin::SslCurve => found(
+            tls.group
+                .map(crate::tls::groups::curve_name)
+                .unwrap_or_default(),
+        ),
+        Builtin::SslAlpnProtocol => {
+            found(String::from_utf8_lossy(tls.alpn.as_deref().unwrap_or_default()).into_owned())
         }
         Builtin::SslEarlyData => early.then_some(Cow::Borrowed(&b"1"[..])),
         Builtin::SslClientVerify => Some(Cow::Owned(
