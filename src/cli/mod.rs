@@ -81,6 +81,14 @@ fn usage() -> String {
 /// get the answer that is true of nowait.
 pub const NGINX_COMPAT_VERSION: &str = "1.22.1";
 
+/// The OpenSSL release whose behaviour nowait's TLS follows where nginx's
+/// depends on its library (Debian 12's, which nginx 1.22.1 is built with).
+pub const OPENSSL_COMPAT_VERSION: &str = "3.0";
+
+/// The rustls release nowait is built with (kept equal to Cargo.lock's by
+/// a test).
+pub const RUSTLS_VERSION: &str = "0.23.46";
+
 fn version_facts() -> String {
     format!(
         "nginx version: nginx/{compat} (the nginx whose configuration and behaviour nowait follows)\n\
@@ -107,12 +115,16 @@ fn version_facts() -> String {
         body_temp = config::inherit::DEFAULT_CLIENT_BODY_TEMP_PATH,
         flags = config::modules::configure_flags().join(" "),
         build = crate::BUILD.map_or(String::new(), |b| format!(" --build={b}")),
-        // nginx's line for a TLS library with SNI, which rustls is: said
-        // once the ssl module is (the test harness's `sni` feature).
+        // nginx's lines for its TLS library, once the ssl module is
+        // claimed: which library, and what it does as (nowait answers as
+        // nginx with OpenSSL 3.0 does: the harness's `openssl:N` features
+        // read that version), and SNI (its `sni` feature).
         sni = if config::modules::ssl_implemented() {
-            "TLS SNI support enabled\n"
+            format!(
+                "built with rustls {RUSTLS_VERSION} (aws-lc-rs), with OpenSSL {OPENSSL_COMPAT_VERSION} behaviour (cipher strings, errors, variables)\nTLS SNI support enabled\n"
+            )
         } else {
-            ""
+            String::new()
         },
     )
 }
@@ -334,6 +346,33 @@ mod tests {
             conf_under(prefix, "/etc/nowait/nowait.conf"),
             PathBuf::from("/etc/nowait/nowait.conf")
         );
+    }
+
+    /// `-V`'s rustls version is the one built in.
+    #[test]
+    fn the_rustls_version_named_is_cargo_locks() {
+        let lock = include_str!("../../Cargo.lock");
+        let at = lock
+            .find("name = \"rustls\"\nversion = \"")
+            .expect("rustls in Cargo.lock");
+        let rest = &lock[at + "name = \"rustls\"\nversion = \"".len()..];
+        assert_eq!(&rest[..rest.find('"').unwrap()], RUSTLS_VERSION);
+    }
+
+    /// nginx's test harness reads `with OpenSSL N` for its `openssl:N`
+    /// features, and `TLS SNI support enabled` for `sni`.
+    #[test]
+    fn the_tls_lines_say_what_the_harness_reads() {
+        let v = version_facts();
+        if config::modules::ssl_implemented() {
+            assert!(
+                v.contains(&format!("with OpenSSL {OPENSSL_COMPAT_VERSION} ")),
+                "{v}"
+            );
+            assert!(v.contains("\nTLS SNI support enabled\n"), "{v}");
+        } else {
+            assert!(!v.contains("OpenSSL") && !v.contains("SNI"), "{v}");
+        }
     }
 
     /// Regression: `-p . -c examples/x.conf` printed `/cwd/./examples/x.conf`.
