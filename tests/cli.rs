@@ -245,7 +245,6 @@ fn version_claims_no_module_nowait_lacks() {
         "--with-mail",
         "http_v2",
         "http_v3",
-        "TLS SNI",
         "perl",
         "xslt",
         "dav",
@@ -262,6 +261,9 @@ fn version_claims_no_module_nowait_lacks() {
     // their words (the harness matches `sub` and `addition` bare).
     for claimed in [
         "--with-http_ssl_module",
+        // With the ssl module, the harness's `sni` and `openssl:N` features.
+        "\nTLS SNI support enabled\n",
+        "with OpenSSL 3.0 ",
         "--with-http_addition_module",
         "--with-http_sub_module",
         "--with-http_secure_link_module",
