@@ -590,8 +590,10 @@ fn a_reload_during_an_order_serves_what_the_order_issues() {
         "{log}"
     );
     // The issuer's thread takes the new configuration once the order is
-    // done and finds the certificate not due: no second order.
-    wait_not_due(&s, "certificate issued");
+    // done and finds the certificate not due: no second order. (Its
+    // "certificate issued" line may follow that check: it is written
+    // once the order's state is stored, and the check reads that state.)
+    wait_not_due(&s, "reconfiguring");
     assert_eq!(
         p.orders(),
         1,
