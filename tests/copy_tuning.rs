@@ -47,4 +47,8 @@ fn the_server_runs_with_the_tunable_this_machine_calls_for() {
         .expect("a pid file");
     let named = std::fs::read_to_string(&pid_file).unwrap();
     assert_eq!(named.trim(), pid.to_string(), "{}", pid_file.display());
+    // And it keeps its name (the kernel names a process after the file
+    // it executes: started again through /proc/self/exe, it was `exe`).
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "nowait");
 }

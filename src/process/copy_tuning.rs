@@ -17,7 +17,7 @@
 //! way to set one for the process is to be loaded with it: [`reexec`]
 //! runs first thing in `main`, and on an AMD CPU with fast string moves
 //! whose environment does not already choose `x86_rep_movsb_threshold`
-//! it executes the same program again with the tunable added to
+//! it executes the same binary again with the tunable added to
 //! `GLIBC_TUNABLES`. An operator's own value is kept (set
 //! `glibc.cpu.x86_rep_movsb_threshold=2048` for glibc's default). Elsewhere
 //! — Intel, other C libraries, other architectures — nothing happens.
@@ -110,9 +110,15 @@ pub fn reexec() {
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_else(|| OsString::from("nowait"));
     use std::os::unix::process::CommandExt;
-    // `exec` returns only on failure; /proc/self/exe is this very binary
-    // even when argv[0] names it some other way.
-    let _ = std::process::Command::new("/proc/self/exe")
+    // The binary's own path (what /proc/self/exe links to), not the link:
+    // the kernel names the process after the file executed, and `nowait`
+    // must stay `nowait` to ps, pgrep and the logs' readers. A binary
+    // replaced since it started cannot be found: then no exec.
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    // `exec` returns only on failure.
+    let _ = std::process::Command::new(exe)
         .arg0(argv0)
         .args(args)
         .env(TUNABLES, value)
