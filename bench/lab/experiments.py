@@ -18,6 +18,7 @@ import re
 import time
 
 import experiment_d
+import folios
 import load
 import sampler
 import servers
@@ -272,8 +273,17 @@ def variant_run(ctx, server, label, conf_opts, kind):
                           if n in ("nowait_memory_short", "nowait_pinned_files",
                                    "nowait_pinned_bytes", "nowait_pinned_budget_bytes",
                                    "nowait_pins_dropped_total")}
+                # How the tracked files sit in the page cache (resident
+                # pages, folios): sendfile() pays per folio.
+                cached = {u: folios.count(p) for u, p in zip(track_urls, track)}
+                # The kernel's memory work meanwhile (compaction, reclaim):
+                # cumulative, as /proc/vmstat counts it.
+                with open("/proc/vmstat") as f:
+                    vm = {k: int(v) for k, v in (l.split() for l in f)
+                          if k.startswith(("compact_", "pgscan", "pgsteal", "allocstall",
+                                           "pgmigrate", "thp_"))}
                 return {"requests": status.summarize(text).get("requests_per_worker"),
-                        "connections": conns, "body_bytes": body, **gauges}
+                        "connections": conns, "body_bytes": body, "folios": cached, "vmstat": vm, **gauges}
             res["closed"] = load.wrk_hot(servers.PORT, url, HOT_CONNS, 2, seconds,
                                          os.path.join(prefix, f"wrk-{kind}-{server}.txt"),
                                          window=SWITCH_WINDOW, after=per_worker,

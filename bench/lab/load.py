@@ -215,8 +215,11 @@ def wrk_hot(port, url, conns, threads, seconds, out_path, window=3, after=None, 
             # A profile of the server in each window (LAB_PERF_DIR=DIR):
             # where its CPU goes in the first window and in the later ones.
             os.makedirs(perf_dir, exist_ok=True)
+            # LAB_PERF_ALL=1: the whole machine (the load generators and the
+            # kernel's threads share its CPUs with the server).
+            target = ["-a"] if os.environ.get("LAB_PERF_ALL") else ["-p", str(perf_pid)]
             perf = subprocess.Popen(
-                ["perf", "record", "-F", "499", "-g", "-p", str(perf_pid), "-o",
+                ["perf", "record", "-F", "499", "-g", *target, "-o",
                  os.path.join(perf_dir, f"{os.path.basename(out_path)}.{i}.data"), "--",
                  "sleep", str(window)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         r = Wrk(port, None, conns, threads, window, f"{out_path}.{i}", single=url).wait(
