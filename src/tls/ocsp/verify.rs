@@ -12,8 +12,9 @@
 //!    from the server's chain with it on (`OCSP_TRUSTOTHER`). Otherwise the
 //!    signer's certificate must chain to `ssl_trusted_certificate`, and the
 //!    signer must be the certificate's issuer, or be issued by it with the
-//!    OCSP signing usage, or chain to a self-signed trusted root (which
-//!    OpenSSL trusts for OCSP signing when nothing says otherwise);
+//!    OCSP signing usage ("root ca not trusted" otherwise: OpenSSL 3.0
+//!    trusts no root for OCSP signing without auxiliary trust, which PEM
+//!    `CERTIFICATE`s do not carry);
 //! 3. `OCSP_resp_find_status`: it answers for this certificate;
 //! 4. `OCSP_check_validity`: `thisUpdate` is not ahead of now, and
 //!    `nextUpdate` not behind, by more than five minutes.
@@ -126,17 +127,12 @@ fn basic_verify(
     match check_issuer(b, &path) {
         Issuer::Accepted => Ok(()),
         Issuer::Refused(why) => Err(why.to_string()),
-        // Not the issuer's, nor a delegate's: a self-signed trusted root
-        // is trusted for OCSP signing (`X509_check_trust` without
-        // auxiliary trust settings).
-        Issuer::Unrelated => {
-            let root = path.last().ok_or("no certificates in requested chain")?;
-            if root.self_issued() {
-                Ok(())
-            } else {
-                Err("root ca not trusted".to_string())
-            }
-        }
+        // Not the issuer's, nor a delegate's: only a root explicitly
+        // trusted for OCSP signing would do (`X509_check_trust(root,
+        // NID_OCSP_sign, 0)`, which in OpenSSL 3.0 reads the auxiliary
+        // trust of a `TRUSTED CERTIFICATE`, and finds a plain certificate
+        // untrusted, self-signed or not).
+        Issuer::Unrelated => Err("root ca not trusted".to_string()),
     }
 }
 
