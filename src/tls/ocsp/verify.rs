@@ -41,8 +41,13 @@ pub struct Trust<'a> {
     pub chain: &'a [CertificateDer<'static>],
     /// `ssl_trusted_certificate`.
     pub trusted: &'a [CertificateDer<'static>],
-    /// `ssl_stapling_verify`.
+    /// `ssl_stapling_verify` (`ssl_ocsp` always verifies).
     pub verify: bool,
+    /// A signer found in `chain` is trusted without more
+    /// (`OCSP_TRUSTOTHER`, which stapling sets; `ssl_ocsp` does not: its
+    /// `chain` is the client's verified chain, whose signers must still
+    /// chain to `trusted`).
+    pub trust_other: bool,
 }
 
 /// A response that passed.
@@ -98,8 +103,9 @@ fn parse_all<'a>(ders: impl Iterator<Item = &'a [u8]>) -> Option<Vec<CertFields<
     ders.map(CertFields::parse).collect()
 }
 
-/// `OCSP_basic_verify` with `OCSP_NOVERIFY` (verify off) or
-/// `OCSP_TRUSTOTHER` (on); the error is OpenSSL's reason.
+/// `OCSP_basic_verify` with `OCSP_NOVERIFY` (verify off), with
+/// `OCSP_TRUSTOTHER` (stapling's verify on) or with no flag (`ssl_ocsp`);
+/// the error is OpenSSL's reason.
 fn basic_verify(
     b: &Basic<'_>,
     sent: &[CertFields<'_>],
@@ -118,7 +124,7 @@ fn basic_verify(
     if !x509::verify_signature(signer, b.sig_alg, b.tbs, b.signature) {
         return Err("signature failure".to_string());
     }
-    if !trust.verify || from_chain {
+    if !trust.verify || (from_chain && trust.trust_other) {
         return Ok(());
     }
     let untrusted: Vec<&CertFields<'_>> = sent.iter().chain(chain.iter()).collect();
