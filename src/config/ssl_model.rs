@@ -371,6 +371,13 @@ pub struct UpstreamTlsPlan {
     pub groups: Vec<u16>,
     /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key`.
     pub certificate: Option<crate::tls::material::Pair>,
+    /// The same when their names have variables: evaluated per request
+    /// (an empty certificate name sends none), loaded off the loops and
+    /// kept (`server::tls::dynamic`).
+    pub dynamic_certificate: Option<(CertName, CertName)>,
+    /// `proxy_ssl_password_file`'s passphrases, for keys loaded per
+    /// request.
+    pub passwords: Option<std::sync::Arc<Vec<Vec<u8>>>>,
     /// `proxy_ssl_verify on`: what judges the upstream's certificate
     /// (`proxy_ssl_trusted_certificate`, `proxy_ssl_crl`,
     /// `proxy_ssl_verify_depth`).
