@@ -272,6 +272,59 @@ fn the_name_is_sent_only_with_proxy_ssl_server_name_on() {
     }
 }
 
+/// proxy_ssl_certificate_vars.t: names with variables are evaluated per
+/// request (an empty certificate name sends none), an encrypted key is
+/// opened with `proxy_ssl_password_file`, and each request's connection
+/// sends the certificate it named.
+#[test]
+fn a_client_certificate_named_with_variables_is_loaded_per_request() {
+    let up = origin(Origin {
+        client_auth: true,
+        ..Origin::default()
+    });
+    let dir = common::tls::fixtures();
+    let server = start(
+        &up,
+        "",
+        &format!(
+            "location /var/ {{ proxy_pass https://UP/; proxy_ssl_session_reuse off;
+                 proxy_ssl_certificate {dir}/$arg_cert.crt;
+                 proxy_ssl_certificate_key {dir}/$arg_key.key;
+                 proxy_ssl_password_file {dir}/password.txt; }}
+             location /none/ {{ proxy_pass https://UP/; proxy_ssl_session_reuse off;
+                 proxy_ssl_certificate $arg_cert; proxy_ssl_certificate_key $arg_cert; }}",
+            dir = dir.display(),
+        ),
+    );
+    for path in [
+        "/var/?cert=client&key=client",
+        "/var/?cert=client&key=client-enc",
+        "/var/?cert=client-int-chain&key=client-int",
+        "/var/?cert=client&key=client",
+        "/none/",
+    ] {
+        assert_eq!(get(&server, path).status, 200, "{path}");
+    }
+    let seen = handshakes(&up, 5);
+    let der = |name: &str| {
+        CertificateDer::from_pem_file(fixture(name))
+            .unwrap()
+            .as_ref()
+            .to_vec()
+    };
+    let sent: Vec<Option<Vec<u8>>> = seen.iter().map(|h| h.client_cert.clone()).collect();
+    assert_eq!(
+        sent,
+        [
+            Some(der("client.crt")),
+            Some(der("client.crt")),
+            Some(der("client-int.crt")),
+            Some(der("client.crt")),
+            None
+        ]
+    );
+}
+
 #[test]
 fn a_client_certificate_goes_to_an_origin_that_asks_for_one() {
     let up = origin(Origin {

@@ -257,7 +257,7 @@ fn a_staple_file_is_sent_from_the_first_handshake_as_read() {
 }
 
 /// Runs a responder signing with `signer` and a server with
-/// `ssl_stapling_verify verify` trusting `trusted`; what each server
+/// `ssl_stapling_verify verify` trusting the file `trusted`; what each server
 /// stapled (its `Cert Status`) or logged.
 fn verify_outcome(
     signer: &str,
@@ -268,7 +268,7 @@ fn verify_outcome(
     let stapling = format!(
         "ssl_stapling on; ssl_stapling_verify {verify}; ssl_stapling_responder {}; ssl_trusted_certificate {};",
         r.url(),
-        fixture(trusted)
+        trusted
     );
     let mut out = Vec::new();
     for kind in [Kind::Nginx, Kind::Nowait] {
@@ -288,7 +288,7 @@ fn verify_outcome(
 #[test]
 fn verify_on_staples_what_the_issuer_signed() {
     require_tools!();
-    for (kind, got) in verify_outcome("ca", "on", "ca.crt") {
+    for (kind, got) in verify_outcome("ca", "on", &fixture("ca.crt")) {
         assert_eq!(got, Ok("good".to_string()), "{kind:?}");
     }
 }
@@ -296,7 +296,7 @@ fn verify_on_staples_what_the_issuer_signed() {
 #[test]
 fn verify_on_staples_what_a_delegated_responder_signed() {
     require_tools!();
-    for (kind, got) in verify_outcome("ocsp-responder", "on", "ca.crt") {
+    for (kind, got) in verify_outcome("ocsp-responder", "on", &fixture("ca.crt")) {
         assert_eq!(got, Ok("good".to_string()), "{kind:?}");
     }
 }
@@ -304,7 +304,7 @@ fn verify_on_staples_what_a_delegated_responder_signed() {
 #[test]
 fn verify_on_staples_nothing_a_stranger_signed_and_verify_off_does() {
     require_tools!();
-    let on = verify_outcome("rogue-ca", "on", "ca.crt");
+    let on = verify_outcome("rogue-ca", "on", &fixture("ca.crt"));
     let [(_, nginx), (_, nowait)] = &on[..] else {
         panic!("two servers")
     };
@@ -319,9 +319,34 @@ fn verify_on_staples_nothing_a_stranger_signed_and_verify_off_does() {
     );
     // Without verify the signature is still checked, against the
     // certificate the answer carries, and passes.
-    for (kind, got) in verify_outcome("rogue-ca", "off", "ca.crt") {
+    for (kind, got) in verify_outcome("rogue-ca", "off", &fixture("ca.crt")) {
         assert_eq!(got, Ok("good".to_string()), "{kind:?}");
     }
+}
+
+/// ssl_stapling.t's "verify - root not trusted": a trusted root that is
+/// not the certificate's issuer signs nothing for it (OpenSSL 3.0 trusts
+/// no root for OCSP signing without auxiliary trust).
+#[test]
+fn verify_on_staples_nothing_a_trusted_stranger_root_signed() {
+    require_tools!();
+    let dir = TempDir::new("trusted");
+    let both = dir.path().join("both.crt");
+    let pem = [fixture("ca.crt"), fixture("rogue-ca.crt")]
+        .iter()
+        .map(|f| std::fs::read_to_string(f).expect("a fixture"))
+        .collect::<String>();
+    std::fs::write(&both, pem).expect("the trusted file");
+    let on = verify_outcome("rogue-ca", "on", &both.display().to_string());
+    let [(_, nginx), (_, nowait)] = &on[..] else {
+        panic!("two servers")
+    };
+    assert_eq!(nowait, nginx, "nowait and nginx");
+    let errors = nginx.clone().expect_err("nginx staples nothing");
+    assert!(
+        errors[0].starts_with("OCSP_basic_verify() failed (SSL: root ca not trusted) while requesting certificate status"),
+        "{errors:?}"
+    );
 }
 
 #[test]

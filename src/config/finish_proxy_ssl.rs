@@ -65,13 +65,6 @@ impl Plans {
         }
     }
 
-    /// An error at the place of the directive that caused it, said once.
-    fn error_at(&mut self, b: &mut Builder, msg: String, at: &super::source::Loc) {
-        if self.reported.insert(format!("{msg}@{at}")) {
-            b.error(msg, at);
-        }
-    }
-
     /// `ngx_http_proxy_set_ssl` for a location's merged settings `c`.
     fn plan(&mut self, b: &mut Builder, c: &LocConf, id: usize) -> Option<UpstreamTlsPlan> {
         let provider = crate::tls::provider();
@@ -120,7 +113,21 @@ impl Plans {
         for code in tls12_suites.iter().chain(&tls13_suites) {
             digest.update(code.to_be_bytes());
         }
-        let certificate = self.certificate(b, c, &provider)?;
+        let dynamic_certificate = match (&c.proxy_ssl_certificate, &c.proxy_ssl_certificate_key) {
+            (Some(cert), Some(key)) if !cert.name.is_static() || !key.name.is_static() => {
+                // nginx's `ngx_ssl_preserve_passwords`: the file's
+                // passphrases are kept for the keys loaded per request.
+                digest.update(cert.name.to_string().as_bytes());
+                digest.update([0]);
+                digest.update(key.name.to_string().as_bytes());
+                Some((cert.clone(), key.clone()))
+            }
+            _ => None,
+        };
+        let certificate = match dynamic_certificate {
+            Some(_) => None,
+            None => self.certificate(b, c, &provider)?,
+        };
         if let Some(pair) = &certificate {
             for cert in &pair.key.cert {
                 digest.update(cert.as_ref());
@@ -143,6 +150,11 @@ impl Plans {
             tls13_suites,
             groups: GROUPS.to_vec(),
             certificate,
+            dynamic_certificate,
+            passwords: c
+                .proxy_ssl_password_file
+                .as_ref()
+                .map(|(_, p)| Arc::new(p.0.clone())),
             verifier,
             server_name: c.proxy_ssl_server_name,
             name: c.proxy_ssl_name.clone(),
@@ -172,14 +184,6 @@ impl Plans {
             );
             return None;
         };
-        if !cert.name.is_static() || !key.name.is_static() {
-            self.error_at(
-                b,
-                "variables in \"proxy_ssl_certificate\" and \"proxy_ssl_certificate_key\" directives are not supported yet".to_string(),
-                &cert.loc,
-            );
-            return None;
-        }
         let pem = |b: &mut Builder, what: &str, n: &super::ssl_model::CertName| match &n.path {
             Some(p) => b.data.read(p).map(|bytes| (bytes, p.clone())).map_err(|e| {
                 use crate::tls::openssl_text;

@@ -235,6 +235,7 @@ fn plan(
     let tickets = tickets(b, c, applied.tickets.unwrap_or(c.ssl_session_tickets))?;
     let stapling = super::finish_stapling::plans(b, c, &pairs, &names, &trusted)?;
     let client_cas = client_cas(b, provider, c, &trusted)?;
+    let ocsp = super::finish_ocsp::plan(b, c, &trusted)?;
     Some(TlsPlan {
         pairs,
         dynamic_certs: dynamic,
@@ -252,6 +253,7 @@ fn plan(
         stapling,
         verify: c.ssl_verify_client,
         client_cas,
+        ocsp,
         early_data: c.ssl_early_data,
         passwords,
     })

@@ -31,7 +31,7 @@ use super::model::{
 use super::source::Loc;
 use super::ssl_model::{
     CertName, DEFAULT_BUFFER_SIZE, DEFAULT_CIPHERS, DEFAULT_ECDH_CURVE, DEFAULT_PROXY_CIPHERS,
-    NamedFile, Passwords, Protocols, SessionCache, VerifyClient,
+    NamedFile, OcspCacheZone, OcspCheck, Passwords, Protocols, SessionCache, VerifyClient,
 };
 use super::template::Template;
 use super::type_list::TypeList;
@@ -680,5 +680,11 @@ inherited! {
         ssl_stapling_responder: Option<String> = None,
         /// `ssl_stapling_verify`.
         ssl_stapling_verify: bool = false,
+        /// `ssl_ocsp`: client certificates asked about.
+        ssl_ocsp: OcspCheck = OcspCheck::Off,
+        /// `ssl_ocsp_responder`: the responder asked about them.
+        ssl_ocsp_responder: Option<String> = None,
+        /// `ssl_ocsp_cache`: where their statuses are kept (`off`: none).
+        ssl_ocsp_cache: Option<OcspCacheZone> = None,
     }
 }

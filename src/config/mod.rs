@@ -19,6 +19,7 @@ pub mod error;
 pub mod filter_model;
 pub mod finish;
 pub mod finish_cache;
+pub mod finish_ocsp;
 pub mod finish_proxy;
 pub mod finish_proxy_ssl;
 pub mod finish_ssl;

@@ -8,8 +8,8 @@ use super::build::{Builder, Scope, set_flag, set_once};
 use super::inherit::SrvSet;
 use super::slot;
 use super::ssl_model::{
-    Builtin, CertName, DEFAULT_BUILTIN_SESSIONS, NamedFile, Protocols, SessionCache,
-    SharedSessionCache, VerifyClient,
+    Builtin, CertName, DEFAULT_BUILTIN_SESSIONS, NamedFile, OcspCacheZone, OcspCheck, Protocols,
+    SessionCache, SharedSessionCache, VerifyClient,
 };
 use super::syntax::Directive;
 use super::value;
@@ -294,6 +294,61 @@ pub fn ssl_stapling_responder(
 ) -> Result<(), String> {
     let v = Some(d.arg(0).to_string());
     set_once(&mut ss(scope).ssl_stapling_responder, v, &d.name)
+}
+
+/// `ssl_ocsp on | off | leaf;`
+pub fn ssl_ocsp(_: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = slot::enumerated(
+        d,
+        &[
+            ("off", OcspCheck::Off),
+            ("on", OcspCheck::On),
+            ("leaf", OcspCheck::Leaf),
+        ],
+    )?;
+    set_once(&mut ss(scope).ssl_ocsp, v, &d.name)
+}
+
+/// `ssl_ocsp_responder url;` (checked when the server is merged, as
+/// nginx's `ngx_ssl_ocsp` does).
+pub fn ssl_ocsp_responder(
+    _: &mut Builder,
+    scope: &mut Scope<'_>,
+    d: &Directive,
+) -> Result<(), String> {
+    let v = Some(d.arg(0).to_string());
+    set_once(&mut ss(scope).ssl_ocsp_responder, v, &d.name)
+}
+
+/// `ssl_ocsp_cache off | shared:name:size;` (`ngx_http_ssl_ocsp_cache`):
+/// the zone is declared as any other.
+pub fn ssl_ocsp_cache(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Result<(), String> {
+    let v = d.arg(0);
+    if v == "off" {
+        return set_once(&mut ss(scope).ssl_ocsp_cache, None, &d.name);
+    }
+    let invalid = || format!("invalid OCSP cache \"{v}\"");
+    let rest = v
+        .strip_prefix("shared:")
+        .filter(|r| !r.is_empty())
+        .ok_or_else(invalid)?;
+    let (name, size) = rest.split_once(':').unwrap_or((rest, ""));
+    if name.is_empty() {
+        return Err(invalid());
+    }
+    let size = value::size(size).ok_or_else(invalid)?;
+    if size < 8 * PAGE_SIZE {
+        return Err(format!("OCSP cache \"{v}\" is too small"));
+    }
+    if ss(scope).ssl_ocsp_cache.is_some() {
+        return Err(format!("\"{}\" directive is duplicate", d.name));
+    }
+    b.zones.add(name, size, ZoneUse::SslOcsp)?;
+    let zone = OcspCacheZone {
+        name: name.to_string(),
+        size,
+    };
+    set_once(&mut ss(scope).ssl_ocsp_cache, Some(zone), &d.name)
 }
 
 /// `ssl_conf_command name value;` (several; checked when the server is

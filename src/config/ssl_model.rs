@@ -71,6 +71,62 @@ pub enum VerifyClient {
     OptionalNoCa,
 }
 
+/// `ssl_ocsp` (nginx's `ocsp` values 0–2): which certificates of a
+/// client's chain are asked about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OcspCheck {
+    /// `off`: none.
+    #[default]
+    Off,
+    /// `on`: every certificate but the root.
+    On,
+    /// `leaf`: the client's own certificate alone.
+    Leaf,
+}
+
+/// `ssl_ocsp_cache shared:NAME:SIZE`: the zone where the statuses of
+/// client certificates are kept, shared by every worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OcspCacheZone {
+    /// The zone's name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A server's OCSP for client certificates (nginx's
+/// `ngx_ssl_ocsp_conf_t`), once `ssl_ocsp` is on.
+#[derive(Clone, Debug)]
+pub struct ClientOcspPlan {
+    /// `ssl_ocsp leaf`: the client's certificate alone is asked about.
+    pub leaf_only: bool,
+    /// `ssl_ocsp_responder`, when set: asked about every certificate,
+    /// instead of the one each names (its Authority Information Access).
+    pub responder: Option<ResponderUrl>,
+    /// `ssl_ocsp_cache`.
+    pub cache: Option<OcspCacheZone>,
+    /// The certificates the answers' signers must chain to: those of
+    /// `ssl_client_certificate` and `ssl_trusted_certificate` (the
+    /// `SSL_CTX`'s store, which nginx hands `OCSP_basic_verify`), and
+    /// where a client's chain finds its root.
+    pub cas: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+/// An OCSP responder's URL, parsed (`http://` only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResponderUrl {
+    /// The host as written (the `Host` header, and what a `resolver`
+    /// looks up).
+    pub host: String,
+    /// Its port (80 unless the URL says).
+    pub port: u16,
+    /// The URL's path (`/` when empty), the request's prefix.
+    pub uri: String,
+    /// The host's addresses found at load (none for a name left to the
+    /// `resolver`).
+    pub addrs: Vec<std::net::SocketAddr>,
+}
+
 /// `ssl_session_cache`: where sessions are kept for resumption by session
 /// id (nginx's `builtin_session_cache` and `shm_zone`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -225,6 +281,8 @@ pub struct TlsPlan {
     /// The CAs, CRLs and depth client certificates are verified with;
     /// `None` when no certificate is asked for (`ssl_verify_client off`).
     pub client_cas: Option<std::sync::Arc<crate::tls::client_verify::ClientCas>>,
+    /// `ssl_ocsp`: client certificates asked about once verified.
+    pub ocsp: Option<std::sync::Arc<ClientOcspPlan>>,
     /// `ssl_early_data`.
     pub early_data: bool,
     /// The passphrases of `ssl_password_file`, kept for certificate keys
@@ -313,6 +371,13 @@ pub struct UpstreamTlsPlan {
     pub groups: Vec<u16>,
     /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key`.
     pub certificate: Option<crate::tls::material::Pair>,
+    /// The same when their names have variables: evaluated per request
+    /// (an empty certificate name sends none), loaded off the loops and
+    /// kept (`server::tls::dynamic`).
+    pub dynamic_certificate: Option<(CertName, CertName)>,
+    /// `proxy_ssl_password_file`'s passphrases, for keys loaded per
+    /// request.
+    pub passwords: Option<std::sync::Arc<Vec<Vec<u8>>>>,
     /// `proxy_ssl_verify on`: what judges the upstream's certificate
     /// (`proxy_ssl_trusted_certificate`, `proxy_ssl_crl`,
     /// `proxy_ssl_verify_depth`).

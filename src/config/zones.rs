@@ -17,6 +17,8 @@ pub enum ZoneUse {
     LimitConn,
     /// An `ssl_session_cache shared:` zone.
     SslSession,
+    /// An `ssl_ocsp_cache shared:` zone.
+    SslOcsp,
 }
 
 /// One declared zone.

@@ -99,13 +99,19 @@ pub fn rules(c: &Config) -> Vec<(PathBuf, Access)> {
         add(p.clone(), Access::Read);
     }
     if let Some(h) = &c.http {
-        // Certificates named with variables are read per handshake: the
+        // Certificates named with variables are read per handshake (the
+        // servers') or per request (`proxy_ssl_certificate`): the
         // directory before the first variable.
         let per_handshake = h
             .servers
             .iter()
             .filter_map(|s| s.tls.as_ref())
             .flat_map(|t| t.dynamic_certs.iter())
+            .chain(
+                h.upstream_tls
+                    .iter()
+                    .filter_map(|t| t.dynamic_certificate.as_ref()),
+            )
             .flat_map(|(cert, key)| [cert, key]);
         for n in per_handshake {
             if !n.name.to_string().starts_with("data:") {
@@ -220,6 +226,22 @@ mod tests {
             rules.contains(&(prefix.join("keys"), Access::Read)),
             "{rules:?}"
         );
+    }
+
+    #[test]
+    fn upstream_certificates_named_with_variables_are_readable_too() {
+        let text = "events {} http { server { listen 127.0.0.1:18080;
+            location / { proxy_pass https://127.0.0.1:18443;
+            proxy_ssl_certificate /srv/up/$arg_cert.crt;
+            proxy_ssl_certificate_key /srv/upkeys/$arg_cert.key; } } }";
+        let loaded = crate::config::load_text(text).expect("a configuration");
+        let rules = rules(&loaded.config);
+        for dir in ["/srv/up", "/srv/upkeys"] {
+            assert!(
+                rules.contains(&(PathBuf::from(dir), Access::Read)),
+                "{rules:?}"
+            );
+        }
     }
 
     #[test]

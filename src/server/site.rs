@@ -48,6 +48,9 @@ pub struct Site {
     /// Each location's client configuration for upstreams spoken to over
     /// TLS, by plan id (`UpstreamTlsPlan::id`), with its peers' sessions.
     pub upstream_tls: Vec<Arc<crate::tls::client::UpstreamTls>>,
+    /// Each location's certificates loaded per request
+    /// (`proxy_ssl_certificate` with variables), by plan id.
+    pub upstream_certs: Vec<Arc<super::tls::dynamic::Loaded>>,
 }
 
 fn destination(t: &LogTarget) -> Destination {
@@ -193,6 +196,7 @@ impl Site {
             })?,
             None => Vec::new(),
         };
+        let upstream_certs = upstream_tls.iter().map(|_| Arc::default()).collect();
         if let Some(h) = &config.http {
             // The issuers' threads take this configuration (and start, at
             // the first one); the certificates their state paths hold are
@@ -223,6 +227,7 @@ impl Site {
             limits,
             tls,
             upstream_tls,
+            upstream_certs,
         })
     }
 

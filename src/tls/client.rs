@@ -34,6 +34,10 @@ use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme, SupportedProt
 /// store keeps sessions for: one name per request is usual, a
 /// `proxy_ssl_name` with variables may make several.
 const NAMES_PER_PEER: usize = 16;
+/// The most certificates loaded per request (`proxy_ssl_certificate` with
+/// variables) a location keeps a configuration for; when full it starts
+/// again.
+const CERT_CONFIGS: usize = 1024;
 /// The most peers with a session store of their own per location; beyond
 /// them (a `proxy_pass` with variables resolving ever new addresses) a
 /// connection resumes through the location's shared store.
@@ -55,6 +59,9 @@ pub struct Settings {
     pub session_reuse: bool,
 }
 
+/// A certificate loaded per request, and the configuration sending it.
+type CertConfig = (Arc<CertifiedKey>, Arc<ClientConfig>);
+
 /// A location's client configuration, and its peers' copies.
 pub struct UpstreamTls {
     /// The configuration (its session store shared by the peers beyond
@@ -63,6 +70,11 @@ pub struct UpstreamTls {
     /// Each peer's copy with its own session store, by the peer's name
     /// (`None` without `proxy_ssl_session_reuse`: nothing is stored).
     peers: Option<Mutex<HashMap<String, Arc<ClientConfig>>>>,
+    /// The copies sending a certificate loaded per request, by the pair's
+    /// address (the pair is held with its copy, so the address names it
+    /// alone), each with a session store of its own: a session made with
+    /// one certificate is never resumed with another.
+    by_cert: Mutex<HashMap<usize, CertConfig>>,
 }
 
 impl std::fmt::Debug for UpstreamTls {
@@ -104,7 +116,30 @@ impl UpstreamTls {
         Ok(UpstreamTls {
             base: Arc::new(config),
             peers: s.session_reuse.then(|| Mutex::new(HashMap::new())),
+            by_cert: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The configuration sending `key`, a certificate loaded for one
+    /// request (`proxy_ssl_certificate` with variables).
+    pub fn config_with(&self, key: &Arc<CertifiedKey>) -> Arc<ClientConfig> {
+        let id = Arc::as_ptr(key) as usize;
+        let mut all = self.by_cert.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = all.get(&id) {
+            return c.clone();
+        }
+        if all.len() >= CERT_CONFIGS {
+            all.clear();
+        }
+        let mut own = (*self.base).clone();
+        own.client_auth_cert_resolver = Arc::new(Always(key.clone()));
+        if self.peers.is_some() {
+            own.resumption =
+                Resumption::store(Arc::new(ClientSessionMemoryCache::new(NAMES_PER_PEER)));
+        }
+        let own = Arc::new(own);
+        all.insert(id, (key.clone(), own.clone()));
+        own
     }
 
     /// The configuration for a connection to the peer named `peer`: its

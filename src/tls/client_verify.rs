@@ -110,6 +110,9 @@ pub struct ClientCas {
     depth: u64,
     /// The signature algorithms of the provider.
     algs: WebPkiSupportedAlgorithms,
+    /// The CAs' certificates, for a client certificate that is a CA
+    /// (`super::ca_leaf`).
+    ca_ders: Vec<CertificateDer<'static>>,
 }
 
 impl ClientCas {
@@ -152,6 +155,7 @@ impl ClientCas {
             crls,
             depth,
             algs: provider.signature_verification_algorithms,
+            ca_ders: named.iter().chain(unnamed).cloned().collect(),
         })
     }
 
@@ -203,7 +207,10 @@ impl ClientCas {
                 }
                 Verdict::Success
             }
-            Err(e) => Verdict::Failed(self.code(&e, chain)),
+            Err(e) => match self.code(&e, chain) {
+                0 => Verdict::Success,
+                c => Verdict::Failed(c),
+            },
         }
     }
 
@@ -217,6 +224,7 @@ impl ClientCas {
             crls: None,
             depth: self.depth,
             algs: self.algs,
+            ca_ders: self.ca_ders.clone(),
         };
         match unchecked.verify(chain, now) {
             Verdict::Success => Verdict::Failed(3),
@@ -226,7 +234,8 @@ impl ClientCas {
         }
     }
 
-    /// OpenSSL's code for what webpki found wrong.
+    /// OpenSSL's code for what webpki found wrong (0: OpenSSL finds
+    /// nothing wrong, for a client certificate that is a CA).
     fn code(&self, e: &webpki::Error, chain: &[CertificateDer<'_>]) -> u32 {
         use webpki::Error as E;
         match e {
@@ -249,6 +258,10 @@ impl ClientCas {
             // does when its purpose allows it, and then judges its chain.
             E::CaUsedAsEndEntity => match CertFields::parse(&chain[0]) {
                 Some(f) if x509_print::client_purpose(&f) == Some(false) => 26,
+                // Without CRLs its chain is judged by hand (0: it verifies).
+                Some(_) if self.crls.is_none() => {
+                    super::ca_leaf::code(chain, &self.ca_ders, self.depth, super::unix_now())
+                }
                 Some(f) if f.self_issued() => self.unknown_issuer(chain),
                 _ => 24,
             },

@@ -122,6 +122,8 @@ head -c 80 /dev/urandom > ticket80b.key
 
 # The OCSP stapling fixtures, from the CA above.
 bash make-ocsp.sh
+# A client certificate that is a CA, from the CA above.
+bash make-ca-leaf.sh
 # TLS to upstreams' fixtures, from the CA above.
 bash make-upstream.sh
 echo "made $(ls | wc -l) files"

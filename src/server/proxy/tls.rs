@@ -6,6 +6,12 @@
 //! certificate (`proxy_ssl_verify`), in [`crate::upstream::tls`], their
 //! key operations in the `ssl` pool.
 //!
+//! A certificate named with variables (`proxy_ssl_certificate
+//! $arg_cert.crt;`) is evaluated per request, as nginx's
+//! `ngx_http_upstream_ssl_certificate` does (an empty name sends none),
+//! and loaded for a new connection in the `ssl` pool, never on the loop,
+//! then kept while its files are unchanged (`server::tls::dynamic`).
+//!
 //! A connection kept alive keeps its TLS: the keep-alive cache keys it
 //! with the settings and the name it was made with ([`TlsKey`]), so that
 //! it serves only requests that would have made the same connection.
@@ -19,6 +25,8 @@ use crate::tls::client::{Settings, UpstreamTls};
 use crate::upstream::conn::Conn;
 use crate::upstream::keepalive::TlsKey;
 use crate::upstream::tls::{self as utls, HandshakeError};
+
+use super::super::tls::dynamic::{Named, Source};
 
 use super::super::request::Req;
 use super::super::site::Site;
@@ -59,6 +67,9 @@ pub struct TlsTarget {
     name: String,
     /// Whether the name is sent (SNI).
     sni: bool,
+    /// The certificate and key this request names, when their names
+    /// have variables and the certificate's is not empty.
+    certificate: Option<(Source, Source)>,
     /// What a kept-alive connection must have been made with.
     pub key: Arc<TlsKey>,
 }
@@ -79,8 +90,31 @@ pub fn target(
         None => host.to_string(),
     };
     let (name, sni) = utls::ssl_name(&written, plan.server_name);
+    let certificate = plan.dynamic_certificate.as_ref().and_then(|(c, k)| {
+        let cert = r.expand(&c.name);
+        if cert.is_empty() {
+            return None;
+        }
+        let prefix = site.config.conf_prefix();
+        Some((
+            Source::of(&cert, prefix),
+            Source::of(&r.expand(&k.name), prefix),
+        ))
+    });
+    // A connection made with one certificate serves only requests naming
+    // the same.
+    let settings = match &certificate {
+        None => plan.fingerprint,
+        Some((c, k)) => {
+            use md5::{Digest, Md5};
+            let mut d = Md5::new();
+            d.update(plan.fingerprint);
+            d.update(format!("{c:?}\0{k:?}").as_bytes());
+            d.finalize().into()
+        }
+    };
     let key = Arc::new(TlsKey {
-        settings: plan.fingerprint,
+        settings,
         name: if sni || plan.verifier.is_some() {
             name.clone()
         } else {
@@ -94,6 +128,7 @@ pub fn target(
         client,
         name,
         sni,
+        certificate,
         key,
     })
 }
@@ -117,8 +152,12 @@ pub async fn connect(
             timed_out: false,
         });
     };
+    let config = match &t.certificate {
+        None => t.client.config_for(peer),
+        Some(names) => t.client.config_with(&load(site, t, names).await?),
+    };
     let h = utls::Handshake {
-        config: t.client.config_for(peer),
+        config,
         name: t.name.clone(),
         sni: t.sni,
         verifier: t.plan.verifier.clone(),
@@ -126,4 +165,43 @@ pub async fn connect(
     let pool = site.pools.get(crate::config::finish_ssl::HANDSHAKE_POOL);
     let stream = utls::handshake(tcp, h, pool, deadline).await?;
     Ok(Conn::Tls(Box::new(stream)))
+}
+
+/// The pair `names` name for `t`'s location: kept, or read and checked in
+/// the `ssl` pool (which a location proxying over TLS always has, and
+/// where server certificates named with variables are read too). What fails is nginx's `cannot load certificate …`.
+async fn load(
+    site: &Site,
+    t: &TlsTarget,
+    names: &(Source, Source),
+) -> Result<Arc<rustls::sign::CertifiedKey>, HandshakeError> {
+    let failed = |message: String| HandshakeError {
+        message,
+        level: crate::log::Level::Error,
+        timed_out: false,
+    };
+    let loaded = site
+        .upstream_certs
+        .get(t.plan.id)
+        .cloned()
+        .ok_or_else(|| failed("no certificate store for the location".to_string()))?;
+    let pool = site
+        .pools
+        .get(crate::config::finish_ssl::HANDSHAKE_POOL)
+        .cloned()
+        .ok_or_else(|| failed("no \"ssl\" thread pool".to_string()))?;
+    let named = vec![Named::Load(names.0.clone(), names.1.clone())];
+    let passwords = t.plan.passwords.clone();
+    let done = pool
+        .submit(move || {
+            let passwords = passwords.as_ref().map(|p| p.as_slice());
+            loaded.load(&named, &crate::tls::provider(), passwords)
+        })
+        .map_err(|e| failed(e.to_string()))?;
+    let mut keys = done
+        .await
+        .map_err(|e| failed(e.to_string()))?
+        .map_err(failed)?;
+    keys.pop()
+        .ok_or_else(|| failed("no certificate loaded".to_string()))
 }

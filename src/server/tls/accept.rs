@@ -425,6 +425,22 @@ async fn handshake(
             return Err(Failure::Tls(e));
         }
     }
+    // `ssl_ocsp`: a verified certificate is asked about before the first
+    // request is read (`ngx_ssl_ocsp_validate`), resumed sessions' too.
+    let ocsp = match (&tls.ocsp, verdict) {
+        (Some(o), Some(crate::tls::client_verify::Verdict::Success)) => {
+            let sent: Vec<_> = conn
+                .peer_certificates()
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.clone().into_owned())
+                .collect();
+            let log = connection_log(site, info);
+            let tail = handshake_tail(info);
+            Some(super::client_ocsp::validate(o, &sent, log, info.conn_no, &tail).await)
+        }
+        _ => None,
+    };
     let session = super::info::Session {
         id: session_id,
         offered: raw.session_id.clone(),
@@ -433,6 +449,9 @@ async fn handshake(
         tls12_ids: tls.tls12_ids,
     };
     let mut negotiated = TlsInfo::of(&conn, suites, groups, verdict, &session);
+    if let Some(c) = negotiated.client.as_mut() {
+        c.ocsp = ocsp;
+    }
     // `$ssl_server_name` is the name as the client sent it.
     negotiated.server_name = server_name;
     let info = Arc::new(negotiated);
@@ -547,19 +566,27 @@ async fn send_all(
     }
 }
 
+/// The connection's log: its address's default server's, as nginx's
+/// `ngx_http_init_connection` sets it.
+fn connection_log<'s>(site: &'s Site, info: &ConnInfo) -> &'s crate::log::ErrorLog {
+    site.server(&info.socket_addr, &info.local, None)
+        .map_or(&site.error_log, |s| &s.conf.error_log.log)
+}
+
+/// What the connection's messages end with while it handshakes.
+fn handshake_tail(info: &ConnInfo) -> String {
+    format!(
+        " while SSL handshaking, client: {}, server: {}",
+        info.peer, info.socket_addr
+    )
+}
+
 /// Logs a failed handshake in nginx's words and level: `info` for what a
 /// client did (nginx logs handshake errors a client causes at `info`),
 /// `error` for a full pool.
 fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
-    // The connection's log is its address's default server's, as nginx's
-    // `ngx_http_init_connection` sets it.
-    let log = site
-        .server(&info.socket_addr, &info.local, None)
-        .map_or(&site.error_log, |s| &s.conf.error_log.log);
-    let tail = format!(
-        " while SSL handshaking, client: {}, server: {}",
-        info.peer, info.socket_addr
-    );
+    let log = connection_log(site, info);
+    let tail = handshake_tail(info);
     let (level, text) = match f {
         Failure::Closed => (Level::Info, "client closed connection".to_string()),
         Failure::Gone(None) => (

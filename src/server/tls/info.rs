@@ -7,6 +7,7 @@ use rustls::ServerConnection;
 use rustls::pki_types::CertificateDer;
 
 use crate::tls::client_verify::Verdict;
+use crate::tls::ocsp::client::Outcome;
 
 /// The certificate a client sent, and what its verification found.
 #[derive(Clone, Debug)]
@@ -15,9 +16,18 @@ pub struct ClientCert {
     pub chain: Vec<CertificateDer<'static>>,
     /// The verdict (`$ssl_client_verify`; 495 when it fails).
     pub verdict: Verdict,
+    /// What `ssl_ocsp` found of a verified certificate (`None`: not
+    /// checked).
+    pub ocsp: Option<Outcome>,
 }
 
 impl ClientCert {
+    /// Why `ssl_ocsp` refuses the certificate, in nginx's words
+    /// (`ngx_ssl_ocsp_get_status`).
+    pub fn ocsp_failure(&self) -> Option<&'static str> {
+        self.ocsp.and_then(Outcome::failure)
+    }
+
     /// The client's own certificate, DER.
     pub fn der(&self) -> &[u8] {
         self.chain.first().map_or(&[], |c| c.as_ref())
@@ -113,6 +123,7 @@ impl TlsInfo {
                 (Some(verdict), Some(chain)) if !chain.is_empty() => Some(ClientCert {
                     chain: chain.iter().map(|c| c.clone().into_owned()).collect(),
                     verdict,
+                    ocsp: None,
                 }),
                 _ => None,
             },
@@ -150,7 +161,11 @@ pub fn refusal(
         None if verify == VerifyClient::On => {
             Some((496, "client sent no required SSL certificate".to_string()))
         }
-        _ => None,
+        // A verified certificate that OCSP refuses.
+        Some(c) => c
+            .ocsp_failure()
+            .map(|why| (495, format!("client SSL certificate verify error: {why}"))),
+        None => None,
     }
 }
 

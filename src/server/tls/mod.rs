@@ -2,16 +2,19 @@
 //! each server's rustls configuration, made once per generation from its
 //! [`TlsPlan`] and the process's session caches and ticket keys; the
 //! handshake ([`accept`]); what it negotiated, for the `$ssl_*` variables
-//! ([`info`]); OCSP stapling's fetches ([`stapling`], speaking HTTP to the
-//! responder with [`ocsp_http`]).
+//! ([`info`]); OCSP stapling's fetches ([`stapling`]) and the OCSP check
+//! of client certificates ([`client_ocsp`]), asking responders with
+//! [`ocsp_ask`] in the HTTP of [`ocsp_http`].
 //!
 //! What this module must not do: run a handshake's key operations on a
 //! loop (they run in the `ssl` pool), read a file (the configuration
 //! loader has read them), or make a handshake wait for a responder.
 
 pub mod accept;
+pub mod client_ocsp;
 pub mod dynamic;
 pub mod info;
+pub mod ocsp_ask;
 pub mod ocsp_http;
 pub mod stapling;
 pub mod vars;
@@ -24,10 +27,12 @@ use rustls::sign::CertifiedKey;
 
 use crate::config::model::{HttpConf, Server};
 use crate::config::ssl_model::{Builtin, StapleSource, TicketPlan, TlsPlan};
+use crate::tls::ocsp::cache::OcspCache;
 use crate::tls::ocsp::staple::Staple;
 use crate::tls::sessions::{SessionCache, Store};
 use crate::tls::tickets::{Keys, ProcessKeys, Tickets};
 
+use client_ocsp::ClientOcsp;
 use stapling::Fetch;
 
 /// What TLS state belongs to the process and outlives a reload: the
@@ -41,6 +46,8 @@ pub struct TlsShared {
     caches: Mutex<HashMap<String, Arc<SessionCache>>>,
     keys: OnceLock<Option<Arc<ProcessKeys>>>,
     staples: Mutex<HashMap<[u8; 20], Arc<Staple>>>,
+    /// The `ssl_ocsp_cache` zones by name.
+    ocsp_caches: Mutex<HashMap<String, Arc<OcspCache>>>,
 }
 
 impl TlsShared {
@@ -55,6 +62,20 @@ impl TlsShared {
             _ => {
                 all.insert(name.to_string(), sessions.clone());
                 sessions
+            }
+        }
+    }
+
+    /// The `ssl_ocsp_cache` zone `name` of `bytes` bytes: a previous
+    /// generation's at the same size, a new one otherwise.
+    fn ocsp_cache(&self, name: &str, bytes: u64) -> Arc<OcspCache> {
+        let mut all = self.ocsp_caches.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = OcspCache::for_zone(bytes);
+        match all.get(name) {
+            Some(c) if c.capacity() == fresh.capacity() => c.clone(),
+            _ => {
+                all.insert(name.to_string(), fresh.clone());
+                fresh
             }
         }
     }
@@ -89,6 +110,8 @@ pub struct ServerTls {
     keys: Vec<Arc<CertifiedKey>>,
     /// Each certificate's fetch, when a responder staples it.
     fetches: Vec<Option<Arc<Fetch>>>,
+    /// `ssl_ocsp`: the OCSP check of verified client certificates.
+    pub ocsp: Option<Arc<ClientOcsp>>,
     /// What the configuration decided (client verification, early data,
     /// certificate names with variables).
     pub plan: Arc<TlsPlan>,
@@ -224,10 +247,19 @@ fn server_tls(
     } else {
         Vec::new()
     };
+    let ocsp = plan.ocsp.as_ref().map(|o| {
+        Arc::new(ClientOcsp {
+            plan: o.clone(),
+            cache: o.cache.as_ref().map(|z| shared.ocsp_cache(&z.name, z.size)),
+            resolver: s.conf.resolver.clone(),
+            resolver_timeout: s.conf.resolver_timeout,
+        })
+    });
     Ok(ServerTls {
         config,
         keys: plan.pairs.iter().map(|p| p.key.clone()).collect(),
         fetches,
+        ocsp,
         plan: plan.clone(),
         index,
         loaded: (!plan.dynamic_certs.is_empty()).then(|| Arc::new(dynamic::Loaded::default())),

@@ -40,9 +40,10 @@ pub fn value(var: Builtin, tls: &TlsInfo, early: bool) -> Option<Option<Cow<'sta
         Builtin::SslClientVerify => Some(Cow::Owned(
             match cert {
                 None => "NONE".to_string(),
-                Some(c) => match c.verdict {
-                    Verdict::Success => "SUCCESS".to_string(),
-                    v => format!("FAILED:{}", v.reason()),
+                Some(c) => match (c.verdict, c.ocsp_failure()) {
+                    (Verdict::Success, None) => "SUCCESS".to_string(),
+                    (Verdict::Success, Some(why)) => format!("FAILED:{why}"),
+                    (v, _) => format!("FAILED:{}", v.reason()),
                 },
             }
             .into_bytes(),

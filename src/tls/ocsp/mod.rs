@@ -10,10 +10,14 @@
 //! - [`verify`]: the checks, with OpenSSL's words for their failures.
 //! - [`staple`]: a certificate's current staple and when to ask again,
 //!   shared by the handshakes and the fetch that updates it.
+//! - [`client`]: client certificates' OCSP (`ssl_ocsp`): the chain asked
+//!   about and the outcome; [`cache`]: their statuses (`ssl_ocsp_cache`).
 //!
 //! What this module must not do: any I/O. The responder is asked over
-//! HTTP by the server (`server::tls::stapling`).
+//! HTTP by the server (`server::tls::stapling`, `server::tls::client_ocsp`).
 
+pub mod cache;
+pub mod client;
 pub mod response;
 pub mod staple;
 pub mod verify;

@@ -12,8 +12,9 @@
 //!    from the server's chain with it on (`OCSP_TRUSTOTHER`). Otherwise the
 //!    signer's certificate must chain to `ssl_trusted_certificate`, and the
 //!    signer must be the certificate's issuer, or be issued by it with the
-//!    OCSP signing usage, or chain to a self-signed trusted root (which
-//!    OpenSSL trusts for OCSP signing when nothing says otherwise);
+//!    OCSP signing usage ("root ca not trusted" otherwise: OpenSSL 3.0
+//!    trusts no root for OCSP signing without auxiliary trust, which PEM
+//!    `CERTIFICATE`s do not carry);
 //! 3. `OCSP_resp_find_status`: it answers for this certificate;
 //! 4. `OCSP_check_validity`: `thisUpdate` is not ahead of now, and
 //!    `nextUpdate` not behind, by more than five minutes.
@@ -40,8 +41,13 @@ pub struct Trust<'a> {
     pub chain: &'a [CertificateDer<'static>],
     /// `ssl_trusted_certificate`.
     pub trusted: &'a [CertificateDer<'static>],
-    /// `ssl_stapling_verify`.
+    /// `ssl_stapling_verify` (`ssl_ocsp` always verifies).
     pub verify: bool,
+    /// A signer found in `chain` is trusted without more
+    /// (`OCSP_TRUSTOTHER`, which stapling sets; `ssl_ocsp` does not: its
+    /// `chain` is the client's verified chain, whose signers must still
+    /// chain to `trusted`).
+    pub trust_other: bool,
 }
 
 /// A response that passed.
@@ -97,8 +103,9 @@ fn parse_all<'a>(ders: impl Iterator<Item = &'a [u8]>) -> Option<Vec<CertFields<
     ders.map(CertFields::parse).collect()
 }
 
-/// `OCSP_basic_verify` with `OCSP_NOVERIFY` (verify off) or
-/// `OCSP_TRUSTOTHER` (on); the error is OpenSSL's reason.
+/// `OCSP_basic_verify` with `OCSP_NOVERIFY` (verify off), with
+/// `OCSP_TRUSTOTHER` (stapling's verify on) or with no flag (`ssl_ocsp`);
+/// the error is OpenSSL's reason.
 fn basic_verify(
     b: &Basic<'_>,
     sent: &[CertFields<'_>],
@@ -117,7 +124,7 @@ fn basic_verify(
     if !x509::verify_signature(signer, b.sig_alg, b.tbs, b.signature) {
         return Err("signature failure".to_string());
     }
-    if !trust.verify || from_chain {
+    if !trust.verify || (from_chain && trust.trust_other) {
         return Ok(());
     }
     let untrusted: Vec<&CertFields<'_>> = sent.iter().chain(chain.iter()).collect();
@@ -126,17 +133,12 @@ fn basic_verify(
     match check_issuer(b, &path) {
         Issuer::Accepted => Ok(()),
         Issuer::Refused(why) => Err(why.to_string()),
-        // Not the issuer's, nor a delegate's: a self-signed trusted root
-        // is trusted for OCSP signing (`X509_check_trust` without
-        // auxiliary trust settings).
-        Issuer::Unrelated => {
-            let root = path.last().ok_or("no certificates in requested chain")?;
-            if root.self_issued() {
-                Ok(())
-            } else {
-                Err("root ca not trusted".to_string())
-            }
-        }
+        // Not the issuer's, nor a delegate's: only a root explicitly
+        // trusted for OCSP signing would do (`X509_check_trust(root,
+        // NID_OCSP_sign, 0)`, which in OpenSSL 3.0 reads the auxiliary
+        // trust of a `TRUSTED CERTIFICATE`, and finds a plain certificate
+        // untrusted, self-signed or not).
+        Issuer::Unrelated => Err("root ca not trusted".to_string()),
     }
 }
 

@@ -48,6 +48,7 @@ fn run(
             chain,
             trusted,
             verify,
+            trust_other: true,
         },
         now(),
     )
@@ -116,12 +117,14 @@ fn a_rogue_signer_passes_only_without_verify() {
         run("ocsp-rogue.der", &[], &ca, true).unwrap_err(),
         "OCSP_basic_verify() failed (SSL: certificate verify error:Verify error: self-signed certificate)"
     );
-    // Trusting the rogue CA makes it a trusted root: OpenSSL trusts a
-    // self-signed root for OCSP signing.
+    // Trusting the rogue CA does not make it a signer for the leaf's CA:
+    // `openssl ocsp -respin ocsp-rogue.der -CAfile rogue-ca.crt` says
+    // "root ca not trusted" too (ssl_stapling.t, "verify - root not
+    // trusted").
     let rogue = [cert("rogue-ca.crt")];
     assert_eq!(
-        run("ocsp-rogue.der", &[], &rogue, true).unwrap().status,
-        CertStatus::Good
+        run("ocsp-rogue.der", &[], &rogue, true).unwrap_err(),
+        "OCSP_basic_verify() failed (SSL: root ca not trusted)"
     );
 }
 
@@ -150,6 +153,7 @@ fn a_tampered_signature_fails() {
             chain: &[],
             trusted: &[],
             verify: false,
+            trust_other: true,
         },
         now(),
     )
@@ -171,6 +175,7 @@ fn an_answer_about_another_certificate_is_not_found() {
             chain: &[],
             trusted: &[],
             verify: false,
+            trust_other: true,
         },
         now(),
     )
@@ -192,6 +197,7 @@ fn times_are_checked_with_five_minutes_of_leeway() {
                 chain: &[],
                 trusted: &[],
                 verify: false,
+                trust_other: true,
             },
             t,
         )
@@ -214,6 +220,7 @@ fn what_is_no_answer_fails_in_nginx_words() {
         chain: &[],
         trusted: &[],
         verify: false,
+        trust_other: true,
     };
     assert_eq!(
         check(b"", &leaf_id(), &t, now()).unwrap_err(),
@@ -227,4 +234,30 @@ fn what_is_no_answer_fails_in_nginx_words() {
         check(&[0x30, 0x03, 0x0a, 0x01, 0x06], &leaf_id(), &t, now()).unwrap_err(),
         "OCSP response not successful (6: unauthorized)"
     );
+}
+
+#[test]
+fn without_trust_other_a_signer_in_the_chain_must_chain_to_the_trusted() {
+    // `ssl_ocsp`: the client's verified chain holds the issuer, which
+    // signs for it only when `ssl_client_certificate` or
+    // `ssl_trusted_certificate` trusts it.
+    let ca = [cert("ca.crt")];
+    let client = |trusted: &[CertificateDer<'static>]| {
+        check(
+            &answer("ocsp-good.der"),
+            &leaf_id(),
+            &Trust {
+                chain: &ca,
+                trusted,
+                verify: true,
+                trust_other: false,
+            },
+            now(),
+        )
+    };
+    assert_eq!(
+        client(&[]).unwrap_err(),
+        "OCSP_basic_verify() failed (SSL: certificate verify error:Verify error: self-signed certificate)"
+    );
+    assert_eq!(client(&ca).unwrap().status, CertStatus::Good);
 }
