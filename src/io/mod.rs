@@ -17,8 +17,6 @@
 //! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
-//! - [`stream`]: a file's bytes as a streamed body, read through the file
-//!   layer, for the filters that rewrite bodies (gzip, charset).
 //! - [`open_cache`]: `open_file_cache`: descriptors, metadata and errors kept
 //!   across requests; every lookup it makes goes through [`file`].
 //! - [`ready`]: socket reads that keep the reactor's readiness exact, so
@@ -47,7 +45,6 @@ pub mod popularity;
 pub mod pressure;
 pub mod read_ahead;
 pub mod ready;
-pub mod stream;
 pub mod temp;
 pub mod tls_stream;
 
