@@ -14,6 +14,8 @@
 //! - [`read_ahead`]: a popular file's miss asks the kernel for the rest of
 //!   the file at once, so that it comes back in one trip through the disk's
 //!   queue.
+//! - [`sample`]: the pools' and the file layer's numbers for the status
+//!   page, as the metrics layer's plain types.
 //! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
@@ -45,6 +47,7 @@ pub mod popularity;
 pub mod pressure;
 pub mod read_ahead;
 pub mod ready;
+pub mod sample;
 pub mod temp;
 pub mod tls_stream;
 
