@@ -88,83 +88,64 @@ pub struct IoSample {
     pub files: FileLayerSample,
 }
 
+/// One per-pool series: name, type, help and the counter it shows.
+type PoolSeries = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&PoolStats) -> u64,
+);
+
+/// Each series of `series`, a line a pool.
+fn per_pool(out: &mut String, pools: &[&PoolSample], series: &[PoolSeries]) {
+    for (name, kind, help, value) in series {
+        header(out, name, kind, help);
+        for p in pools {
+            let _ = writeln!(out, "{name}{{pool=\"{}\"}} {}", p.name, value(&p.stats));
+        }
+    }
+}
+
 /// The per-pool series, pools by name.
 pub(super) fn render_pools(out: &mut String, pools: &[PoolSample]) {
     let mut pools: Vec<_> = pools.iter().collect();
     pools.sort_by(|a, b| a.name.cmp(&b.name));
-    header(out, "nowait_pool_threads", "gauge", "Threads of a pool.");
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_threads{{pool=\"{}\"}} {}",
-            p.name, p.stats.threads
-        );
-    }
-    header(
-        out,
-        "nowait_pool_waiting",
-        "gauge",
-        "Tasks waiting in a pool's queue.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_waiting{{pool=\"{}\"}} {}",
-            p.name, p.stats.waiting
-        );
-    }
-    header(
-        out,
-        "nowait_pool_running",
-        "gauge",
-        "Tasks running on a pool's threads.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_running{{pool=\"{}\"}} {}",
-            p.name, p.stats.running
-        );
-    }
-    header(
-        out,
-        "nowait_pool_tasks_total",
-        "counter",
-        "Tasks a pool completed.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_tasks_total{{pool=\"{}\"}} {}",
-            p.name, p.stats.completed
-        );
-    }
-    header(
-        out,
-        "nowait_pool_overflows_total",
-        "counter",
-        "Tasks refused because the queue was full.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_overflows_total{{pool=\"{}\"}} {}",
-            p.name, p.stats.overflows
-        );
-    }
-    header(
-        out,
-        "nowait_pool_front_lane_total",
-        "counter",
-        "Tasks queued ahead of the others: the rest of a response served from memory.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_front_lane_total{{pool=\"{}\"}} {}",
-            p.name, p.stats.front
-        );
-    }
+    let series: [PoolSeries; 6] = [
+        ("nowait_pool_threads", "gauge", "Threads of a pool.", |s| {
+            s.threads as u64
+        }),
+        (
+            "nowait_pool_waiting",
+            "gauge",
+            "Tasks waiting in a pool's queue.",
+            |s| s.waiting as u64,
+        ),
+        (
+            "nowait_pool_running",
+            "gauge",
+            "Tasks running on a pool's threads.",
+            |s| s.running as u64,
+        ),
+        (
+            "nowait_pool_tasks_total",
+            "counter",
+            "Tasks a pool completed.",
+            |s| s.completed,
+        ),
+        (
+            "nowait_pool_overflows_total",
+            "counter",
+            "Tasks refused because the queue was full.",
+            |s| s.overflows,
+        ),
+        (
+            "nowait_pool_front_lane_total",
+            "counter",
+            "Tasks queued ahead of the others: the rest of a response served from memory.",
+            |s| s.front,
+        ),
+    ];
+    per_pool(out, &pools, &series);
     header(
         out,
         "nowait_pool_queue_wait_seconds",
@@ -215,32 +196,21 @@ pub(super) fn render_closes(out: &mut String, files: &FileLayerSample) {
 pub(super) fn render_popularity(out: &mut String, pools: &[PoolSample], files: &FileLayerSample) {
     let mut pools: Vec<_> = pools.iter().collect();
     pools.sort_by(|a, b| a.name.cmp(&b.name));
-    header(
-        out,
-        "nowait_pool_promoted_total",
-        "counter",
-        "Tasks a pool thread took while an older task still waited: the front lane, or a more popular file's miss.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_promoted_total{{pool=\"{}\"}} {}",
-            p.name, p.stats.promoted
-        );
-    }
-    header(
-        out,
-        "nowait_pool_cold_limit",
-        "gauge",
-        "Reads of file data for files not popular lately that a pool lets run at once, following how long they take.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_cold_limit{{pool=\"{}\"}} {}",
-            p.name, p.stats.cold_limit
-        );
-    }
+    let series: [PoolSeries; 2] = [
+        (
+            "nowait_pool_promoted_total",
+            "counter",
+            "Tasks a pool thread took while an older task still waited: the front lane, or a more popular file's miss.",
+            |s| s.promoted,
+        ),
+        (
+            "nowait_pool_cold_limit",
+            "gauge",
+            "Reads of file data for files not popular lately that a pool lets run at once, following how long they take.",
+            |s| s.cold_limit as u64,
+        ),
+    ];
+    per_pool(out, &pools, &series);
     header(
         out,
         "nowait_popularity_touches_total",
