@@ -6,10 +6,13 @@
 //! client within `proxy_buffers` and a temp file.
 //!
 //! This room sits below `server`, `upstream` and `cache`: they all point
-//! down to it, it points up to none of them.
+//! down to it, it points up to none of them. It stands on `io` (a file read
+//! as a body) and `http`.
 //!
 //! - [`source`]: the [`Source`] trait every streaming body implements, and
 //!   [`source::Teed`], the tee.
+//! - [`file`]: a file's bytes as a streamed body, read through the file
+//!   layer (`io`), for the filters that rewrite bodies (gzip, charset).
 //! - [`chunked`]: `Transfer-Encoding: chunked` framing for the client.
 //! - [`upgrade`]: what follows a `101` (the bytes of an upgraded connection).
 //! - [`range`]: one byte range of a streamed body.
@@ -17,6 +20,7 @@
 //! - [`recode`]: a body recoded between charsets as it streams.
 
 pub mod chunked;
+pub mod file;
 pub mod gunzip;
 pub mod gzip;
 pub mod range;

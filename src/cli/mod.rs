@@ -27,19 +27,7 @@ pub const DEFAULT_CONF: &str = match option_env!("NOWAIT_CONF_PATH") {
     None => "conf/nowait.conf",
 };
 
-/// Prints a message as nginx does before its logs are open: `nowait: …`.
-/// A message with a level (`[emerg] …`) also goes to the `-e` error log,
-/// as nginx's do.
-pub fn say(msg: &str) {
-    eprintln!("{}: {msg}", crate::NAME);
-    if let Some((level, text)) = msg
-        .strip_prefix('[')
-        .and_then(|m| m.split_once("] "))
-        .and_then(|(l, t)| Some((crate::log::Level::from_name(l)?, t)))
-    {
-        crate::log::write_startup_file(level, format_args!("{text}"));
-    }
-}
+pub use crate::log::say;
 
 /// Prints configuration messages as `nowait: [emerg] … in FILE:LINE`.
 pub fn report(diags: &[ConfError]) {
@@ -287,7 +275,7 @@ pub fn main() -> i32 {
         }
         return 1;
     }
-    crate::process::run(loaded.config, inv)
+    crate::process::run(loaded.config, inv.load)
 }
 
 fn test(inv: &Invocation, loaded: Result<config::Loaded, Vec<ConfError>>) -> i32 {

@@ -576,6 +576,19 @@ fn default_cache_key() -> Template {
 }
 
 impl LocConf {
+    /// The file layer this location's `aio`, `aio_fast_path` and `aio_write`
+    /// ask for, with `pool` the pool its `aio threads` names.
+    pub fn file_layer<'a>(
+        &self,
+        pool: Option<&'a Arc<crate::io::Pool>>,
+    ) -> crate::io::file::FileLayer<'a> {
+        crate::io::file::FileLayer {
+            pool,
+            fast: self.aio_fast_path,
+            write: self.aio_write,
+        }
+    }
+
     /// The larger of `proxy_buffer_size` and one of `proxy_buffers`: the
     /// least nginx lets the busy buffers and temp-file sizes be.
     pub fn proxy_buffer_unit(&self) -> u64 {

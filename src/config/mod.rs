@@ -249,17 +249,9 @@ pub fn refuse_not_implemented(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// `errno: text` as nginx prints a system error, e.g. `2: No such file or directory`.
-pub fn errno_text(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => {
-            let s = e.to_string();
-            let text = s.split(" (os error").next().unwrap_or(&s);
-            format!("{n}: {text}")
-        }
-        None => e.to_string(),
-    }
-}
+/// `errno: text` as nginx prints a system error; it lives in [`crate::sys::error`],
+/// below every module that reports a failed call.
+pub use crate::sys::error::errno_text;
 
 /// The `-T` dump: every file read, each under nginx's header line, once
 /// however often it was included (nginx's `ngx_conf_add_dump` keeps the

@@ -743,26 +743,8 @@ pub struct SplitClients {
     pub loc: Loc,
 }
 
-/// A temporary-file directory (`client_body_temp_path`, `proxy_temp_path`):
-/// files are spread over `levels` of subdirectories named from the end of
-/// their numbers, as nginx's `ngx_conf_set_path_slot`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TempPath {
-    /// The directory, absolute once loaded.
-    pub path: PathBuf,
-    /// Digits per subdirectory level (each 1 or 2; at most 3 levels).
-    pub levels: Vec<u8>,
-}
-
-impl TempPath {
-    /// A path with no levels.
-    pub fn new(path: &str) -> TempPath {
-        TempPath {
-            path: PathBuf::from(path),
-            levels: Vec::new(),
-        }
-    }
-}
+/// A temporary-file directory: the type lives with the temp files (`io`).
+pub use crate::io::temp::TempPath;
 
 /// A shared pointer to a resolved location configuration.
 pub type LocConfRef = Arc<LocConf>;

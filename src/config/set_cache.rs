@@ -12,9 +12,9 @@
 //! levels (an unknown zone, `off` standing alone) are in
 //! [`super::finish_cache`].
 
-use super::build::{Builder, Scope, set_flag};
+use super::build::{Builder, Scope};
 use super::cache_model::{CACHE_METHODS, DEFAULT_VALID_STATUSES, ProxyStore, VALID_ANY};
-use super::set_proxy::{ls, next_upstream_bits, not_set};
+use super::set_proxy::{ls, next_upstream_bits, not_set, slot_setters};
 use super::slot;
 use super::syntax::Directive;
 use super::value;
@@ -227,31 +227,6 @@ fn access_mode(d: &Directive) -> Result<u32, String> {
         mode |= bits << shift;
     }
     Ok(mode | user)
-}
-
-/// Setters for directives that are one value of a generic slot.
-macro_rules! slot_setters {
-    ($( $kind:ident $fn_name:ident => $field:ident; )*) => {$(
-        #[doc = concat!("`", stringify!($fn_name), "` (", stringify!($kind), ").")]
-        pub fn $fn_name(
-            _: &mut Builder,
-            scope: &mut Scope<'_>,
-            d: &Directive,
-        ) -> Result<(), String> {
-            slot_setters!(@set $kind, ls(scope).$field, d)
-        }
-    )*};
-    (@set flag, $slot:expr, $d:ident) => { set_flag(&mut $slot, $d) };
-    (@set msec, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::msec($d, 0)?);
-        Ok(())
-    }};
-    (@set num, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::num($d, 0)?);
-        Ok(())
-    }};
 }
 
 slot_setters! {

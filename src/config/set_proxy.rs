@@ -7,7 +7,7 @@
 //! cross-checks nginx makes when merging levels (buffer sizes) are in
 //! [`super::finish_proxy`].
 
-use super::build::{Builder, Scope, set_flag};
+use super::build::{Builder, Scope};
 use super::inherit::LocSet;
 use super::model::{
     BodyInFile, IGNORABLE_HEADERS, LocationMatch, NextUpstream, ProxyHttpVersion, ProxyPass,
@@ -366,45 +366,48 @@ pub fn proxy_method(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Re
     Ok(())
 }
 
-/// Setters for directives that are one value of a generic slot.
+/// Setters for directives that are one value of a generic slot of
+/// [`LocSet`] (here and in `set_cache`): `KIND fn_name => field;`, KIND one
+/// of `flag size size_or_default msec num num_u32`.
 macro_rules! slot_setters {
     ($( $kind:ident $fn_name:ident => $field:ident; )*) => {$(
         #[doc = concat!("`", stringify!($fn_name), "` (", stringify!($kind), ").")]
         pub fn $fn_name(
-            _: &mut Builder,
-            scope: &mut Scope<'_>,
-            d: &Directive,
+            _: &mut $crate::config::build::Builder,
+            scope: &mut $crate::config::build::Scope<'_>,
+            d: &$crate::config::syntax::Directive,
         ) -> Result<(), String> {
-            slot_setters!(@set $kind, ls(scope).$field, d)
+            slot_setters!(@set $kind, $crate::config::set_proxy::ls(scope).$field, d)
         }
     )*};
-    (@set flag, $slot:expr, $d:ident) => { set_flag(&mut $slot, $d) };
+    (@set flag, $slot:expr, $d:ident) => { $crate::config::build::set_flag(&mut $slot, $d) };
     (@set size, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::size($d, 0)?);
+        $crate::config::set_proxy::not_set(&$slot, $d)?;
+        $slot = Some($crate::config::slot::size($d, 0)?);
         Ok(())
     }};
     (@set size_or_default, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(Some(slot::size($d, 0)?));
+        $crate::config::set_proxy::not_set(&$slot, $d)?;
+        $slot = Some(Some($crate::config::slot::size($d, 0)?));
         Ok(())
     }};
     (@set msec, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::msec($d, 0)?);
+        $crate::config::set_proxy::not_set(&$slot, $d)?;
+        $slot = Some($crate::config::slot::msec($d, 0)?);
         Ok(())
     }};
     (@set num, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::num($d, 0)?);
+        $crate::config::set_proxy::not_set(&$slot, $d)?;
+        $slot = Some($crate::config::slot::num($d, 0)?);
         Ok(())
     }};
     (@set num_u32, $slot:expr, $d:ident) => {{
-        not_set(&$slot, $d)?;
-        $slot = Some(slot::num_u32($d, 0)?);
+        $crate::config::set_proxy::not_set(&$slot, $d)?;
+        $slot = Some($crate::config::slot::num_u32($d, 0)?);
         Ok(())
     }};
 }
+pub(super) use slot_setters;
 
 slot_setters! {
     flag proxy_pass_request_headers => proxy_pass_request_headers;

@@ -1,8 +1,10 @@
-//! nginx 1.22.1's two request-head state machines, byte for byte:
+//! nginx 1.22.1's two head state machines, byte for byte:
 //! `ngx_http_parse_request_line` and `ngx_http_parse_header_line`
 //! (`src/http/ngx_http_parse.c`), so that nowait refuses, accepts and
 //! splits a request head exactly where nginx does — including a refusal
-//! found before the line is complete (`"` alone is a 400 at once).
+//! found before the line is complete (`"` alone is a 400 at once). The
+//! header-line machine serves upstream responses too
+//! ([`upstream_header_line`]), as nginx's one function does.
 //!
 //! Owns: the syntax of the request line and of one header line.
 //! Must not: interpret anything (targets, versions, fields): `request`
@@ -276,6 +278,12 @@ pub enum HeaderLine {
         /// Where the next line starts.
         next: usize,
     },
+    /// A line nginx skips in an upstream's head (a repeated status line:
+    /// IIS); the next at `next`. Never in a client's.
+    Ignored {
+        /// Where the next line starts.
+        next: usize,
+    },
     /// The blank line ending the section; the body at `next`.
     End {
         /// Where the body starts.
@@ -283,8 +291,13 @@ pub enum HeaderLine {
     },
     /// The line is not complete.
     Partial,
-    /// nginx's `NGX_HTTP_PARSE_INVALID_HEADER`.
-    Invalid,
+    /// nginx's `NGX_HTTP_PARSE_INVALID_HEADER`; an upstream's is logged
+    /// from the line's start to `end` with the byte at `end` (nginx's
+    /// `header_end`).
+    Invalid {
+        /// Where nginx's `header_end` points.
+        end: usize,
+    },
 }
 
 /// The states of `ngx_http_parse_header_line`.
@@ -295,6 +308,7 @@ enum Field {
     SpaceBeforeValue,
     Value,
     SpaceAfterValue,
+    IgnoreLine,
     AlmostDone,
     HeaderAlmostDone,
 }
@@ -302,6 +316,22 @@ enum Field {
 /// Scans the header line starting at `start`, byte by byte as nginx does
 /// for a client request (`underscores_in_headers` is `underscores`).
 pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
+    scan_header_line::<false>(buf, start, underscores)
+}
+
+/// Scans the header line starting at `start` as nginx does for an
+/// upstream's response (`allow_underscores`, `r->upstream` set): a repeated
+/// `HTTP/...` status line is [`HeaderLine::Ignored`].
+pub fn upstream_header_line(buf: &[u8], start: usize) -> HeaderLine {
+    scan_header_line::<true>(buf, start, true)
+}
+
+/// `ngx_http_parse_header_line`; `UPSTREAM` is nginx's `r->upstream`.
+fn scan_header_line<const UPSTREAM: bool>(
+    buf: &[u8],
+    start: usize,
+    underscores: bool,
+) -> HeaderLine {
     use Field as S;
     let mut state = S::Start;
     let mut invalid = false;
@@ -317,7 +347,10 @@ pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
         };
         state = match state {
             S::Start => match ch {
-                b'\r' => S::HeaderAlmostDone,
+                b'\r' => {
+                    header_end = p;
+                    S::HeaderAlmostDone
+                }
                 b'\n' => return HeaderLine::End { next: p + 1 },
                 c if name_byte(c) => S::Name,
                 b'_' => {
@@ -325,7 +358,7 @@ pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
                     S::Name
                 }
                 // Obsolete folding, a control byte, an empty name.
-                c if c <= b' ' || c == 0x7f || c == b':' => return HeaderLine::Invalid,
+                c if c <= b' ' || c == 0x7f || c == b':' => return HeaderLine::Invalid { end: p },
                 _ => {
                     invalid = true;
                     S::Name
@@ -347,7 +380,9 @@ pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
                     S::AlmostDone
                 }
                 b'\n' => return field(p, p, p, invalid),
-                c if c <= b' ' || c == 0x7f => return HeaderLine::Invalid,
+                // IIS may send the duplicate "HTTP/1.1 ..." lines.
+                b'/' if UPSTREAM && &buf[start..p] == b"HTTP" => S::IgnoreLine,
+                c if c <= b' ' || c == 0x7f => return HeaderLine::Invalid { end: p },
                 _ => {
                     invalid = true;
                     S::Name
@@ -360,7 +395,7 @@ pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
                     S::AlmostDone
                 }
                 b'\n' => return field(name_end, p, p, invalid),
-                0 => return HeaderLine::Invalid,
+                0 => return HeaderLine::Invalid { end: p },
                 _ => {
                     value_start = p;
                     S::Value
@@ -376,24 +411,31 @@ pub fn header_line(buf: &[u8], start: usize, underscores: bool) -> HeaderLine {
                     S::AlmostDone
                 }
                 b'\n' => return field(name_end, value_start, p, invalid),
-                0 => return HeaderLine::Invalid,
+                0 => return HeaderLine::Invalid { end: p },
                 _ => S::Value,
             },
             S::SpaceAfterValue => match ch {
                 b' ' => S::SpaceAfterValue,
                 b'\r' => S::AlmostDone,
                 b'\n' => return field(name_end, value_start, header_end, invalid),
-                0 => return HeaderLine::Invalid,
+                0 => return HeaderLine::Invalid { end: p },
                 _ => S::Value,
+            },
+            S::IgnoreLine => match ch {
+                b'\n' => return HeaderLine::Ignored { next: p + 1 },
+                _ => S::IgnoreLine,
             },
             S::AlmostDone => match ch {
                 b'\n' => return field(name_end, value_start, header_end, invalid),
                 b'\r' => S::AlmostDone,
-                _ => return HeaderLine::Invalid,
+                // nginx does not move header_end here: it shows the byte
+                // where the value ended (the CR, or the first trailing
+                // space), not the one after the CR.
+                _ => return HeaderLine::Invalid { end: header_end },
             },
             S::HeaderAlmostDone => match ch {
                 b'\n' => return HeaderLine::End { next: p + 1 },
-                _ => return HeaderLine::Invalid,
+                _ => return HeaderLine::Invalid { end: header_end },
             },
         };
     }

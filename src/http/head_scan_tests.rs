@@ -126,9 +126,30 @@ fn header_lines_as_nginx() {
         b"\rx",
         b"a\x01b: c\r\n",
     ] {
-        assert_eq!(field(bad, false), HeaderLine::Invalid, "{bad:?}");
+        assert!(
+            matches!(field(bad, false), HeaderLine::Invalid { .. }),
+            "{bad:?}"
+        );
     }
     assert_eq!(field(b"\r\n", false), HeaderLine::End { next: 2 });
     assert_eq!(field(b"\n", false), HeaderLine::End { next: 1 });
     assert_eq!(field(b"Host: a", false), HeaderLine::Partial);
+}
+
+#[test]
+fn a_repeated_status_line_is_skipped_in_an_upstream_head_only() {
+    let line = b"HTTP/1.1 200 OK\r\nX: y\r\n";
+    assert_eq!(
+        upstream_header_line(line, 0),
+        HeaderLine::Ignored { next: 17 }
+    );
+    assert!(matches!(
+        header_line(line, 0, false),
+        HeaderLine::Invalid { .. }
+    ));
+    // An upstream's refusal says where nginx's header_end points: the CR.
+    assert_eq!(
+        upstream_header_line(b"X: a\rb\r\n", 0),
+        HeaderLine::Invalid { end: 4 }
+    );
 }

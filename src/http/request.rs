@@ -336,12 +336,14 @@ fn scan_fields(section: &[u8], rules: HeaderRules) -> Result<Option<(usize, Fiel
                 }
                 fields.push_str(&section[name.0..name.1], &section[value.0..value.1]);
             }
+            // Only an upstream's head has lines nginx skips.
+            HeaderLine::Ignored { next } => pos = next,
             HeaderLine::End { next } => return Ok(Some((next, fields))),
             HeaderLine::Partial => {
                 walk_fields(&fields)?;
                 return Ok(None);
             }
-            HeaderLine::Invalid => return Err(HeadError::InvalidHeaderLine),
+            HeaderLine::Invalid { .. } => return Err(HeadError::InvalidHeaderLine),
         }
     }
 }

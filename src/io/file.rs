@@ -172,16 +172,6 @@ impl<'a> FileLayer<'a> {
         write: false,
     };
 
-    /// The layer a location's settings ask for, with `pool` the pool its
-    /// `aio threads` names.
-    pub fn for_conf(pool: Option<&'a Arc<Pool>>, conf: &crate::config::inherit::LocConf) -> Self {
-        FileLayer {
-            pool,
-            fast: conf.aio_fast_path,
-            write: conf.aio_write,
-        }
-    }
-
     /// Whether fast paths apply: only with a pool to fall back on.
     fn fast_enabled(&self) -> bool {
         self.fast && self.pool.is_some()

@@ -14,11 +14,11 @@
 //! - [`read_ahead`]: a popular file's miss asks the kernel for the rest of
 //!   the file at once, so that it comes back in one trip through the disk's
 //!   queue.
+//! - [`sample`]: the pools' and the file layer's numbers for the status
+//!   page, as the metrics layer's plain types.
 //! - [`closer`]: the last close of a file with no name left, off the loops.
 //! - [`temp`]: temporary files (request bodies, buffered responses).
 //! - [`dir`]: directory listings (`autoindex`) through the file layer.
-//! - [`stream`]: a file's bytes as a streamed body, read through the file
-//!   layer, for the filters that rewrite bodies (gzip, charset).
 //! - [`open_cache`]: `open_file_cache`: descriptors, metadata and errors kept
 //!   across requests; every lookup it makes goes through [`file`].
 //! - [`ready`]: socket reads that keep the reactor's readiness exact, so
@@ -47,7 +47,7 @@ pub mod popularity;
 pub mod pressure;
 pub mod read_ahead;
 pub mod ready;
-pub mod stream;
+pub mod sample;
 pub mod temp;
 pub mod tls_stream;
 

@@ -30,6 +30,8 @@
 use super::completion::{Completion, SubmitError};
 use super::popularity::RANKS;
 use super::read_ahead::POPULAR_RANK;
+/// The numbers a pool hands the metrics layer are the metrics layer's types.
+pub use crate::metrics::pools::{PoolStats, PoolTimings};
 use crate::sys::sched::{NICE_MAX, NICE_MIN, lower_thread_priority, set_thread_priority};
 use crate::sys::signal::block_all_in_thread;
 use cold::ColdLimit;
@@ -780,41 +782,6 @@ pub fn thread_name(pool: &str, i: usize) -> String {
         end -= 1;
     }
     format!("{}{suffix}", &pool[..end])
-}
-
-/// Counters of one pool, as exported to the metrics layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolStats {
-    /// `threads=`.
-    pub threads: usize,
-    /// `max_queue=`.
-    pub max_queue: usize,
-    /// Tasks waiting for a thread now.
-    pub waiting: usize,
-    /// Tasks running now.
-    pub running: usize,
-    /// Tasks accepted since start.
-    pub submitted: u64,
-    /// Tasks finished since start.
-    pub completed: u64,
-    /// Tasks refused with a queue overflow since start.
-    pub overflows: u64,
-    /// Tasks accepted into the front lane since start.
-    pub front: u64,
-    /// Tasks taken ahead of an older waiting task since start (front lane,
-    /// or a more popular file's miss).
-    pub promoted: u64,
-    /// Cold bulk reads allowed at once now ([`cold`]).
-    pub cold_limit: usize,
-}
-
-/// Merged timing histograms of one pool, in microseconds.
-#[derive(Clone, Debug)]
-pub struct PoolTimings {
-    /// Submit → a thread takes the task.
-    pub queue_wait: Histogram<u64>,
-    /// Time spent running the task.
-    pub run: Histogram<u64>,
 }
 
 mod cold;

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::config::model::TempPath;
 use crate::sys::error::SysError;
 
 use super::closer::CloseOffLoop;
@@ -51,6 +50,27 @@ pub struct TempFile {
     pub named: bool,
     /// Bytes written so far.
     pub len: u64,
+}
+
+/// A temporary-file directory (`client_body_temp_path`, `proxy_temp_path`):
+/// files are spread over `levels` of subdirectories named from the end of
+/// their numbers, as nginx's `ngx_conf_set_path_slot`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TempPath {
+    /// The directory, absolute once loaded.
+    pub path: PathBuf,
+    /// Digits per subdirectory level (each 1 or 2; at most 3 levels).
+    pub levels: Vec<u8>,
+}
+
+impl TempPath {
+    /// A path with no levels.
+    pub fn new(path: &str) -> TempPath {
+        TempPath {
+            path: PathBuf::from(path),
+            levels: Vec::new(),
+        }
+    }
 }
 
 /// The name of file number `n` under `dir` with its levels.

@@ -281,7 +281,7 @@ fn write_job(tables: &mut HashMap<u64, Table>, mut job: Job) {
                 format_args!(
                     "testing \"{}\" existence failed ({}){}",
                     root.display(),
-                    crate::config::errno_text(&e),
+                    crate::sys::error::errno_text(&e),
                     job.context
                 ),
             );
@@ -358,7 +358,7 @@ fn open_failed(job: &Job, e: &std::io::Error) {
         format_args!(
             "{call}() \"{}\" failed ({}){}",
             job.path.display(),
-            crate::config::errno_text(e),
+            crate::sys::error::errno_text(e),
             job.context
         ),
     );

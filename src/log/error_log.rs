@@ -156,7 +156,7 @@ pub fn open_startup_file(path: &std::path::Path) -> Result<(), String> {
             format!(
                 "could not open error log file: open() \"{}\" failed ({})",
                 path.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             )
         })?;
     *STARTUP_FILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
@@ -171,6 +171,20 @@ pub fn write_startup_message(level: Level, msg: fmt::Arguments<'_>) {
     // Nowhere left to report a failing stderr.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
     write_startup_file(level, msg);
+}
+
+/// Prints a message as nginx does before its logs are open: `nowait: …`.
+/// A message with a level (`[emerg] …`) also goes to the `-e` error log,
+/// as nginx's do.
+pub fn say(msg: &str) {
+    eprintln!("{}: {msg}", crate::NAME);
+    if let Some((level, text)) = msg
+        .strip_prefix('[')
+        .and_then(|m| m.split_once("] "))
+        .and_then(|(l, t)| Some((Level::from_name(l)?, t)))
+    {
+        write_startup_file(level, format_args!("{text}"));
+    }
 }
 
 /// Writes one message to the `-e` file only (see [`write_startup_message`]).

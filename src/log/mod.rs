@@ -36,7 +36,7 @@ pub mod writer;
 
 pub use dynamic::DynamicLogs;
 pub use error_log::{
-    ErrorLog, open_startup_file, startup_message, write_startup_file, write_startup_message,
+    ErrorLog, open_startup_file, say, startup_message, write_startup_file, write_startup_message,
 };
 pub use files::LogFiles;
 pub use level::Level;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::cache::ZoneSample;
 use super::logs::LogSample;
+use super::pools::IoSample;
 use super::upstream::PeerMetrics;
 use super::worker::WorkerMetrics;
-use crate::io::Pools;
 
 /// The reference, as committed.
 const DOC: &str = include_str!("../../docs/metrics.md");
@@ -17,13 +17,12 @@ const DOC: &str = include_str!("../../docs/metrics.md");
 /// `name → type` of every `# TYPE` line of a page with every section filled.
 fn exported() -> BTreeMap<String, String> {
     let w = Arc::new(WorkerMetrics::new(1));
-    let mut pools = Pools::new();
-    pools.add("disk", 1, 0).expect("a pool of one thread");
+    let io = IoSample::one_pool("disk", 1);
     let peer = PeerMetrics::default();
     peer.record(true, Duration::from_millis(1));
     let page = super::prometheus::render(
         &[w],
-        &pools,
+        &io,
         &[peer.sample("backend", "127.0.0.1:1", 0, 0)],
         &[ZoneSample {
             zone: "z".into(),
@@ -34,7 +33,6 @@ fn exported() -> BTreeMap<String, String> {
             ..LogSample::default()
         }],
     );
-    pools.shutdown();
     page.lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_once(' '))

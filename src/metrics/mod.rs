@@ -14,6 +14,8 @@
 //!   `sendfile()`, or copied).
 //! - [`tls`]: TLS handshakes by outcome, their time, and when each served
 //!   certificate expires.
+//! - [`pools`]: the pools and the file layer, as plain numbers `io` hands
+//!   over (metrics names no `io` type: `io` stands on it).
 //! - [`prometheus`]: the text the `nowait_status` location serves.
 //!
 //! Recording must stay cheap: a histogram update behind an uncontended lock
@@ -27,6 +29,7 @@ pub mod connections;
 #[cfg(test)]
 mod docs;
 pub mod logs;
+pub mod pools;
 pub mod prometheus;
 pub mod ring;
 pub mod timed;

@@ -7,18 +7,17 @@ use std::fmt::Write;
 use hdrhistogram::Histogram;
 
 use super::worker::{FastOp, FastOutcome, WorkerMetrics};
-use crate::io::Pools;
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// One series of a histogram in seconds from microseconds recorded
 /// (`_bucket`, `_sum`, `_count`; see [`super::buckets`]).
-fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
+pub(super) fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram<u64>) {
     super::buckets::series(out, name, labels, h);
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -97,7 +96,7 @@ fn render_upstreams(out: &mut String, peers: &[super::upstream::PeerSample]) {
 /// The whole page.
 pub fn render(
     workers: &[std::sync::Arc<WorkerMetrics>],
-    pools: &Pools,
+    io: &super::pools::IoSample,
     upstreams: &[super::upstream::PeerSample],
     caches: &[super::cache::ZoneSample],
     logs: &[super::logs::LogSample],
@@ -263,250 +262,16 @@ pub fn render(
             }
         }
     }
-    let mut pools: Vec<_> = pools.iter().collect();
-    pools.sort_by(|a, b| a.name().cmp(b.name()));
-    header(
-        &mut out,
-        "nowait_pool_threads",
-        "gauge",
-        "Threads of a pool.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_threads{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().threads
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_waiting",
-        "gauge",
-        "Tasks waiting in a pool's queue.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_waiting{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().waiting
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_running",
-        "gauge",
-        "Tasks running on a pool's threads.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_running{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().running
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_tasks_total",
-        "counter",
-        "Tasks a pool completed.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_tasks_total{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().completed
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_overflows_total",
-        "counter",
-        "Tasks refused because the queue was full.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_overflows_total{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().overflows
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_front_lane_total",
-        "counter",
-        "Tasks queued ahead of the others: the rest of a response served from memory.",
-    );
-    for p in &pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_front_lane_total{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().front
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_queue_wait_seconds",
-        "histogram",
-        "Time a task waited for a pool thread.",
-    );
-    for p in &pools {
-        histogram(
-            &mut out,
-            "nowait_pool_queue_wait_seconds",
-            &format!("pool=\"{}\"", p.name()),
-            &p.timings().queue_wait,
-        );
-    }
-    header(
-        &mut out,
-        "nowait_pool_task_run_seconds",
-        "histogram",
-        "Time a pool task ran.",
-    );
-    for p in &pools {
-        histogram(
-            &mut out,
-            "nowait_pool_task_run_seconds",
-            &format!("pool=\"{}\"", p.name()),
-            &p.timings().run,
-        );
-    }
-    header(
-        &mut out,
-        "nowait_closes_off_loop_total",
-        "counter",
-        "Files with no name left whose last close a loop handed to the closer thread.",
-    );
-    let _ = writeln!(
-        out,
-        "nowait_closes_off_loop_total {}",
-        crate::io::closer::deferred()
-    );
+    super::pools::render_pools(&mut out, &io.pools);
+    super::pools::render_closes(&mut out, &io.files);
     super::body::render(&mut out);
     super::tls::render(&mut out);
     render_upstreams(&mut out, upstreams);
     super::cache::render(&mut out, caches);
     super::logs::render(&mut out, logs);
-    render_popularity(&mut out, &pools);
-    render_memory(&mut out);
+    super::pools::render_popularity(&mut out, &io.pools, &io.files);
+    super::pools::render_memory(&mut out, &io.files);
     out
-}
-
-/// The popularity order of the pools' queues (`io::popularity`): tasks a
-/// thread took ahead of an older one, and the sketch's own counters.
-fn render_popularity(out: &mut String, pools: &[&std::sync::Arc<crate::io::Pool>]) {
-    header(
-        out,
-        "nowait_pool_promoted_total",
-        "counter",
-        "Tasks a pool thread took while an older task still waited: the front lane, or a more popular file's miss.",
-    );
-    for p in pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_promoted_total{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().promoted
-        );
-    }
-    header(
-        out,
-        "nowait_pool_cold_limit",
-        "gauge",
-        "Reads of file data for files not popular lately that a pool lets run at once, following how long they take.",
-    );
-    for p in pools {
-        let _ = writeln!(
-            out,
-            "nowait_pool_cold_limit{{pool=\"{}\"}} {}",
-            p.name(),
-            p.stats().cold_limit
-        );
-    }
-    let s = crate::io::popularity::stats();
-    header(
-        out,
-        "nowait_popularity_touches_total",
-        "counter",
-        "Opens counted in the file popularity sketch.",
-    );
-    let _ = writeln!(out, "nowait_popularity_touches_total {}", s.touches);
-    header(
-        out,
-        "nowait_popularity_agings_total",
-        "counter",
-        "Times the file popularity sketch halved every count.",
-    );
-    let _ = writeln!(out, "nowait_popularity_agings_total {}", s.agings);
-    header(
-        out,
-        "nowait_read_ahead_bytes_total",
-        "counter",
-        "Bytes of popular files read into the page cache ahead of their readers (by a pool thread, on a miss).",
-    );
-    let _ = writeln!(
-        out,
-        "nowait_read_ahead_bytes_total {}",
-        crate::io::read_ahead::advised_bytes()
-    );
-}
-
-/// Whether memory is short (`io::pressure`), which makes the loops copy
-/// resident file data rather than `sendfile()` it.
-fn render_memory(out: &mut String) {
-    header(
-        out,
-        "nowait_memory_short",
-        "gauge",
-        "1 while the memory cgroup is near its limit or the machine's available memory is low: the loops copy file data they find in memory instead of sendfile()ing it, except from pinned files.",
-    );
-    let _ = writeln!(
-        out,
-        "nowait_memory_short {}",
-        u8::from(crate::io::pressure::reclaiming())
-    );
-    let pins = crate::io::pins::stats();
-    for (name, kind, help, value) in [
-        (
-            "nowait_pinned_files",
-            "gauge",
-            "Popular files locked in memory (mmap + mlock by a pool thread) so that the loops sendfile() them while memory is short.",
-            pins.files,
-        ),
-        (
-            "nowait_pinned_bytes",
-            "gauge",
-            "Bytes of pinned files, with those being pinned.",
-            pins.bytes,
-        ),
-        (
-            "nowait_pinned_budget_bytes",
-            "gauge",
-            "Bytes the pins may hold: an eighth of the memory the process may fill, within RLIMIT_MEMLOCK (0: pinning off).",
-            crate::io::pins::budget(),
-        ),
-        (
-            "nowait_pins_dropped_total",
-            "counter",
-            "Pins dropped: idle, replaced by a more popular file, or of a file that changed.",
-            pins.dropped,
-        ),
-        (
-            "nowait_pin_failures_total",
-            "counter",
-            "Files whose mapping or locking failed (the locked-memory limit, a file cut short).",
-            pins.failures,
-        ),
-    ] {
-        header(out, name, kind, help);
-        let _ = writeln!(out, "{name} {value}");
-    }
 }
 
 #[cfg(test)]
@@ -528,9 +293,8 @@ mod tests {
         w.fast(FastOp::Open, FastOutcome::Hit);
         w.fast(FastOp::Open, FastOutcome::Hit);
         w.fast(FastOp::Read, FastOutcome::Miss);
-        let mut pools = Pools::new();
-        pools.add("disk", 1, 0).unwrap();
-        let text = render(&[w], &pools, &[], &[], &[]);
+        let io = crate::metrics::pools::IoSample::one_pool("disk", 1);
+        let text = render(&[w], &io, &[], &[], &[]);
         assert!(text.contains("# TYPE nowait_loop_poll_seconds histogram"));
         assert!(text.contains("nowait_loop_poll_seconds_count{worker=\"1\"} 4"));
         // 1, 2 and 3 ms are at most 5 ms; the 100 ms poll is not.
@@ -554,6 +318,5 @@ mod tests {
         assert!(text.contains("nowait_pool_overflows_total{pool=\"disk\"} 0"));
         assert!(text.contains("nowait_pool_promoted_total{pool=\"disk\"} 0"));
         assert!(text.contains("nowait_popularity_touches_total "));
-        pools.shutdown();
     }
 }

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::cli::{Invocation, say};
+use crate::config::LoadOptions;
 use crate::config::model::Config;
-use crate::log::{Level, LogFiles};
+use crate::log::{Level, LogFiles, say};
 use crate::server::listen::{self, Listeners, Note};
 use crate::server::shared::Shared;
 use crate::server::site::Site;
@@ -300,7 +300,7 @@ fn start_generation(
 }
 
 /// Runs the server; returns the exit code.
-pub fn run(config: Config, inv: Invocation) -> i32 {
+pub fn run(config: Config, load: LoadOptions) -> i32 {
     // The command line has already refused directives not implemented yet.
     // The environment first: only this thread runs yet.
     if let Err(e) = environ::apply(&config.main) {
@@ -382,7 +382,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
             let _ = crate::sys::process::set_nofile_limit(n);
         }
         let mut listening = Some(&mut listeners.0);
-        if let Err(e) = privsep::start(&config, &inv.load, id, || {
+        if let Err(e) = privsep::start(&config, &load, id, || {
             // The helper holds no listening socket: a port a reload
             // closes must be free again.
             if let Some(l) = listening.take() {
@@ -455,7 +455,7 @@ pub fn run(config: Config, inv: Invocation) -> i32 {
                     None,
                     format_args!("signal 1 (SIGHUP) received, reconfiguring"),
                 );
-                let next = reload(&inv, &mut listeners.0, &shared, generation_id + 1, &|| {
+                let next = reload(&load, &mut listeners.0, &shared, generation_id + 1, &|| {
                     current.hand_over()
                 });
                 log_notes(&current.site.error_log, listeners.0.take_notes());
@@ -577,7 +577,7 @@ fn reap(old: &mut Vec<Generation>) {
 /// Loads the configuration again and starts a generation on it, as the
 /// `user` it names (the main thread still has the privileges to switch).
 fn reload(
-    inv: &Invocation,
+    load: &LoadOptions,
     listeners: &mut Listeners,
     shared: &Arc<Shared>,
     id: u64,
@@ -586,8 +586,8 @@ fn reload(
     // With a privileged helper, it reads the files (as root) and checks
     // them; this process parses the same text.
     let loaded = match crate::sys::privsep::reload() {
-        Some(files) => crate::config::load_from_files(&inv.load, files?),
-        None => crate::config::load(&inv.load),
+        Some(files) => crate::config::load_from_files(load, files?),
+        None => crate::config::load(load),
     }
     .map_err(|e| crate::config::errors_text(&e))?;
     let config = loaded.config;

@@ -20,7 +20,6 @@ use crate::http::field_name::eq_ignore_case;
 use crate::http::request::{Method, Version};
 use crate::http::response::{CONTINUE, ResponseHead};
 use crate::io::client_stream::ClientStream;
-use crate::io::file::FileLayer;
 use crate::log::Level;
 
 use super::access_log;
@@ -756,7 +755,7 @@ async fn respond<'c>(
         sendfile: conf.sendfile && stream.is_plain(),
         max_chunk: conf.sendfile_max_chunk,
         nopush: conf.tcp_nopush,
-        files: FileLayer::for_conf(pool.as_ref(), conf),
+        files: conf.file_layer(pool.as_ref()),
         start: r.head_read,
         chunked: reply.chunked,
         read_ahead: reply.read_ahead,

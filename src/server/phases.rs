@@ -219,7 +219,7 @@ impl<'a> Walk<'a> {
         loop {
             if let Some(w) = self.access_wait.take() {
                 let pool = pool_for(self.site, r).unwrap_or(None);
-                let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+                let files = r.conf.file_layer(pool.as_ref());
                 let located = match access::wait(self.site, r, w, files, client).await {
                     access::Verdict::Pass => {
                         self.access_done = true;
@@ -416,7 +416,7 @@ impl<'a> Walk<'a> {
             Ok(p) => p,
             Err(status) => return Flow::Reply(Box::new(Reply::special(status))),
         };
-        let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+        let files = r.conf.file_layer(pool.as_ref());
         paused.finish(r, files).await
     }
 
@@ -462,7 +462,7 @@ impl<'a> Walk<'a> {
             Ok(p) => p,
             Err(status) => return (Outcome::Reply(Box::new(Reply::special(status))), None),
         };
-        let files = FileLayer::for_conf(pool.as_ref(), r.conf);
+        let files = r.conf.file_layer(pool.as_ref());
         if site.config.uses_realpath_root && r.realpath_root.is_none() {
             r.realpath_root = realpath(r, files).await;
         }

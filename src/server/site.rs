@@ -166,7 +166,7 @@ impl Site {
             .map_err(|(name, e)| {
                 SysError::with_arg("pthread_create", format!("thread pool \"{name}\""), e)
             })?;
-        let workers = crate::process::worker_count(&config);
+        let workers = config.main.worker_processes.count();
         let upstreams = match &config.http {
             Some(h) => super::proxy::groups::Groups::new(h, workers, shared).map_err(|e| {
                 SysError::with_arg("upstream", e, std::io::ErrorKind::InvalidInput.into())

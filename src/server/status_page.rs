@@ -74,7 +74,7 @@ pub fn reply(site: &Site, r: &Req<'_>) -> Reply {
         Format::Prometheus => {
             let text = crate::metrics::prometheus::render(
                 &site.worker_metrics(),
-                &site.pools,
+                &crate::io::sample::sample(&site.pools),
                 &site.upstream_samples(),
                 &super::proxy::cache::samples(site),
                 &site.log_samples(),

@@ -114,6 +114,18 @@ pub fn strerror(errno: i32) -> String {
     text.to_string_lossy().into_owned()
 }
 
+/// `errno: text` as nginx prints a system error, e.g. `2: No such file or directory`.
+pub fn errno_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => {
+            let s = e.to_string();
+            let text = s.split(" (os error").next().unwrap_or(&s);
+            format!("{n}: {text}")
+        }
+        None => e.to_string(),
+    }
+}
+
 /// Attaches a call name (and path or argument) to an [`io::Result`].
 pub trait SysResultExt<T> {
     /// `open_read(p).on_path(file::OPEN, p)?`

@@ -104,7 +104,7 @@ impl Conn {
         match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(c)) => Ok(c),
             Ok(Err(e)) => Err(ConnectError {
-                message: format!("connect() failed ({})", crate::config::errno_text(&e)),
+                message: format!("connect() failed ({})", crate::sys::error::errno_text(&e)),
                 timed_out: false,
             }),
             Err(_) => Err(ConnectError {
@@ -277,7 +277,9 @@ pub enum WriteError {
 impl std::fmt::Display for WriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            WriteError::Io(e) => write!(f, "writev() failed ({})", crate::config::errno_text(e)),
+            WriteError::Io(e) => {
+                write!(f, "writev() failed ({})", crate::sys::error::errno_text(e))
+            }
             WriteError::TimedOut => f.write_str("upstream timed out (110: Connection timed out)"),
         }
     }

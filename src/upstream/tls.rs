@@ -260,7 +260,7 @@ async fn wait(
 fn gone(e: &io::Error) -> HandshakeError {
     HandshakeError::error(format!(
         "peer closed connection in SSL handshake ({})",
-        crate::config::errno_text(e)
+        crate::sys::error::errno_text(e)
     ))
 }
 

@@ -5,7 +5,7 @@
 //! as nginx's pool cleanup) gives the count back.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use super::slab;
 
@@ -77,30 +77,12 @@ impl Table {
     }
 }
 
-/// A zone's table behind its lock (the process's, across reloads).
-#[derive(Debug)]
-pub struct SharedTable {
-    /// The zone's size, which the table was made for.
-    pub size: u64,
-    /// The key the zone was declared with (a reload may not change it).
-    pub key: String,
-    table: Mutex<Table>,
-}
+/// This kind of zone's table behind its lock.
+pub type SharedTable = super::zone_table::SharedTable<Table>;
 
-impl SharedTable {
-    /// A new, empty zone.
-    pub fn new(size: u64, key: &str) -> SharedTable {
-        SharedTable {
-            size,
-            key: key.to_string(),
-            table: Mutex::new(Table::new(size)),
-        }
-    }
-
-    /// The table, locked (a poisoned lock is taken over: it holds only
-    /// counters).
-    pub fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+impl super::zone_table::ZoneTable for Table {
+    fn for_size(size: u64) -> Table {
+        Table::new(size)
     }
 }
 

@@ -12,7 +12,6 @@
 //! This file does no I/O and never waits: the caller times the delay.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
 
 use super::slab;
 
@@ -215,30 +214,12 @@ fn elapsed(now: u64, last: u64) -> i64 {
     if ms < -60_000 { 1 } else { ms.max(0) }
 }
 
-/// A zone's table behind its lock (the process's, across reloads).
-#[derive(Debug)]
-pub struct SharedTable {
-    /// The zone's size, which the table was made for.
-    pub size: u64,
-    /// The key the zone was declared with (a reload may not change it).
-    pub key: String,
-    table: Mutex<Table>,
-}
+/// This kind of zone's table behind its lock.
+pub type SharedTable = super::zone_table::SharedTable<Table>;
 
-impl SharedTable {
-    /// A new, empty zone.
-    pub fn new(size: u64, key: &str) -> SharedTable {
-        SharedTable {
-            size,
-            key: key.to_string(),
-            table: Mutex::new(Table::new(size)),
-        }
-    }
-
-    /// The table, locked (a poisoned lock is taken over: the table holds
-    /// only counters).
-    pub fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+impl super::zone_table::ZoneTable for Table {
+    fn for_size(size: u64) -> Table {
+        Table::new(size)
     }
 }
 

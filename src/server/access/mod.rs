@@ -19,8 +19,8 @@
 //!
 //! Its rooms: `phase` (the access phase and `satisfy`), `limits` (the
 //! `limit_req` and `limit_conn` handlers) over [`limit_req`],
-//! [`limit_conn`] (the zones' tables, sized by `slab`) and [`zones`] (the
-//! tables across reloads); [`auth_basic`] with [`crypt`] and `base64`;
+//! [`limit_conn`] (the zones' tables, sized by `slab`, each behind a
+//! [`zone_table::SharedTable`]) and [`zones`] (the tables across reloads); [`auth_basic`] with [`crypt`] and `base64`;
 //! [`realip`].
 
 pub mod auth_basic;
@@ -33,6 +33,7 @@ mod phase;
 pub mod realip;
 pub mod secure_link;
 mod slab;
+pub mod zone_table;
 pub mod zones;
 
 use std::borrow::Cow;

@@ -40,11 +40,11 @@ pub mod range;
 use std::sync::Arc;
 
 use crate::body::Source;
+use crate::body::file::{FileSource, Reader, Segment};
 use crate::body::gzip::GzipOptions;
 use crate::body::source::Pieces;
 use crate::http::charset::Recoder;
 use crate::io::Pool;
-use crate::io::stream::{FileSource, Reader, Segment};
 
 use super::reply::{Body, Reply};
 use super::request::Req;

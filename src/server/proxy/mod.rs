@@ -273,7 +273,7 @@ pub async fn background_update<'a>(
         crate::config::model::Aio::Threads(name) => site.pools.get(&sr.expand_lossy(name)).cloned(),
         crate::config::model::Aio::Off => None,
     };
-    let files = FileLayer::for_conf(pool.as_ref(), sr.conf);
+    let files = sr.conf.file_layer(pool.as_ref());
     let head = match handle(site, &mut sr, client, files).await {
         Proxied::Reply(rep) => {
             let head = rep.head_copy();

@@ -16,9 +16,9 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-use super::Pool;
-use super::file::{FileError, FileLayer, OpenFile};
-use crate::body::{Source, SourceError};
+use super::{Source, SourceError};
+use crate::io::Pool;
+use crate::io::file::{FileError, FileLayer, OpenFile};
 
 /// How much of a file one piece reads: nginx's `output_buffers 2 32k`.
 pub const PIECE: usize = 32 * 1024;
