@@ -34,7 +34,6 @@
 //! loader reads the files and hands over their bytes; handshakes run where
 //! the server puts them), or know about HTTP.
 
-pub mod ca_leaf;
 pub mod ciphers;
 pub mod client;
 pub mod client_verify;
