@@ -244,6 +244,52 @@ fn proxy_ssl_verify_passes_with_the_right_ca_and_fails_in_nginx_words() {
     );
 }
 
+/// An upstream whose certificate is X.509 version 1 (what `openssl req
+/// -x509` makes without extensions, as nginx's tests do), under a v1 root
+/// with a v1 CRL: the handshake's signature is checked with its key, the
+/// chain is judged as OpenSSL judges it, and its name is its common name.
+#[test]
+fn a_version_1_certificate_and_crl_are_judged_as_openssl_judges_them() {
+    let v1 = origin(Origin {
+        cert: "v1/leaf",
+        ..Origin::default()
+    });
+    let server = start(
+        &v1,
+        &format!(
+            "proxy_ssl_session_reuse off; proxy_ssl_verify on;
+             proxy_ssl_trusted_certificate {}; proxy_ssl_name localhost;",
+            fixture("v1/root.crt")
+        ),
+        &format!(
+            "location /ok/ {{ proxy_pass https://UP/; }}
+             location /crl/ {{ proxy_pass https://UP/; proxy_ssl_crl {}; }}
+             location /revoked/ {{ proxy_pass https://UP/; proxy_ssl_crl {}; }}
+             location /name/ {{ proxy_pass https://UP/; proxy_ssl_name example.com; }}
+             location /off/ {{ proxy_pass https://UP/; proxy_ssl_verify off; }}",
+            fixture("v1/root-empty.crl"),
+            fixture("v1/root.crl"),
+        ),
+    );
+    for (path, status) in [
+        ("/ok/", 200),
+        ("/crl/", 200),
+        ("/revoked/", 502),
+        ("/name/", 502),
+        ("/off/", 200),
+    ] {
+        assert_eq!(get(&server, path).status, status, "{path}");
+    }
+    assert!(
+        logged(
+            &server,
+            &["upstream SSL certificate verify error: (23:certificate revoked)"]
+        ),
+        "{}",
+        server.stderr()
+    );
+}
+
 #[test]
 fn the_name_is_sent_only_with_proxy_ssl_server_name_on() {
     let up = origin(Origin::default());

@@ -510,3 +510,54 @@ fn a_resumed_session_keeps_its_certificate_and_verdict() {
         assert_eq!(fb[2], "SUCCESS", "{b}");
     }
 }
+
+/// nginx's `ngx_http_set_virtual_server`: a Host other than the server
+/// name the handshake chose a server by, for a server that verifies
+/// client certificates, is 421, answered by the handshake's server and
+/// closing; a Host naming a server that verifies nothing, or a handshake
+/// whose name chose no server, goes on as usual.
+#[test]
+fn a_host_other_than_the_sni_of_a_verifying_server_is_misdirected() {
+    let block = |name: &str, cert: &str, verify: &str| {
+        format!(
+            "server {{ listen 127.0.0.1:{{port}} ssl; server_name {name};
+                ssl_certificate {}; ssl_certificate_key {};
+                ssl_verify_client {verify}; ssl_client_certificate {};
+                location / {{ return 200 \"{name} $ssl_client_verify\"; }} }}\n",
+            fixture(&format!("{cert}.crt")),
+            fixture(&format!("{cert}.key")),
+            fixture("ca.crt"),
+        )
+    };
+    // example.com, the default server, has the certificate of
+    // www.example.com, a name no server has.
+    let conf = Conf::http(&format!(
+        "{}{}{}",
+        block("example.com", "example", "optional"),
+        block("localhost", "localhost-rsa", "on"),
+        block("other.test", "other", "off"),
+    ))
+    .render();
+    let s = Server::nowait(&conf);
+    let get = |sni: &str, host: &str| {
+        let config = tls::client(&Options::default());
+        let mut c = tls::connect(s.port(), sni, &config).expect("the handshake");
+        tls::get_on(&mut c, host, "/")
+    };
+    let r = get("example.com", "localhost");
+    assert_eq!(r.status, 421);
+    assert_eq!(r.header("connection").as_deref(), Some("close"));
+    assert_eq!(get("localhost", "example.com").status, 421);
+    let r = get("example.com", "other.test");
+    assert_eq!(
+        (r.status, common::body(&r)),
+        (200, "other.test NONE".into())
+    );
+    let r = get("example.com", "example.com");
+    assert_eq!(
+        (r.status, common::body(&r)),
+        (200, "example.com NONE".into())
+    );
+    // A name no server has chose none: the Host's server judges.
+    assert_eq!(get("www.example.com", "localhost").status, 400);
+}

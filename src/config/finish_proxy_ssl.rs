@@ -18,7 +18,7 @@ use md5::{Digest, Md5};
 
 use super::build::Builder;
 use super::error::ConfError;
-use super::finish_ssl::{GROUPS, TLS13_SUITES, load_pair, usable_protocols, usable_tls12_suites};
+use super::finish_ssl::{GROUPS, TLS13_SUITES, usable_protocols, usable_tls12_suites};
 use super::inherit::LocConf;
 use super::model::{Location, ProxyTarget};
 use super::ssl_model::UpstreamTlsPlan;
@@ -204,16 +204,16 @@ impl Plans {
         };
         let loaded = pem(b, "certificate", cert).and_then(|(cert_pem, cert_path)| {
             let (key_pem, key_path) = pem(b, "certificate key", key)?;
-            if material::encrypted(&key_pem) && c.proxy_ssl_password_file.is_some() {
-                return Err(format!(
-                    "cannot load certificate key \"{}\": encrypted keys are not supported yet (\"proxy_ssl_password_file\" is read, and nowait cannot decrypt with it)",
-                    key_path.display()
-                ));
-            }
-            if let (Some(cp), Some(kp)) = (&cert.path, &key.path) {
-                return load_pair(b, provider, cp, kp);
-            }
-            material::pair(provider, &cert_pem, &cert_path, &key_pem, &key_path, None)
+            // An encrypted key opens with the first passphrase of
+            // `proxy_ssl_password_file` that fits, as
+            // `ngx_ssl_certificate` tries them.
+            let passwords = c
+                .proxy_ssl_password_file
+                .as_ref()
+                .map(|(_, p)| p.0.as_slice());
+            material::pair(
+                provider, &cert_pem, &cert_path, &key_pem, &key_path, passwords,
+            )
         });
         match loaded {
             Ok(pair) => Some(Some(pair)),
@@ -386,26 +386,28 @@ mod tests {
     }
 
     #[test]
-    fn an_encrypted_key_with_a_password_file_is_not_yet_read() {
-        let e = errors(&format!(
-            "server {{ location / {{ proxy_pass https://127.0.0.1:1; proxy_ssl_certificate {}; proxy_ssl_certificate_key {}; proxy_ssl_password_file {}; }} }}",
-            fixture("client.crt"),
-            fixture("client-enc.key"),
-            fixture("password.txt"),
-        ));
+    fn an_encrypted_key_opens_with_the_password_file() {
+        let conf = |key: &str, passwords: &str| {
+            format!(
+                "server {{ location / {{ proxy_pass https://127.0.0.1:1; proxy_ssl_certificate {}; proxy_ssl_certificate_key {}; proxy_ssl_password_file {}; }} }}",
+                fixture("client.crt"),
+                fixture(key),
+                passwords,
+            )
+        };
+        let good = fixture("password.txt");
+        assert_eq!(errors(&conf("client-enc.key", &good)), Vec::<String>::new());
+        // No passphrase of the file fits: OpenSSL's words, as nginx's.
+        let dir = std::env::temp_dir().join(format!("nowait-proxy-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wrong = dir.join("wrong.txt");
+        std::fs::write(&wrong, "wrong\n").unwrap();
+        let e = errors(&conf("client-enc.key", wrong.to_str().unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(e.len(), 1);
-        assert!(
-            e[0].contains("encrypted keys are not supported yet"),
-            "{e:?}"
-        );
+        assert!(e[0].contains("PEM_read_bio_PrivateKey() failed"), "{e:?}");
         // An unencrypted key with a password file loads.
-        assert!(errors(&format!(
-            "server {{ location / {{ proxy_pass https://127.0.0.1:1; proxy_ssl_certificate {}; proxy_ssl_certificate_key {}; proxy_ssl_password_file {}; }} }}",
-            fixture("client.crt"),
-            fixture("client.key"),
-            fixture("password.txt"),
-        ))
-        .is_empty());
+        assert!(errors(&conf("client.key", &good)).is_empty());
     }
 
     #[test]

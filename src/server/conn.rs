@@ -321,6 +321,28 @@ enum Served<'s> {
     ),
 }
 
+/// nginx's check in `ngx_http_set_virtual_server`: a request whose host
+/// is not the name the handshake chose a server by, for a server (the
+/// host's, or the default one) that verifies client certificates, is
+/// misdirected (421): the certificate was judged by another server's
+/// rules. The server the handshake chose, which answers, when it is so.
+fn misdirected<'s>(
+    site: &'s Site,
+    info: &ConnInfo,
+    host: Option<&str>,
+    server: &crate::config::model::Server,
+) -> Option<&'s crate::config::model::Server> {
+    use crate::config::ssl_model::VerifyClient;
+    let host = host?;
+    let sni = info.tls.as_ref()?.server_name.as_deref()?;
+    let sni = sni.strip_suffix('.').unwrap_or(sni).to_ascii_lowercase();
+    if sni.is_empty() || sni == host {
+        return None;
+    }
+    let chosen = site.sni_server(&info.socket_addr, &info.local, &sni)?;
+    (server.srv.ssl_verify_client != VerifyClient::Off).then_some(chosen)
+}
+
 /// Serves one request whose head has been read: walks it through the
 /// phases, sends the reply, and says whether the connection goes on. Its
 /// state (the request, the walk, the reply being sent) lives only as long
@@ -343,9 +365,14 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     } = q;
     let buf: &mut Vec<u8> = buf;
     stats.writing();
-    let (server, name_regex) = site
+    let (mut server, name_regex) = site
         .server_match(&info.socket_addr, &info.local, head.host.as_deref())
         .unwrap_or((default_server, None));
+    let misdirected = misdirected(site, info, head.host.as_deref(), server);
+    if let Some(sni_server) = misdirected {
+        // nginx answers from the server the handshake chose.
+        server = sni_server;
+    }
     if super::max_headers::exceeded(&head, &default_server.srv, &server.srv) {
         let r = Req::new(site, &head, server, info, requests, start, head_len);
         let e = crate::http::request::HeadError::TooManyHeaders;
@@ -374,6 +401,11 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
     // server's `ssl_verify_client` refuses (495, 496).
     let plain_on_tls = info.https_port && info.tls.is_none();
     let refused = match &info.tls {
+        _ if misdirected.is_some() => Some((
+            421,
+            "client attempted to request the server name different from the one that was negotiated"
+                .to_string(),
+        )),
         None if plain_on_tls => Some((
             497,
             "client sent plain HTTP request to HTTPS port".to_string(),

@@ -310,6 +310,21 @@ impl Site {
         Some((h.servers.get(i)?, re))
     }
 
+    /// The server a handshake's `sni` named, when it named one
+    /// (nginx's `hc->ssl_servername`, set only then), by index; `sni` is
+    /// taken as `ngx_http_validate_host` leaves it (lower case, no final
+    /// dot).
+    pub fn sni_server(
+        &self,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
+        sni: &str,
+    ) -> Option<&Server> {
+        let h = self.http()?;
+        let i = self.vhosts.named(socket_addr, local, sni)?;
+        h.servers.get(i)
+    }
+
     /// Whether connections accepted on `socket_addr` speak TLS.
     pub fn is_ssl(&self, socket_addr: &ListenAddr) -> bool {
         self.vhosts.is_ssl(socket_addr)

@@ -154,34 +154,54 @@ impl VirtualHosts {
         else {
             return (0, None);
         };
+        self.named_match(socket_addr, local, host.unwrap_or(""))
+            .unwrap_or((a.default, None))
+    }
+
+    /// The server whose `server_name` is `host`, if one's is: what
+    /// `ngx_http_find_virtual_server` finds, without the default server
+    /// it falls back to (none when the address has no names at all).
+    pub fn named(&self, socket_addr: &ListenAddr, local: &ListenAddr, host: &str) -> Option<usize> {
+        self.named_match(socket_addr, local, host).map(|(i, _)| i)
+    }
+
+    /// [`VirtualHosts::named`] with the regular expression that matched.
+    fn named_match(
+        &self,
+        socket_addr: &ListenAddr,
+        local: &ListenAddr,
+        host: &str,
+    ) -> Option<(usize, Option<&Regex>)> {
+        let a = self
+            .servers_of(local)
+            .or_else(|| self.servers_of(socket_addr))?;
         if a.only_default() {
-            return (a.default, None);
+            return None;
         }
         // No host is the empty name (`server_name ""`), as in nginx.
-        let host = host.unwrap_or("");
         if let Some(&i) = a.exact.get(host) {
-            return (i, None);
+            return Some((i, None));
         }
         if let Some((_, i)) = a
             .head_wild
             .iter()
             .find(|(s, _)| host.ends_with(s.as_str()) && host.len() > s.len())
         {
-            return (*i, None);
+            return Some((*i, None));
         }
         if let Some((_, i)) = a
             .tail_wild
             .iter()
             .find(|(p, _)| host.starts_with(p.as_str()) && host.len() > p.len())
         {
-            return (*i, None);
+            return Some((*i, None));
         }
         if host.is_empty() {
-            return (a.default, None);
+            return None;
         }
-        if let Some((re, i)) = a.regex.iter().find(|(re, _)| re.is_match(host)) {
-            return (*i, Some(re));
-        }
-        (a.default, None)
+        a.regex
+            .iter()
+            .find(|(re, _)| re.is_match(host))
+            .map(|(re, i)| (*i, Some(re)))
     }
 }

@@ -23,8 +23,9 @@ use rustls::pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
+use super::crl::Crl;
+use super::openssl_verify::{Purpose, Store};
 use super::x509::CertFields;
-use super::x509_print;
 
 /// OpenSSL's `X509_V_ERR_*` codes nowait reports, with
 /// `X509_verify_cert_error_string`'s words (OpenSSL 3.0).
@@ -47,6 +48,7 @@ const REASONS: &[(u32, &str)] = &[
     (24, "invalid CA certificate"),
     (25, "path length constraint exceeded"),
     (26, "unsuitable certificate purpose"),
+    (33, "unable to get CRL issuer certificate"),
     (35, "key usage does not include CRL signing"),
     (47, "permitted subtree violation"),
 ];
@@ -110,9 +112,12 @@ pub struct ClientCas {
     depth: u64,
     /// The signature algorithms of the provider.
     algs: WebPkiSupportedAlgorithms,
-    /// The CAs' certificates, for a client certificate that is a CA
-    /// (`super::ca_leaf`).
-    ca_ders: Vec<CertificateDer<'static>>,
+    /// The same CAs and CRLs for what webpki cannot judge (version 1
+    /// certificates and CRLs, a CA's certificate as the client's own).
+    openssl: Arc<Store>,
+    /// Whether webpki read every CA as version 3 and every CRL (else
+    /// every chain is `openssl`'s).
+    webpki_reads_all: bool,
 }
 
 impl ClientCas {
@@ -127,27 +132,43 @@ impl ClientCas {
         depth: u64,
     ) -> Result<ClientCas, String> {
         let mut anchors = Vec::new();
-        let mut hints = Vec::new();
+        let mut hints: Vec<DistinguishedName> = Vec::new();
+        let mut trusted = Vec::new();
+        let mut webpki_reads_all = true;
         for (i, cert) in named.iter().chain(unnamed).enumerate() {
-            let anchor = webpki::anchor_from_trusted_cert(cert)
-                .map_err(|e| format!("a CA certificate cannot be used ({e})"))?
-                .to_owned();
-            if i < named.len() {
-                hints.push(DistinguishedName::in_sequence(&anchor.subject));
+            let fields = CertFields::parse(cert);
+            match webpki::anchor_from_trusted_cert(cert) {
+                Ok(anchor) if fields.as_ref().is_some_and(|f| f.version == 2) => {
+                    anchors.push(anchor.to_owned());
+                }
+                Err(e) if fields.is_none() => {
+                    return Err(format!("a CA certificate cannot be used ({e})"));
+                }
+                _ => webpki_reads_all = false,
             }
-            anchors.push(anchor);
+            // SSL_load_client_CA_file names each subject once.
+            if let Some(f) = fields.filter(|_| i < named.len()) {
+                let name = DistinguishedName::from(f.subject.to_vec());
+                if !hints.iter().any(|h| h.as_ref() == name.as_ref()) {
+                    hints.push(name);
+                }
+            }
+            trusted.push(cert.to_vec());
         }
-        let crls = match crls {
-            None => None,
-            Some(list) => Some(
-                list.iter()
-                    .map(|der| {
-                        webpki::OwnedCertRevocationList::from_der(der)
-                            .map(webpki::CertRevocationList::from)
-                            .map_err(|e| format!("a CRL cannot be read ({e})"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
+        let (crls, own_crls) = match crls {
+            None => (None, None),
+            Some(list) => {
+                let mut theirs = Vec::new();
+                let mut own = Vec::new();
+                for der in list {
+                    own.push(Crl::parse(der).ok_or("a CRL cannot be read")?);
+                    match webpki::OwnedCertRevocationList::from_der(der) {
+                        Ok(crl) => theirs.push(webpki::CertRevocationList::from(crl)),
+                        Err(_) => webpki_reads_all = false,
+                    }
+                }
+                (Some(theirs), Some(own))
+            }
         };
         Ok(ClientCas {
             anchors,
@@ -155,7 +176,13 @@ impl ClientCas {
             crls,
             depth,
             algs: provider.signature_verification_algorithms,
-            ca_ders: named.iter().chain(unnamed).cloned().collect(),
+            openssl: Arc::new(Store {
+                trusted,
+                crls: own_crls,
+                depth,
+                purpose: Purpose::SslClient,
+            }),
+            webpki_reads_all,
         })
     }
 
@@ -171,6 +198,11 @@ impl ClientCas {
         let Some(ee_der) = chain.first() else {
             return Verdict::Failed(1);
         };
+        let version_3 =
+            |c: &CertificateDer<'_>| CertFields::parse(c).is_some_and(|f| f.version == 2);
+        if !self.webpki_reads_all || !chain.iter().all(version_3) {
+            return self.by_openssl(chain, now);
+        }
         let Ok(ee) = webpki::EndEntityCert::try_from(ee_der) else {
             return Verdict::Failed(1);
         };
@@ -207,10 +239,19 @@ impl ClientCas {
                 }
                 Verdict::Success
             }
-            Err(e) => match self.code(&e, chain) {
-                0 => Verdict::Success,
-                c => Verdict::Failed(c),
-            },
+            // OpenSSL takes a CA's certificate as a client's own when its
+            // purpose allows, and then judges its chain.
+            Err(webpki::Error::CaUsedAsEndEntity) => self.by_openssl(chain, now),
+            Err(e) => Verdict::Failed(self.code(&e, chain)),
+        }
+    }
+
+    /// The verdict of OpenSSL's own steps, for what webpki cannot judge.
+    fn by_openssl(&self, chain: &[CertificateDer<'_>], now: UnixTime) -> Verdict {
+        let now = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        match self.openssl.verify(chain, now) {
+            0 => Verdict::Success,
+            code => Verdict::Failed(code),
         }
     }
 
@@ -224,7 +265,8 @@ impl ClientCas {
             crls: None,
             depth: self.depth,
             algs: self.algs,
-            ca_ders: self.ca_ders.clone(),
+            openssl: self.openssl.clone(),
+            webpki_reads_all: self.webpki_reads_all,
         };
         match unchecked.verify(chain, now) {
             Verdict::Success => Verdict::Failed(3),
@@ -234,8 +276,7 @@ impl ClientCas {
         }
     }
 
-    /// OpenSSL's code for what webpki found wrong (0: OpenSSL finds
-    /// nothing wrong, for a client certificate that is a CA).
+    /// OpenSSL's code for what webpki found wrong.
     fn code(&self, e: &webpki::Error, chain: &[CertificateDer<'_>]) -> u32 {
         use webpki::Error as E;
         match e {
@@ -254,17 +295,6 @@ impl ClientCas {
             E::NameConstraintViolation => 47,
             E::EndEntityUsedAsCa => 24,
             E::RequiredEkuNotFoundContext(_) | E::EmptyEkuExtension => 26,
-            // webpki takes no CA certificate as a client's own; OpenSSL
-            // does when its purpose allows it, and then judges its chain.
-            E::CaUsedAsEndEntity => match CertFields::parse(&chain[0]) {
-                Some(f) if x509_print::client_purpose(&f) == Some(false) => 26,
-                // Without CRLs its chain is judged by hand (0: it verifies).
-                Some(_) if self.crls.is_none() => {
-                    super::ca_leaf::code(chain, &self.ca_ders, self.depth, super::unix_now())
-                }
-                Some(f) if f.self_issued() => self.unknown_issuer(chain),
-                _ => 24,
-            },
             E::InvalidSignatureForPublicKey
             | E::UnsupportedSignatureAlgorithmContext(_)
             | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_)
@@ -354,7 +384,7 @@ impl ClientCertVerifier for AskClient {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.cas.algs)
+        super::peer_key::verify_tls12(message, cert, dss, &self.cas.algs)
     }
 
     fn verify_tls13_signature(
@@ -363,7 +393,7 @@ impl ClientCertVerifier for AskClient {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.cas.algs)
+        super::peer_key::verify_tls13(message, cert, dss, &self.cas.algs)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -441,6 +471,36 @@ mod tests {
             cas(Some(&[]), 1).verify(&certs("client.crt"), now),
             Verdict::Failed(3)
         );
+    }
+
+    #[test]
+    fn version_1_cas_crls_and_a_ca_as_the_client_s_own_are_openssl_s() {
+        let now = UnixTime::now();
+        let root = certs("v1/root.crt");
+        let v = |crls: Option<&[Vec<u8>]>, chain: &str| {
+            ClientCas::new(&crate::tls::provider(), &root, &[], crls, 1)
+                .unwrap()
+                .verify(&certs(chain), now)
+        };
+        assert_eq!(v(None, "v1/leaf.crt"), Verdict::Success);
+        assert_eq!(v(None, "v1/root.crt"), Verdict::Success);
+        assert_eq!(v(None, "v1/self.crt"), Verdict::Failed(18));
+        let revoking = [crl("v1/root.crl")];
+        assert_eq!(v(Some(&revoking), "v1/leaf.crt"), Verdict::Failed(23));
+        let empty = [crl("v1/root-empty.crl")];
+        assert_eq!(v(Some(&empty), "v1/leaf.crt"), Verdict::Success);
+        // A version 3 CA as the client's certificate, under a version 3 CA.
+        let cas = ClientCas::new(&crate::tls::provider(), &certs("ca.crt"), &[], None, 1).unwrap();
+        assert_eq!(cas.verify(&certs("ca.crt"), now), Verdict::Success);
+    }
+
+    #[test]
+    fn a_ca_named_twice_is_named_once() {
+        let mut twice = certs("ca.crt");
+        twice.extend(certs("ca.crt"));
+        twice.extend(certs("v1/root.crt"));
+        let cas = ClientCas::new(&crate::tls::provider(), &twice, &[], None, 1).unwrap();
+        assert_eq!(cas.hints().len(), 2);
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //! - [`verify`]: an upstream's certificate judged as nginx judges it after
 //!   the handshake (`proxy_ssl_verify`): OpenSSL's verify results and
 //!   `X509_check_host`'s names.
+//! - [`openssl_verify`]: a chain verified as OpenSSL verifies it, for the
+//!   version 1 certificates and CRLs ([`crl`]) webpki refuses.
+//! - [`peer_key`]: the handshake's signatures checked with the key of a
+//!   peer's certificate of any version.
 //! - [`openssl_text`]: OpenSSL's words for a file that cannot be loaded,
 //!   as nginx prints them.
 //! - [`ciphers`], [`groups`]: OpenSSL 3.0's cipher strings and group lists
@@ -30,10 +34,10 @@
 //! loader reads the files and hands over their bytes; handshakes run where
 //! the server puts them), or know about HTTP.
 
-pub mod ca_leaf;
 pub mod ciphers;
 pub mod client;
 pub mod client_verify;
+pub mod crl;
 pub mod der;
 pub mod encrypted;
 pub mod groups;
@@ -41,6 +45,8 @@ pub mod hello;
 pub mod material;
 pub mod ocsp;
 pub mod openssl_text;
+pub mod openssl_verify;
+pub mod peer_key;
 pub mod server;
 pub mod sessions;
 pub mod tickets;

@@ -30,7 +30,10 @@ use webpki::{
     RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy,
 };
 
+use super::crl::Crl;
 use super::der::{self, Reader};
+use super::openssl_verify::{Purpose, Store};
+use super::x509::CertFields;
 
 /// What verifies an upstream's chain (nginx's `SSL_CTX` store with the
 /// trusted certificates, the CRLs and the depth).
@@ -47,6 +50,12 @@ pub struct Verifier {
     depth: u64,
     /// The signature algorithms the chain may use.
     algs: &'static [&'static dyn rustls::pki_types::SignatureVerificationAlgorithm],
+    /// The same store for what webpki cannot judge (version 1
+    /// certificates and CRLs, a CA's certificate as the server's own).
+    openssl: Store,
+    /// Whether webpki read every trusted certificate as version 3 and
+    /// every CRL (else every chain is `openssl`'s).
+    webpki_reads_all: bool,
 }
 
 /// A verify result other than `X509_V_OK`: OpenSSL's code and text.
@@ -91,6 +100,38 @@ mod x509 {
     pub const PATH_LENGTH_EXCEEDED: VerifyError = e(25, "path length constraint exceeded");
     pub const INVALID_PURPOSE: VerifyError = e(26, "unsupported certificate purpose");
     pub const PERMITTED_VIOLATION: VerifyError = e(47, "permitted subtree violation");
+    pub const CRL_NOT_YET_VALID: VerifyError = e(11, "CRL is not yet valid");
+    pub const UNABLE_TO_GET_CRL_ISSUER: VerifyError = e(33, "unable to get CRL issuer certificate");
+    pub const KEYUSAGE_NO_CRL_SIGN: VerifyError = e(35, "key usage does not include CRL signing");
+
+    /// The result with OpenSSL's `code`.
+    pub fn by_code(code: u32) -> VerifyError {
+        [
+            UNABLE_TO_GET_ISSUER_CERT,
+            UNABLE_TO_GET_CRL,
+            CERT_SIGNATURE_FAILURE,
+            CRL_SIGNATURE_FAILURE,
+            CERT_NOT_YET_VALID,
+            CERT_HAS_EXPIRED,
+            CRL_NOT_YET_VALID,
+            CRL_HAS_EXPIRED,
+            DEPTH_ZERO_SELF_SIGNED_CERT,
+            SELF_SIGNED_CERT_IN_CHAIN,
+            UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+            UNABLE_TO_VERIFY_LEAF_SIGNATURE,
+            CERT_CHAIN_TOO_LONG,
+            CERT_REVOKED,
+            INVALID_CA,
+            PATH_LENGTH_EXCEEDED,
+            INVALID_PURPOSE,
+            UNABLE_TO_GET_CRL_ISSUER,
+            KEYUSAGE_NO_CRL_SIGN,
+            PERMITTED_VIOLATION,
+        ]
+        .into_iter()
+        .find(|e| e.code == code)
+        .unwrap_or(UNSPECIFIED)
+    }
 }
 
 impl Verifier {
@@ -113,17 +154,28 @@ impl Verifier {
         };
         let mut anchors = Vec::new();
         let mut roots = Vec::new();
+        let mut trusted = Vec::new();
+        let mut webpki_reads_all = true;
         for item in CertificateDer::pem_slice_iter(ca_pem) {
             let der = item.map_err(|e| load_failed(&format!("PEM lib: {e}")))?;
-            let anchor = webpki::anchor_from_trusted_cert(&der)
-                .map_err(|e| load_failed(&format!("bad certificate: {e}")))?;
-            roots.push(self_signed(&der));
-            anchors.push(anchor.to_owned());
+            let version = CertFields::parse(&der).map(|f| f.version);
+            match webpki::anchor_from_trusted_cert(&der) {
+                Ok(anchor) if version == Some(2) => {
+                    roots.push(self_signed(&der));
+                    anchors.push(anchor.to_owned());
+                }
+                Err(e) if version.is_none() => {
+                    return Err(load_failed(&format!("bad certificate: {e}")));
+                }
+                _ => webpki_reads_all = false,
+            }
+            trusted.push(der.to_vec());
         }
-        if anchors.is_empty() {
+        if trusted.is_empty() {
             return Err(load_failed("no certificate or crl found"));
         }
         let mut crls = Vec::new();
+        let mut own_crls = Vec::new();
         if let Some((pem, path)) = crl {
             let failed = |why: String| {
                 format!(
@@ -133,11 +185,15 @@ impl Verifier {
             };
             for item in CertificateRevocationListDer::pem_slice_iter(pem) {
                 let der = item.map_err(|e| failed(format!("PEM lib: {e}")))?;
-                let owned = OwnedCertRevocationList::from_der(der.as_ref())
-                    .map_err(|e| failed(format!("bad CRL: {e}")))?;
-                crls.push(CertRevocationList::Owned(owned));
+                let own = Crl::parse(der.as_ref())
+                    .ok_or_else(|| failed("bad CRL: not a certificate list".to_string()))?;
+                match OwnedCertRevocationList::from_der(der.as_ref()) {
+                    Ok(owned) => crls.push(CertRevocationList::Owned(owned)),
+                    Err(_) => webpki_reads_all = false,
+                }
+                own_crls.push(own);
             }
-            if crls.is_empty() {
+            if own_crls.is_empty() {
                 return Err(failed("no certificate or crl found".to_string()));
             }
         }
@@ -147,6 +203,13 @@ impl Verifier {
             crls,
             depth,
             algs: provider.signature_verification_algorithms.all,
+            openssl: Store {
+                trusted,
+                crls: crl.map(|_| own_crls),
+                depth,
+                purpose: Purpose::SslServer,
+            },
+            webpki_reads_all,
         })
     }
 
@@ -156,6 +219,11 @@ impl Verifier {
         let Some(leaf) = chain.first() else {
             return Err(x509::UNSPECIFIED);
         };
+        let version_3 =
+            |c: &CertificateDer<'_>| CertFields::parse(c).is_some_and(|f| f.version == 2);
+        if !self.webpki_reads_all || !chain.iter().all(version_3) {
+            return self.by_openssl(chain, now);
+        }
         let ee = EndEntityCert::try_from(leaf).map_err(|_| x509::UNSPECIFIED)?;
         let crl_refs: Vec<&CertRevocationList<'_>> = self.crls.iter().collect();
         let revocation = RevocationOptionsBuilder::new(&crl_refs).ok().map(|b| {
@@ -196,7 +264,20 @@ impl Verifier {
             Err(webpki::Error::UnknownIssuer) if refused.get().is_some() => {
                 Err(refused.get().unwrap_or(x509::UNSPECIFIED))
             }
+            // OpenSSL takes a CA's certificate as a server's own.
+            Err(webpki::Error::CaUsedAsEndEntity) => self.by_openssl(chain, now),
             Err(e) => Err(openssl_error(&e, chain)),
+        }
+    }
+}
+
+impl Verifier {
+    /// The verdict of OpenSSL's own steps, for what webpki cannot judge.
+    fn by_openssl(&self, chain: &[CertificateDer<'_>], now: UnixTime) -> Result<(), VerifyError> {
+        let now = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        match self.openssl.verify(chain, now) {
+            0 => Ok(()),
+            code => Err(x509::by_code(code)),
         }
     }
 }
@@ -254,7 +335,19 @@ pub fn check_host(cert: &CertificateDer<'_>, name: &str) -> bool {
         return false;
     }
     let Ok(ee) = EndEntityCert::try_from(cert) else {
-        return false;
+        // A certificate webpki cannot read (version 1): its fields.
+        let Some(f) = CertFields::parse(cert) else {
+            return false;
+        };
+        let dns = f.dns_names();
+        if !dns.is_empty() {
+            return dns
+                .iter()
+                .any(|p| std::str::from_utf8(p).is_ok_and(|p| name_matches(p, name)));
+        }
+        return common_names(der::single(f.subject, der::SEQUENCE).map_or(&[], |n| n.content))
+            .iter()
+            .any(|cn| name_matches(cn, name));
     };
     let dns: Vec<&str> = ee.valid_dns_names().collect();
     if !dns.is_empty() {
@@ -477,6 +570,26 @@ mod tests {
                 .to_string(),
             "21:unable to verify the first certificate"
         );
+    }
+
+    #[test]
+    fn version_1_certificates_and_crls_are_judged_as_openssl_judges_them() {
+        let now = UnixTime::now();
+        let text = |r: Result<(), VerifyError>| r.map_err(|e| e.to_string());
+        let plain = verifier("v1/root.crt", 1);
+        assert_eq!(text(plain.verify(&chain("v1/leaf.crt"), now)), Ok(()));
+        assert_eq!(
+            text(plain.verify(&chain("v1/self.crt"), now)),
+            Err("18:self-signed certificate".into())
+        );
+        let crl = verifier_crl("v1/root.crt", Some("v1/root.crl"), 1);
+        assert_eq!(
+            text(crl.verify(&chain("v1/leaf.crt"), now)),
+            Err("23:certificate revoked".into())
+        );
+        // The names of a version 1 certificate are its common names.
+        assert!(check_host(&fixture("v1/leaf.crt"), "localhost"));
+        assert!(!check_host(&fixture("v1/leaf.crt"), "example.com"));
     }
 
     #[test]

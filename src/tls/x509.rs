@@ -17,6 +17,16 @@ const OID_AD_OCSP: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x01];
 const OID_EKU: &[u8] = &[0x55, 0x1d, 0x25];
 /// `id-kp-OCSPSigning` (1.3.6.1.5.5.7.3.9).
 pub const OID_KP_OCSP_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x09];
+/// `id-ce-keyUsage` (2.5.29.15).
+const OID_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
+/// `id-ce-subjectAltName` (2.5.29.17).
+const OID_SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+/// A `GeneralName`'s `dNSName` (`[2] IA5String`).
+const GENERAL_NAME_DNS: u8 = der::context_primitive(2);
+/// `keyCertSign`, bit 5 of the key usage's first byte.
+pub const KU_KEY_CERT_SIGN: u8 = 0x04;
+/// `cRLSign`, bit 6 of the key usage's first byte.
+pub const KU_CRL_SIGN: u8 = 0x02;
 /// `id-ce-basicConstraints` (2.5.29.19).
 const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
 /// `sha1WithRSAEncryption` (1.2.840.113549.1.1.5): not among rustls's
@@ -34,6 +44,8 @@ const GENERAL_NAME_URI: u8 = der::context_primitive(6);
 pub struct CertFields<'a> {
     /// The whole certificate.
     pub der: &'a [u8],
+    /// `version` as written: 0 for v1 (the field absent), 2 for v3.
+    pub version: u8,
     /// `tbsCertificate`, as signed.
     pub tbs: &'a [u8],
     /// `signatureAlgorithm`'s content (the AlgorithmIdentifier without its
@@ -71,7 +83,10 @@ impl<'a> CertFields<'a> {
         let sig_alg = c.read(der::SEQUENCE)?.content;
         let signature = der::bit_string_bytes(&c.read(der::BIT_STRING)?)?;
         let mut t = Reader::new(tbs.content);
-        t.optional(der::context(0));
+        let version = match t.optional(der::context(0)) {
+            Some(v) => *der::single(v.content, der::INTEGER)?.content.last()?,
+            None => 0,
+        };
         let serial = t.read(der::INTEGER)?.content;
         t.read(der::SEQUENCE)?;
         let issuer = t.read(der::SEQUENCE)?.raw;
@@ -91,6 +106,7 @@ impl<'a> CertFields<'a> {
         };
         Some(CertFields {
             der,
+            version,
             tbs: tbs.raw,
             sig_alg,
             signature,
@@ -168,6 +184,15 @@ impl<'a> CertFields<'a> {
         false
     }
 
+    /// Whether the extended key usage allows `oid` (OpenSSL's
+    /// `xku_reject` passes): true without the extension, or when it names
+    /// `oid` or any usage.
+    pub fn eku_allows(&self, oid: &[u8]) -> bool {
+        /// `anyExtendedKeyUsage` (2.5.29.37.0).
+        const ANY: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
+        self.extension(OID_EKU).is_none() || self.has_eku(oid) || self.has_eku(ANY)
+    }
+
     /// What basic constraints say of being a CA: `Some(true)` for `cA`,
     /// `Some(false)` for an end entity, `None` without the extension.
     pub fn is_ca(&self) -> Option<bool> {
@@ -177,6 +202,37 @@ impl<'a> CertFields<'a> {
             r.optional(der::BOOLEAN)
                 .is_some_and(|b| b.content.first().is_some_and(|&v| v != 0)),
         )
+    }
+
+    /// The first byte of the key usage's bits (`keyCertSign`,
+    /// `cRLSign`, ...); `None` without the extension.
+    pub fn key_usage(&self) -> Option<u8> {
+        let bits = der::single(self.extension(OID_KEY_USAGE)?, der::BIT_STRING)?;
+        Some(bits.content.get(1).copied().unwrap_or(0))
+    }
+
+    /// The DNS names of its subject alternative names.
+    pub fn dns_names(&self) -> Vec<&'a [u8]> {
+        let mut out = Vec::new();
+        let Some(san) = self.extension(OID_SUBJECT_ALT_NAME) else {
+            return out;
+        };
+        let Some(mut names) = der::single(san, der::SEQUENCE).map(|t| Reader::new(t.content))
+        else {
+            return out;
+        };
+        while let Some(name) = names.any() {
+            if name.tag == GENERAL_NAME_DNS {
+                out.push(name.content);
+            }
+        }
+        out
+    }
+
+    /// Whether OpenSSL takes it as self-signed (`EXFLAG_SS`): its own
+    /// issuer, and allowed to sign certificates when its key usage says.
+    pub fn self_signed(&self) -> bool {
+        self.self_issued() && self.key_usage().is_none_or(|ku| ku & KU_KEY_CERT_SIGN != 0)
     }
 
     /// Whether its subject is its issuer.

@@ -313,6 +313,19 @@ impl Default for Origin {
     }
 }
 
+/// An origin's one certificate, whatever the client asks.
+#[derive(Debug)]
+struct OriginCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for OriginCert {
+    fn resolve(
+        &self,
+        _: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
 /// A server configuration for an origin: its certificate chain, a session
 /// cache (resumption by session ID in TLS 1.2, by ticket in TLS 1.3).
 pub fn origin(o: &Origin) -> Arc<rustls::ServerConfig> {
@@ -341,9 +354,14 @@ pub fn origin(o: &Origin) -> Arc<rustls::ServerConfig> {
     } else {
         builder.with_no_client_auth()
     };
-    let mut config = builder
-        .with_single_cert(chain, key)
-        .expect("the origin's certificate and key");
+    // Not `with_single_cert`, whose key check parses the certificate with
+    // webpki and refuses X.509 v1 ones, which origins may serve.
+    let signing = rustls::crypto::aws_lc_rs::default_provider()
+        .key_provider
+        .load_private_key(key)
+        .expect("the origin's key");
+    let certified = Arc::new(rustls::sign::CertifiedKey::new(chain, signing));
+    let mut config = builder.with_cert_resolver(Arc::new(OriginCert(certified)));
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(64);
     Arc::new(config)
 }
