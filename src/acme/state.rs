@@ -39,7 +39,7 @@ impl StateDir {
             format!(
                 "{call}() \"{}\" failed ({})",
                 p.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             )
         };
         if !self.dir.is_dir() {

@@ -33,10 +33,10 @@ use super::key::{CacheKey, Md5};
 use super::share::{FinishOnDrop, Share};
 use super::zone::{LockToken, Zone};
 use crate::body::Tee;
-use crate::config::model::TempPath;
 use crate::io::Pool;
 use crate::io::file::FileLayer;
 use crate::io::temp::TempFile;
+use crate::io::temp::TempPath;
 use crate::log::{ErrorLog, Level};
 
 /// Where the file layer runs a fill's operations (the request's settings,

@@ -106,7 +106,7 @@ fn walk(zone: &Zone, log: &ErrorLog, dir: &Path, depth: usize, pace: &mut Pace) 
                     format_args!(
                         "opendir() \"{}\" failed ({})",
                         dir.display(),
-                        crate::config::errno_text(&e)
+                        crate::sys::error::errno_text(&e)
                     ),
                 );
             }
@@ -169,7 +169,7 @@ fn remove(log: &ErrorLog, path: &Path) {
             format_args!(
                 "unlink() \"{}\" failed ({})",
                 path.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ),
         );
     }

@@ -118,7 +118,7 @@ fn remove(zone: &Arc<Zone>, log: &ErrorLog, files: Vec<PathBuf>) {
             Err(e) => Some(format!(
                 "unlink() \"{}\" failed ({})",
                 p.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             )),
         }
     };

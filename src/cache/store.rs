@@ -21,8 +21,8 @@ use tokio::sync::mpsc;
 use super::backlog::MAX_BACKLOG;
 use super::fill::Files;
 use crate::body::Tee;
-use crate::config::model::TempPath;
 use crate::io::temp::TempFile;
+use crate::io::temp::TempPath;
 use crate::log::{ErrorLog, Level};
 
 /// Everything a store needs.

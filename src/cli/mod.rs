@@ -150,8 +150,12 @@ pub struct Invocation {
 }
 
 fn invocation(args: Args) -> Result<Invocation, String> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| format!("[alert] getcwd() failed ({})", config::errno_text(&e)))?;
+    let cwd = std::env::current_dir().map_err(|e| {
+        format!(
+            "[alert] getcwd() failed ({})",
+            crate::sys::error::errno_text(&e)
+        )
+    })?;
     let mut prefix = absolute(
         &cwd,
         args.prefix.as_deref().unwrap_or(Path::new(DEFAULT_PREFIX)),

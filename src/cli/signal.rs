@@ -1,7 +1,8 @@
 //! `-s stop|quit|reopen|reload`: signal the running server through the pid
 //! file its configuration names, with nginx's messages.
 
-use crate::config::{Config, errno_text};
+use crate::config::Config;
+use crate::sys::error::errno_text;
 use crate::sys::process::kill;
 
 use super::{SignalName, say};

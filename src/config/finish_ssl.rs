@@ -458,7 +458,7 @@ fn password_file(b: &mut Builder, f: &NamedFile) -> Option<Arc<Vec<Vec<u8>>>> {
                 format!(
                     "open() \"{}\" failed ({})",
                     f.path.display(),
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ),
                 &f.loc,
             );
@@ -644,7 +644,7 @@ fn tickets(b: &mut Builder, c: &SrvConf, on: bool) -> Option<TicketPlan> {
                     format!(
                         "open() \"{}\" failed ({})",
                         f.path.display(),
-                        crate::config::errno_text(&e)
+                        crate::sys::error::errno_text(&e)
                     ),
                     &loc,
                 );

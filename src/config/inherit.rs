@@ -26,7 +26,7 @@ use super::filter_model::{
 pub use super::model::BodyInFile;
 use super::model::{
     AccessLogs, AddHeader, Aio, ErrorPage, NextUpstream, ProxyHttpVersion, ProxyRedirect,
-    ProxyStore, Root, TempPath, Types,
+    ProxyStore, Root, Types,
 };
 use super::source::Loc;
 use super::ssl_model::{
@@ -36,6 +36,7 @@ use super::ssl_model::{
 use super::template::Template;
 use super::type_list::TypeList;
 pub use crate::http::conditional::IfModifiedSince;
+use crate::io::temp::TempPath;
 use crate::log::Level;
 
 /// Declares a `Set` struct (what a level wrote) and its resolved twin with

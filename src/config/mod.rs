@@ -249,10 +249,6 @@ pub fn refuse_not_implemented(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// `errno: text` as nginx prints a system error; it lives in [`crate::sys::error`],
-/// below every module that reports a failed call.
-pub use crate::sys::error::errno_text;
-
 /// The `-T` dump: every file read, each under nginx's header line, once
 /// however often it was included (nginx's `ngx_conf_add_dump` keeps the
 /// first reading of a name).

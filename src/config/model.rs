@@ -743,8 +743,5 @@ pub struct SplitClients {
     pub loc: Loc,
 }
 
-/// A temporary-file directory: the type lives with the temp files (`io`).
-pub use crate::io::temp::TempPath;
-
 /// A shared pointer to a resolved location configuration.
 pub type LocConfRef = Arc<LocConf>;

@@ -96,7 +96,7 @@ pub fn acme_issuer(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
                 return Err(format!(
                     "acme_issuer: cannot load account key: BIO_new_file(\"{}\") failed ({})",
                     path.display(),
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ));
             }
         },
@@ -109,7 +109,7 @@ pub fn acme_issuer(b: &mut Builder, scope: &mut Scope<'_>, d: &Directive) -> Res
                 return Err(format!(
                     "SSL_CTX_load_verify_locations(\"{}\") failed ({})",
                     path.display(),
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ));
             }
         },
@@ -247,7 +247,7 @@ pub fn external_account_key(
                     "{}: open() \"{}\" failed ({})",
                     d.name,
                     path.display(),
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 )
             })?
         }

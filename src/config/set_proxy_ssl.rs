@@ -171,7 +171,7 @@ pub fn proxy_ssl_password_file(
         format!(
             "open() \"{}\" failed ({})",
             f.path.display(),
-            crate::config::errno_text(&e)
+            crate::sys::error::errno_text(&e)
         )
     })?;
     let passwords =

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use super::build::Builder;
 use super::dirs::DirUse;
-use super::model::TempPath;
 use super::syntax::Directive;
 use super::value;
+use crate::io::temp::TempPath;
 
 /// The most subdirectory levels a temp path may have (`NGX_MAX_PATH_LEVEL`).
 pub const MAX_PATH_LEVELS: usize = 3;

@@ -111,7 +111,7 @@ impl Reader {
             let message = format!(
                 "{call} \"{}\" failed ({})",
                 path.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             );
             match call {
                 // nginx's `ngx_read_file`: `[crit]`, no location (a

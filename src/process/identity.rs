@@ -41,7 +41,7 @@ pub fn resolve(main: &MainConf) -> Result<(Option<Identity>, Option<String>), St
         // not exist (no errno to show), the errno for a lookup that failed.
         let why = match e.kind() {
             std::io::ErrorKind::NotFound => String::new(),
-            _ => format!(" ({})", crate::config::errno_text(&e)),
+            _ => format!(" ({})", crate::sys::error::errno_text(&e)),
         };
         let at = main
             .user_loc
@@ -54,7 +54,7 @@ pub fn resolve(main: &MainConf) -> Result<(Option<Identity>, Option<String>), St
         Some(g) => getgrnam(g).map_err(|e| {
             format!(
                 "getgrnam(\"{g}\") failed ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             )
         })?,
         // nginx uses the group named like the user; nowait falls back to
@@ -65,7 +65,7 @@ pub fn resolve(main: &MainConf) -> Result<(Option<Identity>, Option<String>), St
     let groups = getgrouplist(user, gid).map_err(|e| {
         format!(
             "getgrouplist(\"{user}\") failed ({})",
-            crate::config::errno_text(&e)
+            crate::sys::error::errno_text(&e)
         )
     })?;
     Ok((

@@ -184,7 +184,7 @@ fn check_logs(c: &Config) -> Result<(), String> {
                 format!(
                     "open() \"{}\" failed ({})",
                     p.display(),
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 )
             })?;
     }
@@ -214,7 +214,7 @@ fn start_generation(
                 None,
                 format_args!(
                     "setrlimit(RLIMIT_NOFILE, {n}) failed ({})",
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ),
             );
         }
@@ -258,7 +258,7 @@ fn start_generation(
             .map_err(|e| {
                 format!(
                     "dup() of a listening socket failed ({})",
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 )
             })?
             .into_iter()
@@ -287,7 +287,7 @@ fn start_generation(
         .map_err(|e| {
             format!(
                 "could not start worker thread ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             )
         })?;
         started.push(w);
@@ -325,7 +325,7 @@ pub fn run(config: Config, load: LoadOptions) -> i32 {
         Err(e) => {
             say(&format!(
                 "[emerg] sigprocmask() failed ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ));
             return 1;
         }

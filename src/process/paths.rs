@@ -77,7 +77,7 @@ fn create_one(path: &Path, identity: Option<&Identity>) -> Result<(), String> {
         format!(
             "{call}() \"{}\" failed ({})",
             path.display(),
-            crate::config::errno_text(&e)
+            crate::sys::error::errno_text(&e)
         )
     };
     match std::fs::DirBuilder::new().mode(0o700).create(path) {

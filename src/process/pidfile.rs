@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::config::errno_text;
+use crate::sys::error::errno_text;
 
 /// A written pid file, removed when dropped.
 #[derive(Debug)]

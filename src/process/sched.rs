@@ -23,10 +23,10 @@
 use std::io;
 use std::sync::Arc;
 
-use crate::config::errno_text;
 use crate::config::model::MainConf;
 use crate::io::pool::ThreadInit;
 use crate::log::{ErrorLog, Level};
+use crate::sys::error::errno_text;
 use crate::sys::process::gettid;
 use crate::sys::sched::{
     SCHED_GETAFFINITY, SCHED_SETAFFINITY, SETPRIORITY, set_thread_cpus, set_thread_priority,

@@ -382,7 +382,7 @@ async fn read_more(
             Err(e) => {
                 return Err(BodyError::client(
                     None,
-                    format!("recv() failed ({})", crate::config::errno_text(&e)),
+                    format!("recv() failed ({})", crate::sys::error::errno_text(&e)),
                 ));
             }
         }

@@ -41,7 +41,7 @@ impl std::fmt::Display for BindError {
             "{} to {} failed ({})",
             self.call,
             self.addr,
-            crate::config::errno_text(&self.source)
+            crate::sys::error::errno_text(&self.source)
         )
     }
 }
@@ -129,7 +129,7 @@ fn bind_one(l: &Listen, reuseport: bool, notes: &mut Vec<Note>) -> Result<Socket
                     text: format!(
                         "chmod() \"{}\" failed ({})",
                         p.display(),
-                        crate::config::errno_text(&e)
+                        crate::sys::error::errno_text(&e)
                     ),
                 });
             }
@@ -156,7 +156,7 @@ fn remove_file(path: &Path, notes: &mut Vec<Note>) {
             text: format!(
                 "unlink() {} failed ({})",
                 path.display(),
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ),
         });
     }
@@ -262,7 +262,7 @@ fn tune(s: &Socket, l: &Listen, before: Option<&Listen>, notes: &mut Vec<Note>) 
 
 /// `errno: text`, as nginx prints a system error.
 fn errno_text(e: &io::Error) -> String {
-    crate::config::errno_text(e)
+    crate::sys::error::errno_text(e)
 }
 
 impl Listeners {

@@ -255,7 +255,7 @@ fn read_ahead(r: &Req<'_>, conf: &LocConf, file: &OpenFile) {
             format_args!(
                 "posix_fadvise(POSIX_FADV_SEQUENTIAL) \"{}\" failed ({}){}",
                 file.path.display(),
-                crate::config::errno_text(&e),
+                crate::sys::error::errno_text(&e),
                 r.log_context()
             ),
         );

@@ -255,7 +255,7 @@ pub async fn check(
                 format_args!(
                     "{}() failed ({})",
                     crate::sys::crypt::CRYPT_R,
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ),
             );
             Checked::Reply(Box::new(Reply::special(Status::INTERNAL_SERVER_ERROR)))

@@ -1060,7 +1060,7 @@ fn send_failure(e: WriteError) -> Failure {
             NextUpstream::ERROR,
             format!(
                 "writev() failed ({}) while sending request to upstream",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ),
         ),
     }
@@ -1335,7 +1335,7 @@ async fn read_head(
                     NextUpstream::ERROR,
                     format!(
                         "recv() failed ({}) while reading response header from upstream",
-                        crate::config::errno_text(&e)
+                        crate::sys::error::errno_text(&e)
                     ),
                 ));
             }
@@ -1361,7 +1361,7 @@ async fn read_head(
                     NextUpstream::ERROR,
                     format!(
                         "recv() failed ({}) while reading response header from upstream",
-                        crate::config::errno_text(&e)
+                        crate::sys::error::errno_text(&e)
                     ),
                 ));
             }

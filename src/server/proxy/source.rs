@@ -299,7 +299,7 @@ impl Source for UpstreamBody {
                 Err(e) => {
                     let msg = format!(
                         "recv() failed ({}) while reading upstream{}",
-                        crate::config::errno_text(&e),
+                        crate::sys::error::errno_text(&e),
                         self.log.context
                     );
                     return self.fail(SourceError::new(msg));
@@ -310,7 +310,7 @@ impl Source for UpstreamBody {
                 Poll::Ready(Err(e)) => {
                     let msg = format!(
                         "recv() failed ({}) while reading upstream{}",
-                        crate::config::errno_text(&e),
+                        crate::sys::error::errno_text(&e),
                         self.log.context
                     );
                     return self.fail(SourceError::new(msg));

@@ -19,8 +19,8 @@ use std::pin::pin;
 use bytes::Bytes;
 
 use crate::body::Source;
-use crate::config::model::TempPath;
 use crate::io::client_stream::ClientStream;
+use crate::io::temp::TempPath;
 
 use super::send::{SendError, SendParams, Written};
 

@@ -597,7 +597,7 @@ fn log_failure(site: &Site, info: &ConnInfo, f: &Failure) {
             Level::Info,
             format!(
                 "SSL_do_handshake() failed ({})",
-                crate::config::errno_text(e)
+                crate::sys::error::errno_text(e)
             ),
         ),
         Failure::TimedOut => (

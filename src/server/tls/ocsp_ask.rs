@@ -152,7 +152,7 @@ async fn exchange(
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
             err(format_args!(
                 "recv() failed ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ));
             err(format_args!("OCSP responder prematurely closed connection"));
             return None;
@@ -160,7 +160,7 @@ async fn exchange(
         Ok(Err(e)) => {
             err(format_args!(
                 "connect() failed ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ));
             return None;
         }
@@ -174,7 +174,7 @@ async fn exchange(
         Ok(Err(e)) => {
             err(format_args!(
                 "send() failed ({})",
-                crate::config::errno_text(&e)
+                crate::sys::error::errno_text(&e)
             ));
             return None;
         }
@@ -192,7 +192,7 @@ async fn exchange(
             Ok(Err(e)) => {
                 err(format_args!(
                     "recv() failed ({})",
-                    crate::config::errno_text(&e)
+                    crate::sys::error::errno_text(&e)
                 ));
                 break;
             }
