@@ -3,6 +3,7 @@ nowait/nginx, the targets met or missed, the machine's facts, and PNG plots
 beside it (matplotlib, installed into the work directory if missing; the
 report is written without plots if it cannot be had)."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -316,6 +317,11 @@ def _matplotlib(workdir):
     except ImportError:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", lib,
                         "matplotlib"], check=False)
+        # The folder did not exist at the first try, and Python remembers
+        # that a path entry has no finder: forget it, or the fresh install
+        # stays invisible until the next run.
+        importlib.invalidate_caches()
+        sys.path_importer_cache.pop(lib, None)
         try:
             import matplotlib
         except ImportError:
