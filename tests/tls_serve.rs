@@ -819,3 +819,66 @@ fn certificates_named_with_variables_are_found_beside_the_configuration_file() {
     );
     assert_eq!(common::body(&tls::get(port, "localhost", "/")), "named");
 }
+
+/// One `openssl s_client` connection with `-tls1_2`, offering the session
+/// in `sess_in` if given, saving a new session in `sess_out`; returns
+/// what it printed, the handshake's messages (`-msg`) included.
+fn s_client_tls12(
+    port: u16,
+    sess_in: Option<&std::path::Path>,
+    sess_out: &std::path::Path,
+) -> String {
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .args(["-servername", "localhost", "-tls1_2", "-ign_eof", "-msg"])
+        .arg("-sess_out")
+        .arg(sess_out);
+    if let Some(p) = sess_in {
+        cmd.arg("-sess_in").arg(p);
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_client runs (the test command installs openssl)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"GET /vars HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Regression (nginx-tests ssl_ocsp.t 13): a TLS 1.2 session resumed by
+/// a ticket got a new ticket, as rustls renews them; nginx's OpenSSL does
+/// not renew a ticket of its current key, and an OpenSSL client given a
+/// new ticket on a resumed connection drops the session it resumed from
+/// its cache (IO::Socket::SSL then offered nothing the next time). The
+/// resumed connection now keeps the client's ticket, and it resumes
+/// again.
+#[test]
+fn a_tls12_session_resumed_by_ticket_keeps_its_ticket() {
+    let f = Fixture::build();
+    let s = tls_server(f.root(), "");
+    let (one, two) = (f.root().join("one.pem"), f.root().join("two.pem"));
+    let out = s_client_tls12(s.port(), None, &one);
+    assert!(out.contains("\nNew, TLSv1.2"), "{out}");
+    assert!(out.contains(" localhost ."), "{out}");
+    assert!(one.exists(), "the full handshake gave no session to save");
+    for round in 0..2 {
+        let out = s_client_tls12(s.port(), Some(&one), &two);
+        assert!(out.contains("\nReused, TLSv1.2"), "round {round}: {out}");
+        assert!(out.contains(" localhost r"), "round {round}: {out}");
+        // No NewSessionTicket, or the empty one (a handshake header and
+        // six bytes: lifetime and a zero length) that a client ignores.
+        for line in out.lines().filter(|l| l.contains("NewSessionTicket")) {
+            assert!(
+                line.contains("[length 000a]"),
+                "round {round}: the resumed connection renewed the ticket: {line}"
+            );
+        }
+    }
+}

@@ -21,7 +21,17 @@
 //! every [`ROTATE`], keeping the previous one to open tickets: sessions
 //! resume across workers and reloads. A ticket carries when it expires
 //! (`ssl_session_timeout`) and is refused after.
+//!
+//! A TLS 1.2 session resumed by a ticket under the key that seals new
+//! ones is not given a new ticket, as OpenSSL's ticket callback in nginx
+//! renews only tickets of an older key: rustls would send one, and an
+//! OpenSSL client that gets a new ticket on a resumed connection drops
+//! the session it resumed from its cache, and IO::Socket::SSL's cache
+//! then holds nothing to offer next time. nowait sends the empty ticket
+//! RFC 5077 allows (§3.3: the server "changed its mind"), which such a
+//! client ignores, keeping the ticket it has (see [`Renewal`]).
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -223,6 +233,9 @@ impl rustls::server::ProducesTickets for Tickets {
     }
 
     fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        if Renewal::is_resumed_tls12(plain) {
+            return None;
+        }
         let expires = unix_now() + u64::from(self.lifetime);
         match &self.keys {
             Keys::Files(list) => list.first()?.seal(&self.rng, &self.context, expires, plain),
@@ -233,22 +246,87 @@ impl rustls::server::ProducesTickets for Tickets {
     fn decrypt(&self, ticket: &[u8]) -> Option<Vec<u8>> {
         let name = ticket.get(..NAME_LEN)?;
         let now = unix_now();
-        match &self.keys {
+        let (plain, current) = match &self.keys {
             Keys::Files(list) => {
-                list.iter()
-                    .find(|k| k.name == name)?
-                    .open(ticket, &self.context, now)
+                let i = list.iter().position(|k| k.name == name)?;
+                (list[i].open(ticket, &self.context, now)?, i == 0)
             }
             Keys::Process(p) => {
                 let (current, previous) = p.keys();
-                [Some(current), previous]
-                    .into_iter()
-                    .flatten()
-                    .find(|k| k.name == name)?
-                    .open(ticket, &self.context, now)
+                if current.name == name {
+                    (current.open(ticket, &self.context, now)?, true)
+                } else {
+                    let old = previous.filter(|k| k.name == name)?;
+                    (old.open(ticket, &self.context, now)?, false)
+                }
             }
-        }
+        };
+        Renewal::opened(&plain, current);
+        Some(plain)
     }
+}
+
+/// Which tickets are not renewed: rustls opens a TLS 1.2 client's ticket
+/// and seals the resumed session's new one in the same call on the same
+/// thread (its ClientHello's), with the resumed session's master secret.
+/// So the master secret of the last ticket a thread opened under the
+/// current key tells a renewal from a new session's ticket, whose secret
+/// is fresh; a resumption rustls refused makes a full handshake, with a
+/// new secret. TLS 1.3 tickets are always sent, as OpenSSL sends them.
+struct Renewal;
+
+thread_local! {
+    static OPENED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Renewal {
+    /// Notes the session of a ticket just opened: one opened under the
+    /// current key is not renewed, one of an older key is.
+    fn opened(plain: &[u8], current: bool) {
+        OPENED.with(|o| {
+            let mut o = o.borrow_mut();
+            o.clear();
+            if let Some(secret) = tls12_secret(plain).filter(|_| current) {
+                o.extend_from_slice(secret);
+            }
+        });
+    }
+
+    /// Whether `plain` is the TLS 1.2 session this thread just resumed.
+    fn is_resumed_tls12(plain: &[u8]) -> bool {
+        let Some(secret) = tls12_secret(plain) else {
+            return false;
+        };
+        OPENED.with(|o| {
+            let mut o = o.borrow_mut();
+            let same = !o.is_empty() && o.as_slice() == secret;
+            if same {
+                o.clear();
+            }
+            same
+        })
+    }
+}
+
+/// The master secret of a TLS 1.2 session as rustls encodes it in a
+/// ticket (`ServerSessionValue`: the SNI flag and name, the protocol
+/// version, the cipher suite, then the secret with a one-byte length), or
+/// `None` for TLS 1.3 or what does not read so.
+fn tls12_secret(plain: &[u8]) -> Option<&[u8]> {
+    let mut at = match *plain.first()? {
+        0 => 1,
+        1 => 2 + usize::from(*plain.get(1)?),
+        _ => return None,
+    };
+    if plain.get(at..at + 2)? != [3, 3] {
+        return None;
+    }
+    at += 4;
+    let len = usize::from(*plain.get(at)?);
+    if len == 0 {
+        return None;
+    }
+    plain.get(at + 1..at + 1 + len)
 }
 
 #[cfg(test)]
@@ -260,6 +338,44 @@ mod tests {
     fn key(seed: u8, len: usize) -> TicketKey {
         let bytes: Vec<u8> = (0..len).map(|i| seed.wrapping_add(i as u8)).collect();
         TicketKey::from_file(&bytes, Path::new("/k")).unwrap()
+    }
+
+    /// A session as rustls encodes it: SNI, version, suite, secret, rest.
+    fn session(sni: Option<&str>, version: [u8; 2], secret: &[u8]) -> Vec<u8> {
+        let mut v = match sni {
+            Some(n) => [vec![1, n.len() as u8], n.as_bytes().to_vec()].concat(),
+            None => vec![0],
+        };
+        v.extend_from_slice(&version);
+        v.extend_from_slice(&[0xc0, 0x2c, secret.len() as u8]);
+        v.extend_from_slice(secret);
+        v.extend_from_slice(&[0, 0, 0, 0]);
+        v
+    }
+
+    #[test]
+    fn a_resumed_tls12_session_under_the_current_key_gets_no_new_ticket() {
+        let files = Keys::Files(Arc::new(vec![key(1, 48), key(2, 80)]));
+        let old = Tickets::new(Keys::Files(Arc::new(vec![key(2, 80)])), ROTATE, [7; 32]);
+        let t = Tickets::new(files, ROTATE, [7; 32]);
+        let a = session(Some("localhost"), [3, 3], &[0xa5; 48]);
+        let older = old.encrypt(&a).unwrap();
+        let ticket = t.encrypt(&a).expect("a new session's ticket");
+        assert_eq!(t.decrypt(&ticket).as_deref(), Some(&a[..]));
+        // Sealed again for the same session: the renewal nginx does not send.
+        assert_eq!(t.encrypt(&a), None);
+        // Once only, and never for another session's secret.
+        assert!(t.encrypt(&a).is_some());
+        let fresh = session(None, [3, 3], &[0x5a; 48]);
+        assert!(t.decrypt(&t.encrypt(&a).unwrap()).is_some());
+        assert!(t.encrypt(&fresh).is_some());
+        // A ticket of an older key is renewed under the current one.
+        assert_eq!(t.decrypt(&older).as_deref(), Some(&a[..]));
+        assert!(t.encrypt(&a).is_some());
+        // TLS 1.3 sessions get their tickets.
+        let v13 = session(None, [3, 4], &[0xa5; 48]);
+        assert!(t.decrypt(&t.encrypt(&v13).unwrap()).is_some());
+        assert!(t.encrypt(&v13).is_some());
     }
 
     #[test]
