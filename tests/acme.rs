@@ -359,6 +359,7 @@ fn a_certificate_is_issued_served_and_reused_after_a_restart() {
         ssl_certificate {0}/$ssl_server_name.crt;
         ssl_certificate_key {0}/$ssl_server_name.key;
         location / {{ return 200 \"named\\n\"; }}
+        location = /status {{ nowait_status; }}
     }}
 ",
         certs.path().display()
@@ -438,6 +439,22 @@ fn a_certificate_is_issued_served_and_reused_after_a_restart() {
         .map(|c| c.to_vec());
     assert_eq!(leaf.as_deref(), Some(&first[..]));
     assert_eq!(tls::get_on(&mut c, NAME, "/").status, 200);
+    // The held certificate is on the status page with its expiry (the
+    // metrics are the process's: the other server's page shows it).
+    let mut o = tls::connect(
+        s.port(),
+        "other.test",
+        &tls::client(&tls::Options::default()),
+    )
+    .expect("the certificate named with variables");
+    let page = common::body(&tls::get_on(&mut o, "other.test", "/status"));
+    let held = format!(
+        "nowait_tls_certificate_expiry_seconds{{server=\"{NAME}\",file=\"$acme_certificate\"}} "
+    );
+    assert!(
+        page.lines().any(|l| l.starts_with(&held)),
+        "{held} not on the page:\n{page}"
+    );
     // The issuer's thread looks at the order and finds it not due: no new
     // order.
     wait_not_due(&s, "");

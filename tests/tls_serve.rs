@@ -401,6 +401,37 @@ fn the_status_page_counts_handshakes_and_shows_expiry() {
     assert!(value(&expiry) > 4.0e9, "the fixture is valid for 100 years");
 }
 
+/// Regression: a certificate named with variables, loaded by the
+/// handshakes, was missing from `nowait_tls_certificate_expiry_seconds`.
+#[test]
+fn a_certificate_loaded_per_handshake_shows_its_expiry() {
+    let dir = fixture("localhost-rsa.crt");
+    let dir = std::path::Path::new(&dir)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let conf = Conf::server(&format!(
+        "ssl_certificate {dir}/$ssl_server_name-rsa.crt;
+         ssl_certificate_key {dir}/$ssl_server_name-rsa.key;
+         location = /status {{ nowait_status; }}"
+    ))
+    .render()
+    .replace("listen 127.0.0.1:{port};", "listen 127.0.0.1:{port} ssl;");
+    let s = Server::nowait(&conf);
+    let page = common::body(&tls::get(s.port(), "localhost", "/status"));
+    let expiry = format!(
+        "nowait_tls_certificate_expiry_seconds{{server=\"localhost\",file=\"{}\"}} ",
+        fixture("localhost-rsa.crt")
+    );
+    let line = page
+        .lines()
+        .find(|l| l.starts_with(&expiry))
+        .unwrap_or_else(|| panic!("{expiry} not on the page:\n{page}"));
+    let t: f64 = line[expiry.len()..].trim().parse().unwrap();
+    assert!(t > 4.0e9, "the fixture is valid for 100 years: {line}");
+}
+
 /// An expired certificate is warned about at start (nginx says nothing),
 /// and served all the same.
 #[test]

@@ -104,6 +104,16 @@ pub fn set_certificates(list: Vec<(String, String, i64)>) {
     *CERTS.lock().unwrap_or_else(|e| e.into_inner()) = list;
 }
 
+/// Adds or updates one certificate served: one loaded by a handshake
+/// (names with variables) or held for a server (an ACME order's).
+pub fn note_certificate(server: &str, file: &str, not_after: i64) {
+    let mut certs = CERTS.lock().unwrap_or_else(|e| e.into_inner());
+    match certs.iter_mut().find(|(s, f, _)| s == server && f == file) {
+        Some(entry) => entry.2 = not_after,
+        None => certs.push((server.to_string(), file.to_string(), not_after)),
+    }
+}
+
 /// Appends the TLS metrics in Prometheus text.
 pub fn render(out: &mut String) {
     let _ = writeln!(

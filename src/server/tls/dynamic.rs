@@ -81,7 +81,17 @@ struct Cached {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pairs: Mutex<HashMap<(Source, Source), Cached>>,
+    /// The server whose handshakes load them, for
+    /// `nowait_tls_certificate_expiry_seconds`; `None` for an upstream's
+    /// client certificates, which are not served.
+    served_by: Option<String>,
+    /// The held pair last put in the metrics, so that each handshake does
+    /// not parse it again.
+    held_noted: Mutex<Option<Arc<CertifiedKey>>>,
 }
+
+/// What the metrics call a held pair's file: the variable that names it.
+const HELD_LABEL: &str = "$acme_certificate";
 
 /// One pair of a handshake.
 #[derive(Clone, Debug)]
@@ -169,6 +179,22 @@ fn read(s: &Source, what: &str) -> Result<Vec<u8>, String> {
 }
 
 impl Loaded {
+    /// The pairs of a server named `server`, whose expiry times the
+    /// metrics show as each is loaded.
+    pub fn served_by(server: &str) -> Loaded {
+        Loaded {
+            served_by: Some(server.to_string()),
+            ..Loaded::default()
+        }
+    }
+
+    /// Puts a pair a handshake of this server got into the metrics.
+    fn note(&self, file: &str, not_after: Option<i64>) {
+        if let (Some(server), Some(t)) = (&self.served_by, not_after) {
+            crate::metrics::tls::note_certificate(server, file, t);
+        }
+    }
+
     /// The pairs `names` name, from the cache when their files are the
     /// ones loaded, else read and checked now (a held pair as it is).
     /// Runs in the `ssl` pool: it reads files.
@@ -182,6 +208,12 @@ impl Loaded {
         for named in names {
             let (cert, key) = match named {
                 Named::Held(key) => {
+                    let mut noted = self.held_noted.lock().unwrap_or_else(|e| e.into_inner());
+                    if !noted.as_ref().is_some_and(|n| Arc::ptr_eq(n, key)) {
+                        *noted = Some(key.clone());
+                        let end = key.cert.first().and_then(crate::tls::material::not_after);
+                        self.note(HELD_LABEL, end);
+                    }
                     out.push(key.clone());
                     continue;
                 }
@@ -209,6 +241,11 @@ impl Loaded {
                 Path::new(&key.shown()),
                 passwords,
             )?;
+            let file = match cert {
+                Source::File(p) => p.display().to_string(),
+                Source::Data(_) => "data:".to_string(),
+            };
+            self.note(&file, pair.not_after);
             let mut cache = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
             if cache.len() >= MAX_CACHED {
                 cache.clear();

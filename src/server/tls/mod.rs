@@ -262,7 +262,8 @@ fn server_tls(
         ocsp,
         plan: plan.clone(),
         index,
-        loaded: (!plan.dynamic_certs.is_empty()).then(|| Arc::new(dynamic::Loaded::default())),
+        loaded: (!plan.dynamic_certs.is_empty())
+            .then(|| Arc::new(dynamic::Loaded::served_by(s.name()))),
         tls12_ids: plan.session_cache.builtin != Builtin::Off,
         choice: crate::tls::server::Choice {
             tls13: speaks_tls13(plan),
