@@ -10,28 +10,28 @@ mod common;
 use std::time::Duration;
 
 use common::client::request;
-use common::nginx_t::{check_bad, check_good, s};
+use common::nginx_t::{check_bad_against, check_good_against, nginx_knows, s};
 use common::wait::{read_text, until};
 use common::{Conf, Server, TempDir};
 
 #[test]
 #[rustfmt::skip]
 fn bad_max_headers() {
-    check_bad(vec![
+    check_bad_against(vec![
         ("number", s("max_headers x;"), "\"max_headers\" directive invalid number", Some(3)),
         ("twice", s("max_headers 3; max_headers 4;"), "\"max_headers\" directive is duplicate", Some(3)),
         ("args", s("max_headers 1 2;"), "invalid number of arguments in \"max_headers\" directive", Some(3)),
         ("location", s("location / { max_headers 3; }"), "\"max_headers\" directive is not allowed here", Some(3)),
-    ]);
+    ], nginx_knows("max_headers", &s("max_headers 3;")));
 }
 
 #[test]
 #[rustfmt::skip]
 fn good_max_headers() {
-    check_good(vec![
+    check_good_against(vec![
         ("server", s("max_headers 0;")),
         ("http", "max_headers 10;".into()),
-    ]);
+    ], nginx_knows("max_headers", &s("max_headers 3;")));
 }
 
 /// A request for `/` with `lines` (each `Name: value`, without CRLF).
