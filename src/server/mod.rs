@@ -3,7 +3,8 @@
 //!
 //! - [`engine`]: what carries bytes to and from a client: listening
 //!   sockets, workers, the HTTP/1 connection ([`engine::h1`]), TLS. It
-//!   hands each request to the core.
+//!   hands each request to the core with what the request needs of its
+//!   connection ([`engine::conn_info::ConnInfo`]).
 //! - [`core`]: the request as every module sees it, whatever wire carries
 //!   it (nginx's `ngx_http_request.c`, `ngx_http_core_module.c`,
 //!   `ngx_http_variables.c`, the header and write filters): the request and

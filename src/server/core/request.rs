@@ -297,7 +297,7 @@ impl<'a> Req<'a> {
         site: &'a Site,
         head: &'a RequestHead,
         server: &'a Server,
-        conn: &crate::server::engine::h1::conn::ConnInfo,
+        conn: &crate::server::engine::conn_info::ConnInfo,
         conn_requests: u64,
         start: Instant,
         head_len: usize,

@@ -30,7 +30,8 @@ use crate::metrics::worker as worker_metrics;
 use crate::server::core::site::Site;
 use crate::server::engine::balance::{self, Balance, Nudges, Spread};
 use crate::server::engine::client_addr::ClientAddr;
-use crate::server::engine::h1::conn::{self, ConnInfo};
+use crate::server::engine::conn_info::ConnInfo;
+use crate::server::engine::h1::conn;
 
 /// What the main thread tells a generation of workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,11 +10,10 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::body::chunked;
 use crate::config::inherit::{LingeringClose, LocConf, SizeValue};
-use crate::config::model::ListenAddr;
 use crate::http::date::DateCache;
 use crate::http::field_name::eq_ignore_case;
 use crate::http::request::{Method, Version};
@@ -30,7 +29,7 @@ use crate::server::core::send::{self, SendParams, SocketForPools};
 use crate::server::core::site::Site;
 use crate::server::core::vars::Response;
 use crate::server::engine::client::{BodyProgress, Client};
-use crate::server::engine::client_addr::ClientAddr;
+use crate::server::engine::conn_info::ConnInfo;
 use crate::server::engine::h1::conn_buf::ConnBuf;
 use crate::server::engine::h1::park::Waiting;
 use crate::server::engine::h1::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
@@ -40,27 +39,6 @@ use crate::server::modules::access_log;
 thread_local! {
     /// The `Date` header of the current second, per worker thread.
     static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
-}
-
-/// Where a connection came from and where it arrived.
-#[derive(Clone, Debug)]
-pub struct ConnInfo {
-    /// The client.
-    pub peer: ClientAddr,
-    /// Our local address (a unix-domain connection's is its listening
-    /// socket's path).
-    pub local: ListenAddr,
-    /// The address of the listening socket that accepted it.
-    pub socket_addr: ListenAddr,
-    /// Its serial number.
-    pub conn_no: u64,
-    /// When it was accepted (`$connection_time`).
-    pub accepted: Instant,
-    /// Whether the address speaks TLS (`listen … ssl`): with no `tls`
-    /// below, the client sent plain HTTP to it (nginx's 497).
-    pub https_port: bool,
-    /// What its TLS handshake negotiated.
-    pub tls: Option<Arc<crate::server::engine::tls::info::TlsInfo>>,
 }
 
 /// How a request's handling ended for the connection.

@@ -41,7 +41,7 @@ use crate::sys::waker::{NumberWake, number_waker};
 
 use crate::server::core::send::SocketForPools;
 use crate::server::core::site::Site;
-use crate::server::engine::h1::conn::ConnInfo;
+use crate::server::engine::conn_info::ConnInfo;
 use crate::server::engine::worker::Open;
 
 /// How many workers (of every generation alive at once) can park

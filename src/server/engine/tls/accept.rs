@@ -26,7 +26,7 @@ use crate::log::Level;
 
 use super::info::TlsInfo;
 use crate::server::core::site::Site;
-use crate::server::engine::h1::conn::ConnInfo;
+use crate::server::engine::conn_info::ConnInfo;
 
 /// How a handshake ended.
 pub enum Accepted {
