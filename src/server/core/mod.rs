@@ -6,6 +6,8 @@
 //! [`crate::server::modules`] declares.
 //!
 //! - [`request`], [`reply`]: the request and what answers it.
+//! - [`hooks`]: the one seam to the modules: each hook where the core hands
+//!   a request to a module, and the state modules keep on the core's objects.
 //! - [`phases`]: the request's walk: rewrite, location, content, `error_page`.
 //! - [`site`], [`vhost`], [`locate`]: a generation's configuration, its
 //!   virtual hosts, a URI's location.
@@ -23,6 +25,7 @@
 //!   streamed bodies, read ahead within a bound; [`pace`] `limit_rate`.
 
 pub mod file_rules;
+pub mod hooks;
 pub mod locate;
 pub mod named;
 pub mod pace;

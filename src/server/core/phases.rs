@@ -36,16 +36,15 @@ use crate::io::file::FileLayer;
 use crate::log::Level;
 use crate::upstream::head::FieldText;
 
+use crate::server::core::hooks::rewrite::{self, Flow, Paused};
+use crate::server::core::hooks::static_file::{self, Fetch, Served};
+use crate::server::core::hooks::try_files::Tried;
+use crate::server::core::hooks::{self, access};
 use crate::server::core::locate;
 use crate::server::core::reply::Reply;
 use crate::server::core::request::Req;
 use crate::server::core::site::Site;
 use crate::server::engine::client::Client;
-use crate::server::modules::access;
-use crate::server::modules::rewrite::{self, Flow, Paused};
-use crate::server::modules::static_file::{self, Fetch, Served};
-use crate::server::modules::stub_status;
-use crate::server::modules::try_files::Tried;
 use crate::server::proxy::{self, Proxied};
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
@@ -286,7 +285,7 @@ impl<'a> Walk<'a> {
                             }
                         }
                     }
-                    if crate::server::modules::try_files::applies(r) {
+                    if hooks::try_files::applies(r) {
                         return Next::Content;
                     }
                     match self.immediate(r) {
@@ -442,15 +441,8 @@ impl<'a> Walk<'a> {
     /// The checks after the location is known and the handlers that answer
     /// without I/O. `None`: a content handler must run.
     fn immediate(&mut self, r: &mut Req<'a>) -> Option<Box<Reply>> {
-        let site = self.site;
-        match r.location.map_or(r.server.handler, |l| l.handler) {
-            Handler::StubStatus => Some(Box::new(stub_status::stub_status(r))),
-            Handler::EmptyGif => Some(Box::new(stub_status::empty_gif(r))),
-            Handler::Status => Some(Box::new(crate::server::modules::status_page::reply(
-                site, r,
-            ))),
-            Handler::Static | Handler::Proxy => None,
-        }
+        let handler = r.location.map_or(r.server.handler, |l| l.handler);
+        hooks::answer_at_once(handler, self.site, r)
     }
 
     /// The content handler of the location `r` stands in.
@@ -469,7 +461,7 @@ impl<'a> Walk<'a> {
             r.realpath_root = realpath(r, files).await;
         }
         // The precontent phase: `try_files`.
-        match crate::server::modules::try_files::run(r, files).await {
+        match hooks::try_files::run(r, files).await {
             Tried::Declined => {}
             Tried::Reply(reply) => return (Outcome::Reply(reply), pool),
             Tried::Uri(uri) => {
@@ -668,7 +660,7 @@ impl<'a> Walk<'a> {
             pool,
         };
         decorate(&mut h, r);
-        if let Err(unsatisfiable) = crate::server::modules::filter::headers(&mut h.reply, r) {
+        if let Err(unsatisfiable) = hooks::filter::headers(&mut h.reply, r) {
             // The range filter's 416 is answered as a handler's would be.
             return self.after(r, unsatisfiable, h.pool);
         }
@@ -830,7 +822,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
         reply.extra.push(("Allow".into(), STATIC_METHODS.into()));
     }
     crate::server::proxy::keep_accel_headers(reply, r);
-    crate::server::modules::headers_filter::apply(reply, r);
+    hooks::headers_filter::apply(reply, r);
     crate::server::core::redirect::finish_location(reply, r, conf);
 }
 

@@ -187,10 +187,10 @@ pub struct Reply {
     /// `Vary: Accept-Encoding` may apply (nginx's `r->gzip_vary`): sent
     /// when the location's `gzip_vary` is on.
     pub gzip_vary: bool,
-    /// The body filters the header filters chose (see [`crate::server::modules::filter`]).
-    pub filters: crate::server::modules::filter::Filters,
+    /// The body filters the header filters chose (see [`crate::server::core::hooks::filter`]).
+    pub filters: crate::server::core::hooks::filter::Filters,
     /// The location's `expires`, `add_header` and `add_trailer` were
-    /// applied (`crate::server::modules::headers_filter`).
+    /// applied (`crate::server::core::hooks::headers_filter`).
     pub headers_done: bool,
     /// Some `add_trailer` applies: the body goes chunked with trailers
     /// (nginx's `r->expect_trailers`).
@@ -231,7 +231,7 @@ impl Reply {
             content_type_len: None,
             override_charset: None,
             gzip_vary: false,
-            filters: crate::server::modules::filter::Filters::default(),
+            filters: crate::server::core::hooks::filter::Filters::default(),
             headers_done: false,
             trailers: false,
         }

@@ -157,7 +157,7 @@ pub struct Req<'a> {
     pub sub: Option<crate::server::core::subrequest::SubState>,
     /// What the access and limit modules decided, and the `limit_conn`
     /// counts the request holds until it is dropped.
-    pub access: crate::server::modules::access::ReqAccess,
+    pub access: crate::server::core::hooks::access::ReqAccess,
     /// The trailers made so far at the end of the body
     /// (`$sent_trailer_*`).
     pub trailers: RefCell<Vec<(String, String)>>,
@@ -333,7 +333,7 @@ impl<'a> Req<'a> {
             body: BodyVars::default(),
             upstream: UpstreamVars::default(),
             sub: None,
-            access: crate::server::modules::access::ReqAccess::default(),
+            access: crate::server::core::hooks::access::ReqAccess::default(),
             trailers: RefCell::new(Vec::new()),
             add_uri_to_alias: false,
         }
@@ -384,7 +384,7 @@ impl<'a> Req<'a> {
             upstream: UpstreamVars::default(),
             sub: Some(sub),
             // nginx runs no access phase for a subrequest.
-            access: crate::server::modules::access::ReqAccess::default(),
+            access: crate::server::core::hooks::access::ReqAccess::default(),
             trailers: RefCell::new(Vec::new()),
             add_uri_to_alias: false,
         }

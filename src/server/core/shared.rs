@@ -49,7 +49,7 @@ pub struct Shared {
     /// The cache zones (keys zones), by name, across reloads.
     zones: Mutex<HashMap<String, Arc<Zone>>>,
     /// The `limit_req_zone` and `limit_conn_zone` tables, across reloads.
-    pub limits: crate::server::modules::access::zones::Registry,
+    pub limits: crate::server::core::hooks::access::Registry,
     /// The status page's last minutes, one sample a second
     /// (`server::modules::status_ring`).
     ring: Mutex<crate::metrics::ring::Ring>,

@@ -41,7 +41,7 @@ pub struct Site {
     /// The cache zones by name (the process's, kept across reloads).
     pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
     /// The `limit_req` and `limit_conn` zones (the process's tables).
-    pub limits: crate::server::modules::access::zones::Limits,
+    pub limits: crate::server::core::hooks::access::Limits,
     /// Each server's TLS, by server index (`None` for a server without
     /// TLS).
     pub tls: Vec<Option<crate::server::engine::tls::ServerTls>>,
@@ -205,7 +205,7 @@ impl Site {
             // served from now on.
             shared.acme.configure(&h.acme, &error_log);
         }
-        crate::server::modules::status_ring::start(shared, &thread_init, &error_log);
+        crate::server::core::hooks::status_ring::start(shared, &thread_init, &error_log);
         if let Err(e) = crate::io::pressure::start(&thread_init) {
             // Without it memory counts as plentiful: the loops keep
             // `sendfile()`ing what they find in memory.

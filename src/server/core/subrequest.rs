@@ -50,12 +50,12 @@ use crate::http::status::Status;
 use crate::io::client_stream::ClientStream;
 use crate::log::Level;
 
+use crate::server::core::hooks::filter;
+use crate::server::core::hooks::ssi;
 use crate::server::core::phases::{Handled, Walk};
 use crate::server::core::reply::{Body, Reply};
 use crate::server::core::request::Req;
 use crate::server::engine::client::{BodyProgress, Client};
-use crate::server::modules::filter;
-use crate::server::modules::ssi;
 
 /// How deep subrequests nest (`NGX_HTTP_MAX_SUBREQUESTS`): the main request
 /// starts with one more than this (`r->subrequests = 51`), each level one
@@ -355,7 +355,7 @@ async fn run<'r, 'a: 'r>(
     .await;
     let mut head = reply.head_copy();
     head.length_override = length;
-    crate::server::modules::access_log::subrequest(&sr, conf, &head, env.sent.get());
+    crate::server::core::hooks::access_log::subrequest(&sr, conf, &head, env.sent.get());
 }
 
 /// Sends a subrequest's reply (or its fallback) into the pipe.

@@ -162,9 +162,9 @@ impl<'a> Req<'a> {
                 });
                 borrowed(if valid { "" } else { "1" })
             }
-            Builtin::SecureLink => crate::server::modules::access::secure_link::value(self),
+            Builtin::SecureLink => crate::server::core::hooks::access::secure_link::value(self),
             Builtin::SecureLinkExpires => {
-                crate::server::modules::access::secure_link::expires(self)
+                crate::server::core::hooks::access::secure_link::expires(self)
             }
             Builtin::ServerProtocol => borrowed(match head.version {
                 Version::Http09 => "HTTP/0.9",
@@ -260,7 +260,7 @@ impl<'a> Req<'a> {
             Builtin::DocumentRoot => owned(self.document_root()),
             Builtin::RealpathRoot => self.realpath_root.as_deref().map(borrowed)?,
             Builtin::RequestFilename => Some(Cow::Owned(
-                crate::server::modules::static_file::map_path(
+                crate::server::core::hooks::static_file::map_path(
                     self,
                     self.conf,
                     self.location,
@@ -290,7 +290,7 @@ impl<'a> Req<'a> {
             | Builtin::ConnectionsActive
             | Builtin::ConnectionsReading
             | Builtin::ConnectionsWriting
-            | Builtin::ConnectionsWaiting => crate::server::modules::access::var(self, b),
+            | Builtin::ConnectionsWaiting => crate::server::core::hooks::access::var(self, b),
             Builtin::LimitRate => owned(self.limit_rate.unwrap_or(0).to_string()),
             Builtin::Pipe => borrowed(if self.pipelined { "p" } else { "." }),
             Builtin::ProxyHost => match self.shadowed(|| b.name().to_string()) {
@@ -347,13 +347,13 @@ impl<'a> Req<'a> {
             Builtin::UpstreamBytesSent => self.upstream_list(|t| Some(t.bytes_sent.to_string())),
             Builtin::UpstreamCacheStatus => borrowed(self.upstream.cache_status?),
             Builtin::ProxyInternalBodyLength => owned(self.upstream.body_length?.to_string()),
-            Builtin::DateLocal => crate::server::modules::ssi::date_variable(
-                crate::server::modules::ssi::DEFAULT_TIMEFMT,
+            Builtin::DateLocal => crate::server::core::hooks::ssi::date_variable(
+                crate::server::core::hooks::ssi::DEFAULT_TIMEFMT,
                 false,
             )
             .map(Cow::Owned),
-            Builtin::DateGmt => crate::server::modules::ssi::date_variable(
-                crate::server::modules::ssi::DEFAULT_TIMEFMT,
+            Builtin::DateGmt => crate::server::core::hooks::ssi::date_variable(
+                crate::server::core::hooks::ssi::DEFAULT_TIMEFMT,
                 true,
             )
             .map(Cow::Owned),
@@ -583,7 +583,7 @@ fn set_cookie<'s>(header: &'s [u8], want: &[u8]) -> Option<&'s [u8]> {
 /// `$remote_user`: the user of `Authorization: Basic`, decoded as the
 /// basic-authentication module decodes it (`ngx_http_auth_basic_user`).
 fn remote_user(auth: &[u8]) -> Option<Vec<u8>> {
-    crate::server::modules::access::auth_basic::credentials_of(auth).map(|c| c.user)
+    crate::server::core::hooks::access::credentials_of(auth).map(|c| c.user)
 }
 
 /// Whether a field `name` is what a variable's suffix `var` names: nginx
@@ -631,7 +631,7 @@ fn sent_header<'r>(resp: Response<'r>, name: &str) -> Option<Cow<'r, [u8]>> {
                 .map(|t| Cow::Owned(crate::http::date::format_unix(t).into_bytes()));
         }
         "location" => return reply.location.as_deref().and_then(text),
-        "etag" => return crate::server::modules::headers_filter::etag(reply).and_then(text),
+        "etag" => return crate::server::core::hooks::headers_filter::etag(reply).and_then(text),
         "content_range" => return reply.content_range.as_deref().and_then(text),
         "accept_ranges" if reply.accept_ranges => return text("bytes"),
         "connection" => {

@@ -27,7 +27,7 @@ use crate::sys::file::FileKind;
 
 use crate::server::core::reply::{Body, Reply};
 use crate::server::core::request::Req;
-use crate::server::modules::filter::charset;
+use crate::server::modules::filter;
 use crate::server::modules::static_file::Served;
 
 /// Lists the directory `dir` (the path of `uri`, which ends in `/`).
@@ -134,7 +134,7 @@ pub async fn serve(
 fn sent_in_utf8(r: &Req<'_>, conf: &LocConf) -> bool {
     let mut probe = Reply::new(Status::OK, Body::Empty);
     probe.content_type = Some("text/html".into());
-    charset::destination_name(r, conf, &probe).is_some_and(|c| c.eq_ignore_ascii_case("utf-8"))
+    filter::destination_name(r, conf, &probe).is_some_and(|c| c.eq_ignore_ascii_case("utf-8"))
 }
 
 /// The server's offset from UTC now, in seconds (nginx adds its cached

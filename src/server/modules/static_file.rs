@@ -182,7 +182,7 @@ async fn gzip_static(
     files: FileLayer<'_>,
 ) -> Precompressed {
     let ok = conf.gzip_static == GzipStatic::Always
-        || crate::server::modules::filter::gzip::gzip_ok(r, conf, None);
+        || crate::server::modules::filter::gzip_ok(r, conf, None);
     if !conf.gzip_vary && !ok {
         return Precompressed::Declined(false);
     }

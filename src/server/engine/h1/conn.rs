@@ -21,6 +21,7 @@ use crate::http::response::{CONTINUE, ResponseHead};
 use crate::io::client_stream::ClientStream;
 use crate::log::Level;
 
+use crate::server::core::hooks::access_log;
 use crate::server::core::pace::Pace;
 use crate::server::core::phases::{Handled, Walk};
 use crate::server::core::reply::{Body, Reply};
@@ -34,7 +35,6 @@ use crate::server::engine::h1::conn_buf::ConnBuf;
 use crate::server::engine::h1::park::Waiting;
 use crate::server::engine::h1::read::{BodyDiscard, HeadRead, linger, linger_for, read_head};
 use crate::server::engine::worker::Open;
-use crate::server::modules::access_log;
 
 thread_local! {
     /// The `Date` header of the current second, per worker thread.
@@ -690,7 +690,7 @@ async fn respond<'c>(
     let mut filtered = if bodiless(&reply, head_only) {
         None
     } else {
-        crate::server::modules::filter::body(
+        crate::server::core::hooks::filter::body(
             crate::server::core::subrequest::Env {
                 stream,
                 sent: &sent_so_far,
@@ -748,7 +748,7 @@ async fn respond<'c>(
             keep_alive,
             keep_alive_header: keepalive_header(conf),
         };
-        let list = crate::server::modules::headers_filter::trailers(r, view, resp);
+        let list = crate::server::core::hooks::headers_filter::trailers(r, view, resp);
         let mut out = Vec::new();
         chunked::last_chunk_with_trailers(&list, &mut out);
         out

@@ -37,6 +37,11 @@ pub mod gunzip;
 pub mod gzip;
 pub mod range;
 
+// What other modules ask of the filters: the charset a reply will be
+// sent in (autoindex), whether gzip would compress (gzip_static).
+pub use charset::destination_name;
+pub use gzip::gzip_ok;
+
 use std::sync::Arc;
 
 use crate::body::Source;
