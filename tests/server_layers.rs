@@ -16,8 +16,12 @@
 //! A file names a module when its code (comments left out) spells its path
 //! from `crate::server::`, or climbs to it with `super::`.
 
+mod sources;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use sources::{code_of, rust_files};
 
 /// The floors of `src/server/` a path can start with; any other name right
 /// under `crate::server::` is one of the proxy's old paths.
@@ -45,19 +49,6 @@ fn module_of(path: &str) -> Vec<String> {
         parts.push(stem.to_string());
     }
     parts
-}
-
-/// `line` without a `//` comment (one outside a string literal).
-fn code_of(line: &str) -> &str {
-    let mut from = 0;
-    while let Some(i) = line[from..].find("//") {
-        let at = from + i;
-        if line[..at].matches('"').count() % 2 == 0 {
-            return &line[..at];
-        }
-        from = at + 2;
-    }
-    line
 }
 
 /// The identifiers of a path starting at `rest` (`a::b::{c, d::e}` gives
@@ -223,18 +214,6 @@ fn violations(files: &[File]) -> Vec<String> {
         }
     }
     out
-}
-
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).expect("a source folder is readable") {
-        let path = e.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The files of `src/`, named from `src/server/`.
