@@ -7,9 +7,13 @@
 //! included). The check lists every strongly connected component of that
 //! graph with, for each edge inside it, the first place that makes it.
 
+mod sources;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use sources::{code_of, rust_files};
 
 /// `from → (to → first place)`: the dependency graph between modules.
 type Graph = BTreeMap<String, BTreeMap<String, String>>;
@@ -22,32 +26,6 @@ fn modules(src: &Path) -> BTreeSet<String> {
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect()
-}
-
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).expect("a module folder is readable") {
-        let path = e.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// `line` without a `//` comment (one outside a string literal: an even
-/// number of quotes before it).
-fn code_of(line: &str) -> &str {
-    let mut from = 0;
-    while let Some(i) = line[from..].find("//") {
-        let at = from + i;
-        if line[..at].matches('"').count() % 2 == 0 {
-            return &line[..at];
-        }
-        from = at + 2;
-    }
-    line
 }
 
 /// The modules `code` names as `crate::NAME`.

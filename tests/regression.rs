@@ -41,7 +41,7 @@ fn error_page_to_named_location_with_return_text_keeps_the_error_status() {
 /// listening failed with `bind() … (98: Address already in use)` and kept
 /// the old configuration: `Listeners::update` dropped the old sockets when
 /// the flag changed and bound fresh ones, which the running generation's
-/// sockets still blocked. Fixed in `src/server/listen.rs`: the old sockets
+/// sockets still blocked. Fixed in `src/server/engine/listen.rs`: the old sockets
 /// are kept, gaining SO_REUSEPORT when needed (nginx's `add_reuseport`).
 #[test]
 fn reload_that_toggles_reuseport_on_a_listening_address() {
@@ -128,8 +128,8 @@ fn proxy_pass_with_a_variable_holding_only_a_query_sends_a_path() {
 /// last` could not reach an `internal` location: a rewrite did not make
 /// the request internal (nginx's `ngx_http_script_regex_start_code` sets
 /// `r->internal` and clears `r->valid_unparsed_uri`); `set $args` did not
-/// clear `valid_unparsed_uri` either. Fixed in `src/server/rewrite.rs` and
-/// `src/server/request.rs` (`valid_unparsed_uri`).
+/// clear `valid_unparsed_uri` either. Fixed in `src/server/modules/rewrite.rs` and
+/// `src/server/core/request.rs` (`valid_unparsed_uri`).
 #[test]
 fn rewrite_before_proxy_pass_sends_the_rewritten_uri() {
     let lines = upstream_request_lines(
@@ -213,7 +213,7 @@ fn log_lines(logs: &TempDir, name: &str) -> Vec<String> {
 /// response, so `$status`, `$sent_http_*` and `$body_bytes_sent` were not
 /// found. nginx evaluates `if=` once the request is over, with every
 /// variable of the finished request (`ngx_http_log_handler`). Fixed in
-/// `src/server/access_log.rs` (`request`) and `src/server/named.rs` (a
+/// `src/server/modules/access_log.rs` (`request`) and `src/server/core/named.rs` (a
 /// map or split reads the response when it is given one).
 #[test]
 fn access_log_if_condition_sees_the_response_variables() {
@@ -386,7 +386,7 @@ impl Gate {
 /// request, which it logs — `log_subrequest` on or off — only when the
 /// update is over (`ngx_http_free_request` once `r->main->count` is 0):
 /// a request of another connection answered during the update is logged
-/// before it. Fixed in `src/server/conn.rs` (`HeldLine`) and
+/// before it. Fixed in `src/server/engine/h1/conn.rs` (`HeldLine`) and
 /// `src/server/proxy/mod.rs` (`background_update`, on a clone of the
 /// request: `Req::background_clone`).
 #[test]

@@ -4,7 +4,7 @@
 //!
 //! Only data and the parsers nginx's directives share (addresses with a
 //! prefix length, as `ngx_ptocidr`); what a request does with them is the
-//! server's (`server::access`).
+//! server's (`server::modules::access`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

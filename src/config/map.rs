@@ -6,7 +6,7 @@
 //!
 //! The table is pure data; evaluating the source string and the value's
 //! variables, and setting the captures of a matching expression, is the
-//! server's (`server::named`).
+//! server's (`server::core::named`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

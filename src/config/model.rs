@@ -49,7 +49,7 @@ pub struct Config {
     /// The other files the configuration read (certificates, keys), for a
     /// reload's privileged helper to pass on.
     pub data_files: Vec<(PathBuf, Vec<u8>)>,
-    /// Whether `$realpath_root` is used anywhere (see `server::phases`).
+    /// Whether `$realpath_root` is used anywhere (see `server::core::phases`).
     pub uses_realpath_root: bool,
     /// Whether `$request_body_file` is used anywhere (see `server::proxy`).
     pub uses_request_body_file: bool,

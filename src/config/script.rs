@@ -9,7 +9,7 @@
 //! whose settings are merged from the enclosing location, so that a true
 //! condition can move the request into it.
 //!
-//! Running a script is the server's (`server::rewrite`); this module only
+//! Running a script is the server's (`server::modules::rewrite`); this module only
 //! describes it. Of all the instructions, only a [`Condition::File`] asks
 //! the file system: the runner pauses a script there and nowhere else.
 

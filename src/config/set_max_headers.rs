@@ -1,7 +1,7 @@
 //! `max_headers number;` (http, server): how many header lines a request
 //! may carry. nginx 1.29.8's directive, backported by Debian to its nginx
 //! 1.22.1; the check itself is made where the request's server is known
-//! (`server::max_headers`).
+//! (`server::engine::h1::max_headers`).
 
 use super::build::{Builder, Scope, set_once};
 use super::slot;

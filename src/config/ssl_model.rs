@@ -373,7 +373,7 @@ pub struct UpstreamTlsPlan {
     pub certificate: Option<crate::tls::material::Pair>,
     /// The same when their names have variables: evaluated per request
     /// (an empty certificate name sends none), loaded off the loops and
-    /// kept (`server::tls::dynamic`).
+    /// kept (`server::engine::tls::dynamic`).
     pub dynamic_certificate: Option<(CertName, CertName)>,
     /// `proxy_ssl_password_file`'s passphrases, for keys loaded per
     /// request.

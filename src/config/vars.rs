@@ -9,7 +9,7 @@
 //! There is no fourth kind: a variable nowait does not implement is an error
 //! at start-up, never an empty value at run time.
 //!
-//! Evaluation belongs to the server (`server::vars`); this module only names.
+//! Evaluation belongs to the server (`server::core::vars`); this module only names.
 
 use std::fmt;
 use std::sync::Arc;

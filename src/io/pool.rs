@@ -5,7 +5,7 @@
 //! threads named `NAME#i` that run its tasks. nowait adds a second lane in
 //! front of it ([`Lane::Front`]) for short tasks that finish a response
 //! the loop was serving from memory, so that a hole in a hot file does not
-//! wait behind cold files' reads (see `server::send`). Behind the front lane,
+//! wait behind cold files' reads (see `server::core::send`). Behind the front lane,
 //! tasks are ordered by *rank* — how popular the file they serve is lately
 //! ([`super::popularity`]) — then FIFO: a miss of a file many requests read
 //! runs before older misses of files read once, so popular data that fell

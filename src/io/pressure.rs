@@ -1,7 +1,7 @@
 //! Whether the kernel is likely reclaiming page cache from under the
 //! process: its memory cgroup near its limit, or the machine near the end
 //! of its available memory. While it is, the loops copy file data from
-//! memory instead of `sendfile()`ing it (see `server::send`).
+//! memory instead of `sendfile()`ing it (see `server::core::send`).
 //!
 //! Why: a loop `sendfile()`s only the bytes a `preadv2(RWF_NOWAIT)` probe
 //! just found up to date, so that the call meets no page it must wait for.

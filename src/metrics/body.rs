@@ -2,7 +2,7 @@
 //! loop, bytes `sendfile()`d by a pool thread, and bytes copied through a
 //! buffer (`sendfile off`, small files sent with their head, and the
 //! pool's reads). Process-wide relaxed counters fed with plain numbers by
-//! `server::send`; this module imports nothing of `io/` or `server/`.
+//! `server::core::send`; this module imports nothing of `io/` or `server/`.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! a bounded ring the process owns (so a reload keeps the picture), and
 //! written as the JSON the page's charts fetch.
 //!
-//! This module holds plain numbers only; `server::status_ring` takes them
+//! This module holds plain numbers only; `server::modules::status_ring` takes them
 //! from the workers, pools and cache zones once a second and pushes them
 //! here. Nothing here reads a clock or a lock of anyone else.
 

@@ -19,7 +19,7 @@
 //! tasks the reactor wakes next (the batch's queue is a FIFO),
 //! so no connection is served less often than before; the reactor and the
 //! timers are polled between, and the worker gives way to other runnable
-//! threads (`server::worker`'s yield after each turn). A turn is thus
+//! threads (`server::engine::worker`'s yield after each turn). A turn is thus
 //! bounded by the budget plus one task's poll, whatever the number of
 //! ready connections.
 

@@ -1,6 +1,6 @@
 //! TLS handshakes: how each ended, how long it took, and when each served
 //! certificate expires. Process-wide, fed with plain values by the server's
-//! handshake (`server::tls::accept`) and by the generation that loaded the
+//! handshake (`server::engine::tls::accept`) and by the generation that loaded the
 //! certificates; this module imports nothing of `server/` or `tls/`.
 
 use std::fmt::Write;

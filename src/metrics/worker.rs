@@ -87,7 +87,7 @@ pub struct Histograms {
     /// How long one task held the loop in one poll: a handler's run.
     pub poll: Histogram<u64>,
     /// How late the worker's periodic probe timer fired: how long the loop
-    /// was held when something was due (see `server::worker::lag_probe`).
+    /// was held when something was due (see `server::engine::worker::lag_probe`).
     pub lag: Histogram<u64>,
     /// From a complete request head to the first byte of the response.
     pub ttfb: Histogram<u64>,
@@ -128,13 +128,13 @@ pub struct WorkerMetrics {
     /// Connections open now.
     pub connections: AtomicU64,
     /// Bytes of read buffers the worker's client connections hold now
-    /// (`server::conn_buf`): none for a connection waiting for a request.
+    /// (`server::engine::h1::conn_buf`): none for a connection waiting for a request.
     pub connection_buffers: AtomicU64,
-    /// Connections parked now (`server::park`): held outside any task
+    /// Connections parked now (`server::engine::h1::park`): held outside any task
     /// until their next request's first byte.
     pub parked: AtomicU64,
     /// Connections waiting for their next request in their own task now
-    /// (`server::hot_wait`), the moment before they would be parked.
+    /// (`server::engine::h1::hot_wait`), the moment before they would be parked.
     pub hot_waiting: AtomicU64,
     /// The longest loop turn (µs) since the status ring last took it: the
     /// ring's per-second maximum, which cumulative counts cannot give.

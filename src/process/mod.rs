@@ -27,10 +27,12 @@ use tokio::sync::watch;
 use crate::config::LoadOptions;
 use crate::config::model::Config;
 use crate::log::{Level, LogFiles, say};
-use crate::server::listen::{self, Listeners, Note};
-use crate::server::shared::Shared;
-use crate::server::site::Site;
-use crate::server::worker::{self, AcceptMutex, Control, Worker, WorkerSocket, WorkerSockets};
+use crate::server::core::shared::Shared;
+use crate::server::core::site::Site;
+use crate::server::engine::listen::{self, Listeners, Note};
+use crate::server::engine::worker::{
+    self, AcceptMutex, Control, Worker, WorkerSocket, WorkerSockets,
+};
 use crate::sys::signal::{Signal, block_control_signals};
 
 /// How often the main thread looks for finished old generations.
@@ -240,14 +242,14 @@ fn start_generation(
         .map(|(addr, _)| (addr.clone(), Arc::new(AcceptMutex::default())))
         .collect();
     // The workers' counts and each shared socket's nudges, to spread
-    // connections over the workers (`server::balance`).
-    let balance = Arc::new(crate::server::balance::Balance::new(workers));
+    // connections over the workers (`server::engine::balance`).
+    let balance = Arc::new(crate::server::engine::balance::Balance::new(workers));
     let nudges: std::collections::HashMap<_, _> = listeners
         .by_addr
         .iter()
         .filter(|(_, a)| !a.listen.reuseport)
         .map(|(addr, _)| {
-            let n = crate::server::balance::Nudges::new(workers);
+            let n = crate::server::engine::balance::Nudges::new(workers);
             (addr.clone(), Arc::new(n))
         })
         .collect();

@@ -13,7 +13,7 @@
 //! hooks below ([`open_log`], [`bind`], [`bind_unix`], [`remove_socket`],
 //! [`reload`]) use it when it exists and otherwise return `None` or do the
 //! call themselves, so that the layers that open logs (`log`), bind sockets
-//! and remove unix-domain sockets' files (`server::listen`) and read the
+//! and remove unix-domain sockets' files (`server::engine::listen`) and read the
 //! configuration (`config`) need not know about the helper's policy, which
 //! lives in `process::privsep`.
 //!

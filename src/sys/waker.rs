@@ -1,6 +1,6 @@
 //! Wakers that carry a number instead of a heap object.
 //!
-//! A connection parked between requests (`server::park`) leaves a waker in
+//! A connection parked between requests (`server::engine::h1::park`) leaves a waker in
 //! its socket's registration with the reactor. A `std::task::Wake` waker
 //! would be one `Arc` allocation per parked connection; these carry a
 //! `usize` (which worker's queue, which slot) in the waker's data word and

@@ -14,7 +14,7 @@
 //! handed on the thread the handshake step runs on
 //! ([`take_handshake_id`]): a new TLS 1.2 session's `$ssl_session_id` is
 //! the id it was cached under, which the ServerHello carried (see
-//! `server::tls::info` for the other cases).
+//! `server::engine::tls::info` for the other cases).
 //!
 //! Each session carries its expiry (`ssl_session_timeout` of the server
 //! that stored it); an expired one is not returned, as OpenSSL checks a

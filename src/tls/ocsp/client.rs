@@ -3,7 +3,7 @@
 //! `SSL_get0_verified_chain`), which of them are asked about
 //! (`ngx_ssl_ocsp_validate_next`), and the outcome as
 //! `ngx_ssl_ocsp_get_status` says it to `$ssl_client_verify` and the log.
-//! The asking is the server's (`server::tls::client_ocsp`).
+//! The asking is the server's (`server::engine::tls::client_ocsp`).
 
 use rustls::pki_types::CertificateDer;
 

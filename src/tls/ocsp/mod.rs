@@ -14,7 +14,7 @@
 //!   about and the outcome; [`cache`]: their statuses (`ssl_ocsp_cache`).
 //!
 //! What this module must not do: any I/O. The responder is asked over
-//! HTTP by the server (`server::tls::stapling`, `server::tls::client_ocsp`).
+//! HTTP by the server (`server::engine::tls::stapling`, `server::engine::tls::client_ocsp`).
 
 pub mod cache;
 pub mod client;
