@@ -18,7 +18,9 @@
 //! - [`status_ring`]: the sampler that fills the live page's ring once a second.
 //! - [`rewrite`]: the rewrite module's scripts (`rewrite`, `return`, `set`,
 //!   `if`, `break`); [`script_if`] their conditions and file tests.
-//! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler.
+//! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler and the
+//!   HTTP plug-in of [`upstream`], the upstream engine (tries, connect,
+//!   response path, the cache's phases) every upstream protocol runs in.
 //! - [`client`]: the client as handlers see it, and request bodies;
 //!   [`client_addr`] its address (inet or unix-domain).
 //! - [`vars`]: variables and templates evaluated for a request; [`named`]
@@ -81,6 +83,7 @@ pub mod sub_filter;
 pub mod subrequest;
 pub mod tls;
 pub mod try_files;
+pub mod upstream;
 pub mod vars;
 pub mod vhost;
 pub mod worker;

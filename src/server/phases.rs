@@ -39,7 +39,7 @@ use crate::upstream::head::FieldText;
 use super::access;
 use super::client::Client;
 use super::locate;
-use super::proxy::{self, Proxied};
+use super::proxy;
 use super::reply::Reply;
 use super::request::Req;
 use super::rewrite::{self, Flow, Paused};
@@ -47,6 +47,7 @@ use super::site::Site;
 use super::static_file::{self, Fetch, Served};
 use super::stub_status;
 use super::try_files::Tried;
+use super::upstream::Proxied;
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -827,7 +828,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
         // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
         reply.extra.push(("Allow".into(), STATIC_METHODS.into()));
     }
-    crate::server::proxy::keep_accel_headers(reply, r);
+    crate::server::upstream::accel::keep_accel_headers(reply, r);
     super::headers_filter::apply(reply, r);
     super::redirect::finish_location(reply, r, conf);
 }
