@@ -260,6 +260,7 @@ pub async fn send<P: Protocol>(
                         message: e.message,
                         level: e.level,
                         client_status: Some(e.status),
+                        internal: false,
                         request_sent: true,
                         cached: false,
                     })?;

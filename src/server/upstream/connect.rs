@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use crate::config::model::NextUpstream;
+use crate::log::Level;
 use crate::metrics::timed;
 use crate::upstream::PeerSpec;
 use crate::upstream::conn::Conn;
@@ -16,7 +17,7 @@ use crate::upstream::keepalive::{Key, Usage};
 
 use super::super::request::{Req, UpstreamTry};
 use super::protocol::Protocol;
-use super::tls;
+use super::tls::{self, TlsFailure};
 use super::tries::{Failure, upstream_failure};
 use super::{Upstream, body, head};
 
@@ -98,13 +99,26 @@ pub async fn try_peer<P: Protocol>(
             if let Some(t) = &u.target.tls {
                 conn = tls::connect(u.site, conn, t, &spec.name, deadline)
                     .await
-                    .map_err(|e| Failure {
-                        level: e.level,
-                        request_sent: false,
-                        ..upstream_failure(
-                            condition(e.timed_out),
-                            format!("{} while SSL handshaking to upstream", e.message),
-                        )
+                    .map_err(|e| match e {
+                        TlsFailure::Handshake(e) => Failure {
+                            level: e.level,
+                            request_sent: false,
+                            ..upstream_failure(
+                                condition(e.timed_out),
+                                format!("{} while SSL handshaking to upstream", e.message),
+                            )
+                        },
+                        // Before the handshake, nginx's action is still
+                        // "connecting to upstream".
+                        TlsFailure::Certificate(message) => Failure {
+                            internal: true,
+                            request_sent: false,
+                            level: Level::Error,
+                            ..upstream_failure(
+                                NextUpstream::ERROR,
+                                format!("{message} while connecting to upstream"),
+                            )
+                        },
                     })?;
             }
             (

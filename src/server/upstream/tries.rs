@@ -38,6 +38,11 @@ pub struct Failure {
     pub level: Level,
     /// The client's own failure (its body): this status, no next server.
     pub client_status: Option<Option<Status>>,
+    /// Ours, not the upstream's (a client certificate named with variables
+    /// that cannot be loaded): a 500, no next server, the peer not marked,
+    /// as nginx's `ngx_http_upstream_ssl_init_connection` finalizes the
+    /// request with `NGX_HTTP_INTERNAL_SERVER_ERROR`.
+    pub internal: bool,
     /// Whether the request had started to go out (nginx's
     /// `u->request_sent`): a non-idempotent one may then not be sent again
     /// without `non_idempotent`; one whose connect failed may.
@@ -54,6 +59,7 @@ pub fn upstream_failure(kind: NextUpstream, message: impl Into<String>) -> Failu
         message: message.into(),
         level: Level::Error,
         client_status: None,
+        internal: false,
         request_sent: true,
         cached: false,
     }
@@ -261,13 +267,17 @@ pub async fn exchange<'a, P: Protocol>(
                     Some(r.conn_no),
                     format_args!("{}{ctx_text}", f.message),
                 );
-                if let Some(client_status) = f.client_status {
-                    // The client's body failed: not the upstream's fault.
+                if f.client_status.is_some() || f.internal {
+                    // The client's body failed, or the request itself: not
+                    // the upstream's fault, and no next server.
                     r.upstream.tries.push(attempt);
                     group
                         .peers
                         .done(&mut tries.tried, peer, Outcome::Ok, timed::now());
-                    return reply(body_failure_reply(client_status));
+                    return reply(match f.client_status {
+                        Some(status) => body_failure_reply(status),
+                        None => Reply::special(Status::INTERNAL_SERVER_ERROR),
+                    });
                 }
                 let status = if f.kind == NextUpstream::TIMEOUT {
                     504
