@@ -84,7 +84,7 @@ impl Protocol for Http {
         })
     }
 
-    fn input_filter_init(&self, head: &ResponseHead, head_request: bool) -> BodyDecoder {
+    fn input_filter_init(&mut self, head: &ResponseHead, head_request: bool) -> BodyDecoder {
         if self.headless {
             // Everything the upstream sends, until it closes.
             return BodyDecoder::new(uhead::Framing::UntilClose);

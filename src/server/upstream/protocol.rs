@@ -165,8 +165,10 @@ pub trait Protocol {
     /// nginx's `process_header`: what the start of `buf` holds.
     fn process_header(&mut self, buf: &[u8]) -> Result<Header, InvalidHeader>;
 
-    /// nginx's `input_filter_init`: the body's framing after `head`.
-    fn input_filter_init(&self, head: &ResponseHead, head_request: bool) -> Self::Filter;
+    /// nginx's `input_filter_init`: the body's framing after `head`. It
+    /// may take over the plug-in's parser state (a FastCGI header block
+    /// can end inside a `STDOUT` record the body goes on in).
+    fn input_filter_init(&mut self, head: &ResponseHead, head_request: bool) -> Self::Filter;
 
     /// The head made into the reply (see [`HeadReply`]).
     fn process_headers(r: &Req<'_>, head: &ResponseHead) -> (Reply, Accel);

@@ -146,7 +146,7 @@ impl Protocol for Memcached {
         }
     }
 
-    fn input_filter_init(&self, head: &ResponseHead, _head_request: bool) -> Value {
+    fn input_filter_init(&mut self, head: &ResponseHead, _head_request: bool) -> Value {
         Value {
             reader: (head.status == 200)
                 .then(|| ValueReader::new(head.content_length.unwrap_or(0))),
