@@ -6,7 +6,8 @@
 //! Covered: requests over TLS with and without kept-alive connections,
 //! session resumption, `proxy_ssl_verify` (the right CA, a wrong one, the
 //! name, the depth, a revoked certificate) with nginx's log lines,
-//! `proxy_ssl_server_name` and `proxy_ssl_name`, a client certificate,
+//! `proxy_ssl_server_name` and `proxy_ssl_name`, a client certificate
+//! (and one named with variables that cannot be loaded: a 500),
 //! `proxy_next_upstream` past a failed handshake, chunked and large
 //! bodies, a WebSocket upgrade.
 //!
@@ -369,6 +370,63 @@ fn a_client_certificate_named_with_variables_is_loaded_per_request() {
             None
         ]
     );
+}
+
+/// Issue 33: a client certificate named with variables that cannot be
+/// loaded is the request's own failure, not the upstream's: nginx's
+/// `ngx_http_upstream_ssl_init_connection` answers 500 and tries no next
+/// server (nowait answered 502 and went on to the next one).
+#[test]
+fn a_client_certificate_that_cannot_be_loaded_is_a_500_and_no_next_upstream() {
+    let first = origin(Origin {
+        client_auth: true,
+        ..Origin::default()
+    });
+    let second = origin(Origin {
+        client_auth: true,
+        ..Origin::default()
+    });
+    let dir = common::tls::fixtures();
+    let text = conf(
+        Some(&first),
+        &format!(
+            "upstream pair {{ server {}; server {}; }}",
+            first.addr(),
+            second.addr()
+        ),
+        &format!(
+            "location / {{ proxy_pass https://pair; proxy_ssl_session_reuse off;
+                 proxy_ssl_certificate {dir}/$arg_cert.crt;
+                 proxy_ssl_certificate_key {dir}/$arg_cert.key; }}",
+            dir = dir.display(),
+        ),
+    );
+    let server = Server::tested(&text);
+    assert_eq!(get(&server, "/?cert=missing").status, 500);
+    assert!(
+        logged(
+            &server,
+            &[
+                "[error]",
+                "cannot load certificate",
+                "missing.crt",
+                "while connecting to upstream",
+            ]
+        ),
+        "{}",
+        server.stderr()
+    );
+    // One connection was opened (the certificate is loaded for it, before
+    // its handshake), and the next server was not tried.
+    assert!(until(WAIT, || first.connections() + second.connections() >= 1));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((first.connections(), second.connections()), (1, 0));
+    // The peer was not marked failed (one failure takes it out for
+    // `fail_timeout`): round robin goes on from it as from a success.
+    for _ in 0..2 {
+        assert_eq!(get(&server, "/?cert=client").status, 200);
+    }
+    assert_eq!((first.connections(), second.connections()), (2, 1));
 }
 
 #[test]

@@ -298,7 +298,7 @@ const SECOND_ATTEMPTS: usize = 5;
 /// `stale-while-revalidate=N` still lets the stale entry be sent (and
 /// updated in the background) in second `valid_sec + N`
 /// (`c->valid_sec + c->updating_sec >= now`). Fixed in
-/// `src/server/proxy/cache.rs` (`expired`, `prepare`).
+/// `src/server/upstream/cache/mod.rs` (`expired`, `prepare`).
 ///
 /// Each request is sent at least 0.1 s after the start of its second and
 /// its answer must come before 0.9 s; on a machine too slow for that, the
@@ -387,7 +387,7 @@ impl Gate {
 /// update is over (`ngx_http_free_request` once `r->main->count` is 0):
 /// a request of another connection answered during the update is logged
 /// before it. Fixed in `src/server/engine/h1/conn.rs` (`HeldLine`) and
-/// `src/server/proxy/mod.rs` (`background_update`, on a clone of the
+/// `src/server/upstream/finish.rs` (`background_update`, on a clone of the
 /// request: `Req::background_clone`).
 #[test]
 fn background_update_is_logged_before_the_request_it_follows() {

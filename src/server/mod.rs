@@ -15,17 +15,13 @@
 //!   the core reach them only through what [`modules`] itself declares,
 //!   never a module's file; a module never reaches into another's folder
 //!   (tests/server_layers.rs checks all three).
-//! - [`proxy`]: `proxy_pass`, the reverse proxy's content handler (to
-//!   become the upstream engine).
+//! - [`upstream`]: the upstream engine every upstream protocol runs in
+//!   (nginx's `ngx_http_upstream.c`): tries, connect, the request body,
+//!   the response path, the cache's phases; [`proxy`] is its HTTP plug-in
+//!   (`proxy_pass`).
 
 pub mod core;
 pub mod engine;
 pub mod modules;
 pub mod proxy;
-
-// The paths the proxy names from before the floors existed, kept so that
-// `proxy/` needs no edit while it is rewritten into the upstream engine.
-// Nothing else may use them (tests/server_layers.rs).
-pub(crate) use self::core::{reply, request, shared, site, stream};
-pub(crate) use self::engine::{client, tls};
-pub(crate) use self::modules::{access_log, static_file};
+pub mod upstream;

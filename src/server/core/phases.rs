@@ -45,7 +45,8 @@ use crate::server::core::reply::Reply;
 use crate::server::core::request::Req;
 use crate::server::core::site::Site;
 use crate::server::engine::client::Client;
-use crate::server::proxy::{self, Proxied};
+use crate::server::proxy;
+use crate::server::upstream::Proxied;
 
 /// The answer when a pool's queue is full. nginx answers 500; nowait
 /// answers 503 Service Unavailable, because the condition is temporary
@@ -821,7 +822,7 @@ fn decorate(h: &mut Handled<'_>, r: &Req<'_>) {
         // RFC 9110 §15.5.6: a 405 must say what is allowed (nginx omits it).
         reply.extra.push(("Allow".into(), STATIC_METHODS.into()));
     }
-    crate::server::proxy::keep_accel_headers(reply, r);
+    crate::server::upstream::accel::keep_accel_headers(reply, r);
     hooks::headers_filter::apply(reply, r);
     crate::server::core::redirect::finish_location(reply, r, conf);
 }

@@ -227,7 +227,7 @@ pub struct UpstreamTry {
     pub bytes_sent: u64,
     /// The figures only the end of the body gives, shared with the body
     /// stream (for the try whose response was passed on).
-    pub live: Option<std::rc::Rc<crate::server::proxy::source::Live>>,
+    pub live: Option<std::rc::Rc<crate::server::upstream::source::Live>>,
 }
 
 /// The upstream side of a request: every try, and the response head of the
@@ -276,7 +276,24 @@ pub struct UpstreamVars {
     /// Turns `true` when the cache fill this request started has ended
     /// (a background update waits for it before the connection goes on).
     pub fill_done: Option<tokio::sync::watch::Receiver<bool>>,
+    /// What the handler left to do once the response is sent, before the
+    /// connection goes on (the upstream engine registers it: a cache
+    /// fill's rename, a background update); see [`AfterResponse`].
+    pub after_response: Option<AfterResponse>,
 }
+
+/// Work a handler registers to run after the response is sent and
+/// before the connection goes on, with the request, the client's socket
+/// and read buffer, and the bytes the response took: the connection runs
+/// it without knowing what it is.
+pub type AfterResponse =
+    for<'x, 's> fn(
+        &'s super::site::Site,
+        &'x mut Req<'s>,
+        &'x crate::io::client_stream::ClientStream,
+        &'x mut Vec<u8>,
+        u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'x>>;
 
 /// What was sent, for the access log.
 #[derive(Clone, Copy, Debug, Default)]

@@ -37,7 +37,7 @@ pub struct Site {
     /// measurements.
     pub shared: Arc<crate::server::core::shared::Shared>,
     /// The upstream groups, with this generation's peer state.
-    pub upstreams: crate::server::proxy::groups::Groups,
+    pub upstreams: crate::server::upstream::groups::Groups,
     /// The cache zones by name (the process's, kept across reloads).
     pub caches: HashMap<String, Arc<crate::cache::zone::Zone>>,
     /// The `limit_req` and `limit_conn` zones (the process's tables).
@@ -169,11 +169,11 @@ impl Site {
         let workers = config.main.worker_processes.count();
         let upstreams = match &config.http {
             Some(h) => {
-                crate::server::proxy::groups::Groups::new(h, workers, shared).map_err(|e| {
+                crate::server::upstream::groups::Groups::new(h, workers, shared).map_err(|e| {
                     SysError::with_arg("upstream", e, std::io::ErrorKind::InvalidInput.into())
                 })?
             }
-            None => crate::server::proxy::groups::Groups::default(),
+            None => crate::server::upstream::groups::Groups::default(),
         };
         let limits = match &config.http {
             Some(h) => shared.limits.limits_for(h).map_err(|e| {
@@ -193,7 +193,7 @@ impl Site {
             None => Vec::new(),
         };
         let upstream_tls = match &config.http {
-            Some(h) => crate::server::proxy::tls::configs(h).map_err(|e| {
+            Some(h) => crate::server::upstream::tls::configs(h).map_err(|e| {
                 SysError::with_arg("SSL_CTX_new", e, std::io::ErrorKind::InvalidInput.into())
             })?,
             None => Vec::new(),

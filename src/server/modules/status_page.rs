@@ -76,7 +76,7 @@ pub fn reply(site: &Site, r: &Req<'_>) -> Reply {
                 &site.worker_metrics(),
                 &crate::io::sample::sample(&site.pools),
                 &site.upstream_samples(),
-                &crate::server::proxy::cache::samples(site),
+                &crate::server::upstream::cache::samples(site),
                 &site.log_samples(),
             );
             Reply::text(Status::OK, text, crate::metrics::prometheus::CONTENT_TYPE)

@@ -20,7 +20,8 @@ use crate::config::model::{Location, LocationMatch, ProxyHttpVersion};
 use crate::config::template::Template;
 use crate::http::uri::escape_uri;
 
-use super::super::request::Req;
+use super::super::upstream::protocol::BodyFraming;
+use crate::server::core::request::Req;
 
 /// nginx's default upstream headers, after the user's (`ngx_http_proxy_headers`).
 const DEFAULT_HEADERS: [(&str, Default); 8] = [
@@ -42,18 +43,6 @@ enum Default {
     BodyLength,
     Chunked,
     Empty,
-}
-
-/// How the body goes upstream, for the framing headers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BodyFraming {
-    /// No body.
-    None,
-    /// This many bytes (`Content-Length`).
-    Length(u64),
-    /// `Transfer-Encoding: chunked` (a chunked client body streamed
-    /// upstream as it arrives).
-    Chunked,
 }
 
 /// The URI to send: see the module header. `uri_part` is the URI of the

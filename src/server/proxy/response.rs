@@ -23,8 +23,9 @@ use crate::http::field_name::eq_ignore_case;
 use crate::http::status::Status;
 use crate::upstream::head::{FieldText, ResponseHead};
 
-use super::super::reply::{Body, Reply};
-use super::super::request::Req;
+use super::super::upstream::accel::Accel;
+use crate::server::core::reply::{Body, Reply};
+use crate::server::core::request::Req;
 
 /// The field names [`reply`] treats apart, found with one look at a name
 /// ([`Known::of`]) instead of a comparison with each list.
@@ -87,17 +88,6 @@ impl Known {
     fn hidden_by_default(self) -> bool {
         matches!(self, Known::Date | Known::Server | Known::Hidden)
     }
-}
-
-/// What the upstream asked of this response through `X-Accel-*`.
-#[derive(Debug, Default)]
-pub struct Accel {
-    /// `X-Accel-Redirect`: serve this URI (or `@name`) instead.
-    pub redirect: Option<String>,
-    /// `X-Accel-Buffering: yes|no`.
-    pub buffering: Option<bool>,
-    /// `X-Accel-Limit-Rate`: bytes per second (0: none).
-    pub limit_rate: Option<u64>,
 }
 
 fn ignored(conf: &LocConf, name: &str) -> bool {

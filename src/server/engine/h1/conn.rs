@@ -433,15 +433,13 @@ async fn serve_request<'s>(q: Request<'_, 's>) -> Served<'s> {
         )
         .await
     };
-    // The entry this request filled is in place before the connection
-    // goes on, as nginx's rename precedes the end of its request.
-    crate::server::proxy::settle_fill(&mut r).await;
-    if r.upstream.background_update {
-        // The stale entry was sent; now refresh it, before the next
-        // request, as nginx's background subrequest does.
-        let mut client = Client::new(stream, buf);
+    // What the handler left to do once the response is sent (the entry
+    // this request filled renamed into place, as nginx's rename precedes
+    // the end of its request; a background update) ends before the
+    // connection goes on.
+    if let Some(after) = r.upstream.after_response.take() {
         let sent = held.as_ref().map_or(0, |h| h.sent.bytes);
-        crate::server::proxy::background_update(site, &r, &mut client, sent).await;
+        after(site, &mut r, stream, buf, sent).await;
     }
     if let Some(line) = held {
         let lines = line.write(site, &r);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::config::model::{HttpConf, Upstream, UpstreamAddr, UpstreamBalance};
 use crate::config::template::Template;
 use crate::metrics::upstream::{PeerMetrics, PeerSample};
-use crate::server::shared::Shared;
+use crate::server::core::shared::Shared;
 use crate::upstream::keepalive::Key;
 use crate::upstream::keepalive::Limits;
 use crate::upstream::{Balance, PeerAddr, PeerGroup, PeerId, PeerSpec};

@@ -1,4 +1,4 @@
-//! `proxy_cache` in the proxy handler (nginx's `ngx_http_upstream_cache`
+//! `proxy_cache` in the upstream engine (nginx's `ngx_http_upstream_cache`
 //! and its companions): decide whether a request uses the cache, look its
 //! key up in the zone (memory, on the loop), serve a fresh entry from disk
 //! through the file layer, and otherwise send the request upstream holding
@@ -7,6 +7,13 @@
 //!
 //! `$upstream_cache_status` says which way it went: `HIT`, `MISS`,
 //! `EXPIRED`, `STALE`, `UPDATING`, `REVALIDATED`, `BYPASS`.
+//!
+//! - [`machine`]: every transition after the lookup, in one place.
+//!
+//! A stored head becomes a reply through the request's protocol plug-in
+//! ([`HeadReply`]), as nginx runs `process_header` on a cached one.
+
+pub mod machine;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,10 +33,10 @@ use crate::io::file::FileLayer;
 use crate::log::Level;
 use crate::upstream::head::ResponseHead;
 
-use super::super::reply::{Body, Reply};
-use super::super::request::Req;
-use super::super::site::Site;
-use super::response;
+use super::protocol::HeadReply;
+use crate::server::core::reply::{Body, Reply};
+use crate::server::core::request::Req;
+use crate::server::core::site::Site;
 
 /// How a cached request went (`$upstream_cache_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +93,8 @@ pub struct Ctx {
     pub entry: Option<Hit>,
     /// The request goes upstream as GET (a HEAD, `proxy_cache_convert_head`).
     pub as_get: bool,
+    /// How the protocol makes a stored head into a reply.
+    pub reply_of: HeadReply,
 }
 
 impl Drop for Ctx {
@@ -161,6 +170,12 @@ pub fn predicate(r: &Req<'_>, tests: &[Template]) -> bool {
     })
 }
 
+/// Whether the location names a cache at all (before any lookup: most
+/// proxied locations have none, and skip [`prepare`]).
+pub fn configured(r: &Req<'_>) -> bool {
+    r.conf.proxy_cache.is_some()
+}
+
 /// The zone the location caches in for this request, if any; a name no
 /// `proxy_cache_path` declares is a 500, as nginx answers it.
 fn zone_for(site: &Site, r: &Req<'_>) -> Result<Option<Arc<Zone>>, Status> {
@@ -214,6 +229,7 @@ pub async fn prepare(
     files: FileLayer<'_>,
     url_prefix: &str,
     uri: &[u8],
+    reply_of: HeadReply,
 ) -> Prep {
     let conf = r.conf;
     let zone = match zone_for(site, r) {
@@ -245,6 +261,7 @@ pub async fn prepare(
         lock: None,
         entry: None,
         as_get: send == SendMethod::Get,
+        reply_of,
     };
     if predicate(r, &conf.proxy_cache_bypass) {
         // nginx skips the lookup and the lock, and stores the answer.
@@ -376,7 +393,7 @@ pub async fn prepare(
         if !expired(&entry, now_s) {
             count(&zone, CacheStatus::Hit);
             r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
-            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Hit)));
+            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Hit, reply_of)));
         }
         // Expired.
         let stale_while_updating = conf.proxy_cache_use_stale.contains(NextUpstream::UPDATING)
@@ -389,7 +406,7 @@ pub async fn prepare(
             // before the connection's next request).
             r.upstream.background_update = true;
             count(&zone, CacheStatus::Stale);
-            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Stale)));
+            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Stale, reply_of)));
         }
         // Expired (`ngx_http_file_cache_read`): the first request updates
         // it; while it does, others are `UPDATING` — served stale when
@@ -401,7 +418,7 @@ pub async fn prepare(
         if ctx.lock.is_none() && stale_while_updating {
             count(&zone, CacheStatus::Updating);
             r.upstream.cache_status = Some(CacheStatus::Updating.as_str());
-            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Updating)));
+            return Prep::Served(Box::new(serve(r, &entry, CacheStatus::Updating, reply_of)));
         }
         ctx.entry = Some(entry);
         count(&zone, CacheStatus::Expired);
@@ -448,7 +465,7 @@ async fn take_lock(
     let (locked_until, share) = zone.fill_state(&ctx.md5);
     if let Some(share) = share {
         if streamable(r, &share) {
-            return Waited::Served(Box::new(serve_share(site, r, zone, &share)));
+            return Waited::Served(Box::new(serve_share(site, r, zone, &share, ctx.reply_of)));
         }
     }
     if let Some(until) = locked_until {
@@ -536,6 +553,7 @@ fn serve_share(
     r: &mut Req<'_>,
     zone: &Arc<Zone>,
     share: &Arc<crate::cache::share::Share>,
+    reply_of: HeadReply,
 ) -> Reply {
     use std::sync::atomic::Ordering::Relaxed;
     count(zone, CacheStatus::Hit);
@@ -543,8 +561,7 @@ fn serve_share(
     r.upstream.cache_status = Some(CacheStatus::Hit.as_str());
     let head = &share.head;
     r.upstream.headers = head.headers.clone();
-    let conf = r.conf;
-    let mut reply = response::reply(r, conf, head).0;
+    let mut reply = reply_of(r, head).0;
     reply.length_override = head.content_length;
     let files = files_of(site, r);
     reply.body = Body::Stream(Box::new(share.reader(files)));
@@ -589,17 +606,17 @@ async fn remove_files(files: FileLayer<'_>, paths: Vec<std::path::PathBuf>) {
     }
 }
 
-/// The reply for an entry: its stored head passed through the proxy's
-/// header rules, conditionals and ranges applied as on a static file (a
-/// cached response allows ranges), the body sent from the file.
-pub fn serve(r: &mut Req<'_>, entry: &Hit, status: CacheStatus) -> Reply {
+/// The reply for an entry: its stored head passed through the protocol's
+/// header rules (`reply_of`), conditionals and ranges applied as on a
+/// static file (a cached response allows ranges), the body sent from the
+/// file.
+pub fn serve(r: &mut Req<'_>, entry: &Hit, status: CacheStatus, reply_of: HeadReply) -> Reply {
     r.upstream.cache_status = Some(status.as_str());
-    let conf = r.conf;
     let len = entry.body_len();
     let mut reply = match &entry.head {
         Some(head) => {
             r.upstream.headers = head.headers.clone();
-            response::reply(r, conf, head).0
+            reply_of(r, head).0
         }
         None => {
             let mut rep = Reply::new(Status::OK, Body::Empty);

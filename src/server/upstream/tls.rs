@@ -26,10 +26,9 @@ use crate::upstream::conn::Conn;
 use crate::upstream::keepalive::TlsKey;
 use crate::upstream::tls::{self as utls, HandshakeError};
 
-use super::super::tls::dynamic::{Named, Source};
-
-use super::super::request::Req;
-use super::super::site::Site;
+use crate::server::core::request::Req;
+use crate::server::core::site::Site;
+use crate::server::engine::tls::dynamic::{Named, Source};
 
 /// Every location's client configuration, by plan id.
 pub fn configs(http: &HttpConf) -> Result<Vec<Arc<UpstreamTls>>, String> {
@@ -133,6 +132,16 @@ pub fn target(
     })
 }
 
+/// Why TLS to an upstream could not begin or failed.
+pub enum TlsFailure {
+    /// The handshake failed: the upstream's fault (`error`, `timeout`).
+    Handshake(HandshakeError),
+    /// The client certificate this request names could not be loaded
+    /// (`cannot load certificate …`): the request's own fault, a 500 that
+    /// no next server can help, as in `ngx_http_upstream_ssl_init_connection`.
+    Certificate(String),
+}
+
 /// The handshake over `conn`, a new connection to the peer named `peer`,
 /// before `deadline`, then the check `proxy_ssl_verify` asks for; their
 /// key operations in the `ssl` pool.
@@ -142,19 +151,23 @@ pub async fn connect(
     t: &TlsTarget,
     peer: &str,
     deadline: Instant,
-) -> Result<Conn, HandshakeError> {
+) -> Result<Conn, TlsFailure> {
     let Conn::Tcp(tcp) = conn else {
         // `https://unix:…`: nginx speaks TLS over the socket too; rustls
         // is driven here over TCP only.
-        return Err(HandshakeError {
+        return Err(TlsFailure::Handshake(HandshakeError {
             message: "SSL over a unix socket is not supported yet".to_string(),
             level: crate::log::Level::Error,
             timed_out: false,
-        });
+        }));
     };
     let config = match &t.certificate {
         None => t.client.config_for(peer),
-        Some(names) => t.client.config_with(&load(site, t, names).await?),
+        Some(names) => t.client.config_with(
+            &load(site, t, names)
+                .await
+                .map_err(TlsFailure::Certificate)?,
+        ),
     };
     let h = utls::Handshake {
         config,
@@ -163,33 +176,31 @@ pub async fn connect(
         verifier: t.plan.verifier.clone(),
     };
     let pool = site.pools.get(crate::config::finish_ssl::HANDSHAKE_POOL);
-    let stream = utls::handshake(tcp, h, pool, deadline).await?;
+    let stream = utls::handshake(tcp, h, pool, deadline)
+        .await
+        .map_err(TlsFailure::Handshake)?;
     Ok(Conn::Tls(Box::new(stream)))
 }
 
 /// The pair `names` name for `t`'s location: kept, or read and checked in
 /// the `ssl` pool (which a location proxying over TLS always has, and
-/// where server certificates named with variables are read too). What fails is nginx's `cannot load certificate …`.
+/// where server certificates named with variables are read too). What
+/// fails is nginx's `cannot load certificate …`.
 async fn load(
     site: &Site,
     t: &TlsTarget,
     names: &(Source, Source),
-) -> Result<Arc<rustls::sign::CertifiedKey>, HandshakeError> {
-    let failed = |message: String| HandshakeError {
-        message,
-        level: crate::log::Level::Error,
-        timed_out: false,
-    };
+) -> Result<Arc<rustls::sign::CertifiedKey>, String> {
     let loaded = site
         .upstream_certs
         .get(t.plan.id)
         .cloned()
-        .ok_or_else(|| failed("no certificate store for the location".to_string()))?;
+        .ok_or("no certificate store for the location")?;
     let pool = site
         .pools
         .get(crate::config::finish_ssl::HANDSHAKE_POOL)
         .cloned()
-        .ok_or_else(|| failed("no \"ssl\" thread pool".to_string()))?;
+        .ok_or("no \"ssl\" thread pool")?;
     let named = vec![Named::Load(names.0.clone(), names.1.clone())];
     let passwords = t.plan.passwords.clone();
     let done = pool
@@ -197,11 +208,8 @@ async fn load(
             let passwords = passwords.as_ref().map(|p| p.as_slice());
             loaded.load(&named, &crate::tls::provider(), passwords)
         })
-        .map_err(|e| failed(e.to_string()))?;
-    let mut keys = done
-        .await
-        .map_err(|e| failed(e.to_string()))?
-        .map_err(failed)?;
+        .map_err(|e| e.to_string())?;
+    let mut keys = done.await.map_err(|e| e.to_string())??;
     keys.pop()
-        .ok_or_else(|| failed("no certificate loaded".to_string()))
+        .ok_or_else(|| "no certificate loaded".to_string())
 }

@@ -1,7 +1,7 @@
 //! An upstream's response body as a [`Source`]: read from the upstream
-//! connection as the sender polls it, decoded from its framing (length,
-//! chunked, until close), each read bounded by `proxy_read_timeout` and
-//! paced by `proxy_limit_rate`.
+//! connection as the sender polls it, decoded by its protocol's framing
+//! ([`InputFilter`]: length, chunked, until close), each read bounded by
+//! `*_read_timeout` and paced by `*_limit_rate`.
 //!
 //! When the body ends the exchange is settled: the peer is released to its
 //! balancer, the `$upstream_*` figures are final, and a connection whose
@@ -25,12 +25,13 @@ use tokio::time::Sleep;
 use crate::body::{Source, SourceError};
 use crate::log::{ErrorLog, Level};
 use crate::metrics::timed;
-use crate::upstream::body::BodyDecoder;
 use crate::upstream::conn::Conn;
 use crate::upstream::keepalive::{Key, Usage};
 use crate::upstream::{Outcome, PeerId, Tried};
 
+use super::UpstreamConf;
 use super::groups::Group;
+use super::protocol::InputFilter;
 
 /// The most one read asks the upstream for.
 const READ_SIZE: usize = 16 * 1024;
@@ -65,7 +66,7 @@ pub struct Settle {
     /// Shared with the log line.
     pub live: Rc<Live>,
     /// The process's state, for the keep-alive cache.
-    pub shared: Arc<crate::server::shared::Shared>,
+    pub shared: Arc<crate::server::core::shared::Shared>,
 }
 
 /// The error log and the request's context, for the lines the body may
@@ -80,12 +81,12 @@ pub struct LogCtx {
 }
 
 /// An upstream response body being read.
-pub struct UpstreamBody {
+pub struct UpstreamBody<F: InputFilter> {
     conn: Option<Conn>,
     /// Bytes read and not yet decoded (after the head, then each read).
     buf: Vec<u8>,
     pos: usize,
-    decoder: BodyDecoder,
+    decoder: F,
     read_timeout: Duration,
     /// `proxy_read_timeout`'s (or the pace's) timer, made at the first
     /// wait: a body that is there at once needs none.
@@ -106,21 +107,20 @@ pub struct UpstreamBody {
     flush: bool,
 }
 
-impl UpstreamBody {
+impl<F: InputFilter> UpstreamBody<F> {
     /// The body after a head: `buf` holds what was read, the body's first
     /// bytes from `start` on (the head before it).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         conn: Conn,
-        buf: Vec<u8>,
-        start: usize,
-        decoder: BodyDecoder,
+        (buf, start): (Vec<u8>, usize),
+        decoder: F,
         length: Option<u64>,
-        read_timeout: Duration,
-        limit_rate: u64,
+        conf: &UpstreamConf<'_>,
         settle: Settle,
         log: LogCtx,
-    ) -> UpstreamBody {
+    ) -> UpstreamBody<F> {
+        let read_timeout = conf.read_timeout;
+        let limit_rate = conf.limit_rate;
         UpstreamBody {
             conn: Some(conn),
             buf,
@@ -223,7 +223,7 @@ impl UpstreamBody {
     }
 }
 
-impl Source for UpstreamBody {
+impl<F: InputFilter> Source for UpstreamBody<F> {
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, SourceError>> {
         if self.done {
             return Poll::Ready(Ok(None));
@@ -354,7 +354,7 @@ impl Source for UpstreamBody {
     }
 }
 
-impl Drop for UpstreamBody {
+impl<F: InputFilter> Drop for UpstreamBody<F> {
     /// The client went away before the end: release the peer, close the
     /// connection.
     fn drop(&mut self) {
