@@ -17,6 +17,7 @@
 //!   drive the HTTP plug-in, and may);
 //! - neither the engine nor the modules name the proxy: the core's phases
 //!   choose the content handler.
+//!
 //! A file names a module when its code (comments left out) spells its path
 //! from `crate::server::`, or climbs to it with `super::`.
 
