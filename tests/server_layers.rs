@@ -10,8 +10,7 @@
 //! - a module never reaches into another module's folder (`modules::ssi`
 //!   is its face, `modules::ssi::parse` its insides);
 //! - a path right under `crate::server::` names a floor (the flat paths
-//!   of before the floors are gone).
-//!
+//!   of before the floors are gone);
 //! - the upstream engine (`upstream/`) never names a plug-in (`proxy/`):
 //!   a protocol comes in through its `Protocol` trait (its unit tests
 //!   drive the HTTP plug-in, and may);
